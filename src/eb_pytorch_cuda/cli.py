@@ -1,0 +1,93 @@
+"""The `eb-pytorch-cuda` command: the library's operations for people and scripts.
+
+Exit codes: 0 success, 1 a check found a problem, 2 bad input or a failed operation (one line on
+stderr naming the file and the problem; nothing modified).
+"""
+
+import argparse
+import sys
+
+from . import __version__
+from .cudnn import CATALOG, DEFAULT_NEEDED, ENV_VARIABLE
+from .errors import PluginError
+from .needed import add_needed, check_needed, check_problems
+
+PROG = 'eb-pytorch-cuda'
+
+
+def cmd_add_needed(args):
+    result = add_needed(args.library, args.sonames, force=args.force)
+    for soname in result.added:
+        resolution = result.resolutions[soname]
+        where = resolution.path if resolution.found else 'UNRESOLVED (forced)'
+        print(f'== patched {result.path}: added NEEDED {soname} (resolves to {where})')
+    for soname in result.already_present:
+        print(f'== {result.path}: NEEDED {soname} already present, nothing to do')
+    return 0
+
+
+def cmd_check_needed(args):
+    checks, report = check_needed(args.library, args.sonames, expect_dir=args.expect_dir, load=args.load,
+                                  preload=args.preload or ())
+    for check in checks:
+        resolution = check.resolution
+        where = f'{resolution.path} ({resolution.via})' if resolution.found else 'unresolved'
+        mapped = '' if check.mapped is None else (', mapped by a real load' if check.mapped else ', NOT mapped')
+        status = 'FAIL' if check.problem else 'ok'
+        print(f'{status:4} {check.soname}: NEEDED {"yes" if check.present else "no"}, resolves to {where}{mapped}')
+    if report is not None and not report.loaded:
+        print(f'load error: {report.error}')
+    problems = check_problems(args.library, checks)
+    for problem in problems:
+        print(f'{PROG}: {problem}', file=sys.stderr)
+    return 1 if problems else 0
+
+
+def cmd_cudnn_catalog(args):
+    for major in sorted(CATALOG):
+        defaults = set(DEFAULT_NEEDED.get(major, ()))
+        print(f'cuDNN {major}:')
+        for soname in CATALOG[major]:
+            print(f"  {soname}{'  (default NEEDED entry)' if soname in defaults else ''}")
+    print(f'Choose others per easyconfig (cudnn_needed), per site (${ENV_VARIABLE}, comma-separated) '
+          f'or in a site hooks file; entries missing from the cuDNN installation are always skipped.')
+    return 0
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
+    parser.add_argument('--version', action='version', version=f'{PROG} {__version__}')
+    sub = parser.add_subparsers(dest='command', required=True)
+
+    add = sub.add_parser('add-needed', help='add NEEDED entries to a library (idempotent, atomic)')
+    add.add_argument('library')
+    add.add_argument('sonames', nargs='+', metavar='SONAME')
+    add.add_argument('--force', action='store_true', help='add entries even if they do not resolve')
+    add.set_defaults(func=cmd_add_needed)
+
+    check = sub.add_parser('check-needed', help='prove NEEDED entries are present, resolve and load')
+    check.add_argument('library')
+    check.add_argument('sonames', nargs='+', metavar='SONAME')
+    check.add_argument('--expect-dir', metavar='DIR', help='each soname must resolve to a file inside DIR')
+    check.add_argument('--load', action='store_true',
+                       help='load the library in a clean process and require each soname to be mapped')
+    check.add_argument('--preload', action='append', metavar='LIB',
+                       help='load LIB first (e.g. the CUDA driver stub on a node without a GPU driver)')
+    check.set_defaults(func=cmd_check_needed)
+
+    catalog = sub.add_parser('cudnn-catalog', help='list the cuDNN sub-libraries a site may add as NEEDED')
+    catalog.set_defaults(func=cmd_cudnn_catalog)
+    return parser
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except PluginError as err:
+        print(f'{PROG}: error: {err}', file=sys.stderr)
+        return 2
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,155 @@
+"""Read what the dynamic loader cares about from an ELF file: SONAME, NEEDED, RPATH, RUNPATH, flags.
+
+pyelftools does the decoding, so files of any class, endianness and machine can be read (an aarch64
+build can be audited on an x86_64 node).  Only the ELF header, program headers and the dynamic
+segment are read, never the whole file.  Every way a file can fail to be a usable shared object
+(not ELF, a linker script named .so, truncated, relocatable, static) becomes a one-line PluginError.
+"""
+
+import os
+import struct
+from dataclasses import dataclass
+
+from elftools.common.exceptions import ELFError, ELFParseError
+from elftools.elf.elffile import ELFFile
+from elftools.elf.dynamic import DynamicSegment
+from elftools.elf.enums import ENUM_E_MACHINE
+
+from .errors import PluginError
+
+ELF_MAGIC = b'\x7fELF'
+# text a GNU ld linker script (e.g. libc.so, or libfoo.so -> "INPUT(libfoo.so.1)") starts with
+LINKER_SCRIPT_MARKERS = (b'/*', b'INPUT', b'GROUP', b'OUTPUT_FORMAT', b'SEARCH_DIR')
+
+DF_1_NODEFLIB = 0x800
+MACHINE_NAMES = {value: key for key, value in ENUM_E_MACHINE.items() if not key.startswith('_')}
+
+
+@dataclass(frozen=True)
+class ElfInfo:
+    """The loader-relevant facts of one ELF file (sonames and search paths as raw strings)."""
+
+    path: str
+    elf_class: int  # 32 or 64
+    little_endian: bool
+    machine: str  # e.g. 'EM_X86_64', 'EM_AARCH64'
+    osabi: str
+    elf_type: str  # 'ET_DYN' or 'ET_EXEC'
+    soname: str = None
+    needed: tuple = ()
+    rpath: tuple = ()  # DT_RPATH entries, unexpanded ($ORIGIN kept)
+    runpath: tuple = ()  # DT_RUNPATH entries, unexpanded
+    flags_1: int = 0
+    interpreter: str = None
+
+    @property
+    def nodeflib(self):
+        """True when linked with -z nodeflib: ld.so.cache and default dirs are not searched."""
+        return bool(self.flags_1 & DF_1_NODEFLIB)
+
+    @property
+    def abi_key(self):
+        """What must match for glibc to accept this file as a dependency of another."""
+        return (self.elf_class, self.little_endian, self.machine)
+
+
+def _split_path_list(value):
+    return tuple(entry for entry in value.split(':') if entry) if value else ()
+
+
+def _sniff(path):
+    """Check the file is a readable ELF before pyelftools sees it; raise PluginError otherwise."""
+    try:
+        with open(path, 'rb') as handle:
+            head = handle.read(64)
+    except IsADirectoryError:
+        raise PluginError(path, 'is a directory, not an ELF file') from None
+    except FileNotFoundError:
+        raise PluginError(path, 'no such file') from None
+    except OSError as err:
+        raise PluginError(path, f'cannot be read: {err.strerror}') from None
+    if head[:4] != ELF_MAGIC:
+        if head.lstrip().startswith(LINKER_SCRIPT_MARKERS):
+            raise PluginError(path, 'is a linker script, not an ELF shared object')
+        raise PluginError(path, 'is not an ELF file (bad magic)')
+    if len(head) < 52:
+        raise PluginError(path, 'is a truncated ELF file (incomplete ELF header)')
+
+
+def read_elf(path):
+    """Return the ElfInfo of the shared object or executable at path, or raise PluginError."""
+    path = os.fspath(path)
+    _sniff(path)
+    size = os.path.getsize(path)
+    try:
+        with open(path, 'rb') as stream:
+            elf = ELFFile(stream)
+            header = elf.header
+            if header['e_type'] not in ('ET_DYN', 'ET_EXEC'):
+                raise PluginError(path, f"is an ELF file of type {header['e_type']}, not a shared object")
+            if header['e_phoff'] + header['e_phnum'] * header['e_phentsize'] > size:
+                raise PluginError(path, 'is a truncated ELF file (program headers past the end)')
+            dynamic = None
+            interpreter = None
+            for segment in elf.iter_segments():
+                if segment['p_offset'] + segment['p_filesz'] > size:
+                    raise PluginError(path, f"is a truncated ELF file ({segment['p_type']} past the end)")
+                if isinstance(segment, DynamicSegment):
+                    dynamic = segment
+                elif segment['p_type'] == 'PT_INTERP':
+                    interpreter = segment.get_interp_name()
+            if dynamic is None:
+                raise PluginError(path, 'has no dynamic section (statically linked?)')
+            values = {'DT_NEEDED': [], 'DT_SONAME': None, 'DT_RPATH': None, 'DT_RUNPATH': None, 'DT_FLAGS_1': 0}
+            for tag in dynamic.iter_tags():
+                kind = tag.entry.d_tag
+                if kind == 'DT_NEEDED':
+                    values['DT_NEEDED'].append(tag.needed)
+                elif kind == 'DT_SONAME':
+                    values['DT_SONAME'] = tag.soname
+                elif kind == 'DT_RPATH':
+                    values['DT_RPATH'] = tag.rpath
+                elif kind == 'DT_RUNPATH':
+                    values['DT_RUNPATH'] = tag.runpath
+                elif kind == 'DT_FLAGS_1':
+                    values['DT_FLAGS_1'] = tag.entry.d_val
+                elif kind == 'DT_NULL':
+                    break
+            return ElfInfo(
+                path=path,
+                elf_class=elf.elfclass,
+                little_endian=elf.little_endian,
+                machine=header['e_machine'],
+                osabi=header['e_ident']['EI_OSABI'],
+                elf_type=header['e_type'],
+                soname=values['DT_SONAME'],
+                needed=tuple(values['DT_NEEDED']),
+                rpath=_split_path_list(values['DT_RPATH']),
+                runpath=_split_path_list(values['DT_RUNPATH']),
+                flags_1=values['DT_FLAGS_1'],
+                interpreter=interpreter,
+            )
+    except PluginError:
+        raise
+    except (ELFError, ELFParseError, struct.error, ValueError, KeyError, UnicodeDecodeError) as err:
+        raise PluginError(path, f'is a truncated or corrupt ELF file ({type(err).__name__}: {err})') from None
+    except Exception as err:  # pyelftools' construct layer raises assorted types on garbage input
+        raise PluginError(path, f'is a truncated or corrupt ELF file ({type(err).__name__})') from None
+
+
+def read_abi_key(path):
+    """Return (class, little_endian, machine) from the ELF header alone, or None if not a usable ELF.
+
+    Used while searching directories: glibc skips a candidate file whose header does not match the
+    object that asked for it (e.g. a 32-bit library in a 64-bit search path) and keeps searching.
+    """
+    try:
+        with open(path, 'rb') as handle:
+            head = handle.read(20)
+    except OSError:
+        return None
+    if len(head) < 20 or head[:4] != ELF_MAGIC or head[4] not in (1, 2) or head[5] not in (1, 2):
+        return None
+    little = head[5] == 1
+    machine = struct.unpack('<H' if little else '>H', head[18:20])[0]
+    return (32 if head[4] == 1 else 64, little, MACHINE_NAMES.get(machine, machine))

@@ -1,0 +1,14 @@
+"""The one exception type the library raises for bad input or a failed operation.
+
+Every message names the file it is about and the problem, on one line, so that the CLI and the
+EasyBuild adapters can show it unchanged.
+"""
+
+
+class PluginError(Exception):
+    """A problem with an input file or an operation on it; str() is a one-line message."""
+
+    def __init__(self, path, problem):
+        self.path = str(path) if path is not None else None
+        self.problem = ' '.join(str(problem).split())
+        super().__init__(self.path and f'{self.path}: {self.problem}' or self.problem)

@@ -1,0 +1,47 @@
+"""Small real sources that reproduce the cuDNN dlopen() failure: a cuDNN stand-in and a PyTorch stand-in.
+
+They are compiled with gcc and installed with real EasyBuild by the tests and the demo, so every
+claim about the fix is checked with the real glibc loader.  build_cudnn()/build_torch_lib() build
+them outside EasyBuild for the library-level tests.
+"""
+
+import os
+import subprocess
+
+STANDINS_DIR = os.path.dirname(os.path.abspath(__file__))
+CUDNN_SOURCES = os.path.join(STANDINS_DIR, 'cudnn')
+TORCH_SOURCES = os.path.join(STANDINS_DIR, 'torch')
+
+
+def _make(source_dir, build_dir, variables):
+    command = ['make', '-s', '-C', source_dir, *[f'{key}={value}' for key, value in variables.items()]]
+    subprocess.run(command, check=True, cwd=build_dir)
+
+
+def build_cudnn(prefix, major=8, others=None):
+    """Build the cuDNN stand-in into prefix/lib (no RUNPATH); return the lib directory.
+
+    others: space-separated extra sub-library sonames to build instead of the Makefile's default set.
+    """
+    prefix = os.path.abspath(prefix)
+    os.makedirs(prefix, exist_ok=True)
+    variables = {'MAJOR': major, 'LIBDIR': os.path.join(prefix, 'lib'), 'INCDIR': os.path.join(prefix, 'include')}
+    if others is not None:
+        variables['OTHERS'] = others
+    _make(CUDNN_SOURCES, prefix, variables)
+    return os.path.join(prefix, 'lib')
+
+
+def build_torch_lib(out_dir, cudnn_prefix, extra_ldflags=''):
+    """Build libtorch_cuda.so into out_dir with DT_RPATH to cudnn_prefix/lib; return its path."""
+    out_dir = os.path.abspath(out_dir)
+    os.makedirs(out_dir, exist_ok=True)
+    _make(os.path.join(TORCH_SOURCES, 'csrc'), out_dir,
+          {'CUDNN_ROOT': os.path.abspath(cudnn_prefix), 'OUT': out_dir, 'EXTRA_LDFLAGS': extra_ldflags})
+    return os.path.join(out_dir, 'libtorch_cuda.so')
+
+
+def build_loadcheck(out_path):
+    """Compile the loader harness (no RPATH of its own); return its path."""
+    subprocess.run(['gcc', '-o', out_path, os.path.join(TORCH_SOURCES, 'csrc', 'loadcheck.c'), '-ldl'], check=True)
+    return out_path

@@ -1,0 +1,53 @@
+"""Fixtures that build real ELF files with gcc: the cuDNN stand-in and a libtorch_cuda.so linked to it."""
+
+import os
+import shutil
+import subprocess
+import sys
+from types import SimpleNamespace
+
+import pytest
+
+from eb_pytorch_cuda import standins
+
+CLEAN_ENV = {k: v for k, v in os.environ.items() if k not in ('LD_LIBRARY_PATH', 'LD_PRELOAD')}
+
+
+def run_loadcheck(loadcheck, library):
+    """Run the C harness on library with LD_LIBRARY_PATH unset: the real glibc loader decides."""
+    return subprocess.run([loadcheck, str(library)], env=CLEAN_ENV, capture_output=True, text=True)
+
+
+def cli(*args, check_rc=None):
+    """Run the installed eb-pytorch-cuda console script; return the CompletedProcess."""
+    script = shutil.which('eb-pytorch-cuda', path=os.path.dirname(sys.executable) + os.pathsep + os.environ['PATH'])
+    done = subprocess.run([script, *map(str, args)], capture_output=True, text=True)
+    if check_rc is not None:
+        assert done.returncode == check_rc, (done.stdout, done.stderr)
+    return done
+
+
+@pytest.fixture(scope='session')
+def loadcheck(tmp_path_factory):
+    return standins.build_loadcheck(str(tmp_path_factory.mktemp('harness') / 'loadcheck'))
+
+
+def _standin(root, major, loadcheck):
+    cudnn_lib = standins.build_cudnn(root / 'cudnn', major=major)
+    torch_lib = standins.build_torch_lib(root / 'torch' / 'lib', root / 'cudnn')
+    leaves = {8: ['libcudnn_cnn_train.so.8'],
+              9: ['libcudnn_engines_precompiled.so.9', 'libcudnn_engines_runtime_compiled.so.9']}[major]
+    return SimpleNamespace(root=root, major=major, cudnn_prefix=str(root / 'cudnn'), cudnn_lib=cudnn_lib,
+                           torch_lib=torch_lib, leaves=leaves, loadcheck=loadcheck)
+
+
+@pytest.fixture
+def standin8(tmp_path, loadcheck):
+    """A cuDNN 8 stand-in (no RUNPATH) and a libtorch_cuda.so with DT_RPATH to it."""
+    return _standin(tmp_path, 8, loadcheck)
+
+
+@pytest.fixture(params=[8, 9], ids=['cudnn8', 'cudnn9'])
+def standin(request, tmp_path, loadcheck):
+    """The same layout for cuDNN 8 and cuDNN 9."""
+    return _standin(tmp_path, request.param, loadcheck)

@@ -1,0 +1,48 @@
+"""The cuDNN catalog: defaults per major version, site/easyconfig choices, filtering by present files."""
+
+from conftest import cli
+from eb_pytorch_cuda.cudnn import (CATALOG, DEFAULT_NEEDED, ENV_VARIABLE, cudnn_major, filter_present,
+                                   requested_sonames, unknown_sonames)
+
+
+def test_defaults_are_the_verified_fixes():
+    assert DEFAULT_NEEDED[8] == ('libcudnn_cnn_train.so.8',)
+    assert DEFAULT_NEEDED[9] == ('libcudnn_engines_precompiled.so.9', 'libcudnn_engines_runtime_compiled.so.9')
+    assert all(set(DEFAULT_NEEDED[m]) <= set(CATALOG[m]) for m in DEFAULT_NEEDED)
+
+
+def test_major_version_comes_from_the_needed_entry():
+    assert cudnn_major(('libc.so.6', 'libcudnn.so.8')) == 8
+    assert cudnn_major(('libcudnn.so.9', 'libcudnn_graph.so.9')) == 9
+    assert cudnn_major(('libc.so.6',)) is None
+
+
+def test_precedence_easyconfig_then_environment_then_site_then_default():
+    env = {ENV_VARIABLE: 'libcudnn_ops.so.9,libcudnn_cnn.so.9'}
+    assert requested_sonames(9, environ={}) == list(DEFAULT_NEEDED[9])
+    assert requested_sonames(9, site_value=['libcudnn_adv.so.9'], environ={}) == ['libcudnn_adv.so.9']
+    assert requested_sonames(9, site_value=['libcudnn_adv.so.9'], environ=env) == ['libcudnn_ops.so.9', 'libcudnn_cnn.so.9']
+    assert requested_sonames(9, easyconfig_value=['libcudnn_graph.so.9'], environ=env) == ['libcudnn_graph.so.9']
+
+
+def test_dict_values_cover_both_majors_and_lists_for_another_major_do_not_apply():
+    setting = {8: ['libcudnn_ops_train.so.8'], 9: ['libcudnn_heuristic.so.9']}
+    assert requested_sonames(8, easyconfig_value=setting, environ={}) == ['libcudnn_ops_train.so.8']
+    assert requested_sonames(9, site_value=setting, environ={}) == ['libcudnn_heuristic.so.9']
+    assert requested_sonames(8, easyconfig_value=['libcudnn_graph.so.9'], environ={}) == list(DEFAULT_NEEDED[8])
+    assert requested_sonames(8, easyconfig_value=[], environ={}) == []
+
+
+def test_filtering_drops_sub_libraries_missing_from_the_installation(tmp_path):
+    (tmp_path / 'libcudnn_engines_precompiled.so.9').write_bytes(b'')
+    present, absent = filter_present(['libcudnn_engines_precompiled.so.9', 'libcudnn_engines_tensor_ir.so.9'],
+                                     [str(tmp_path)])
+    assert present == ['libcudnn_engines_precompiled.so.9'] and absent == ['libcudnn_engines_tensor_ir.so.9']
+    assert unknown_sonames(9, ['libcudnn_bogus.so.9', 'libcudnn_ops.so.9']) == ['libcudnn_bogus.so.9']
+
+
+def test_catalog_command_lists_choices_and_defaults():
+    out = cli('cudnn-catalog', check_rc=0).stdout
+    assert 'libcudnn_cnn_train.so.8  (default NEEDED entry)' in out
+    assert 'libcudnn_engines_tensor_ir.so.9\n' in out
+    assert ENV_VARIABLE in out

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# One-command setup: Debian's Lmod (when run as root and missing) and one virtual environment per
+# supported EasyBuild version, each with this package installed (editable) and the test extras.
+#   bash tools/setup.sh            -> .venvs/eb-4.9.4 and .venvs/eb-5.4.1
+set -euo pipefail
+cd "$(dirname "$0")/.."
+EB_VERSIONS=${EB_VERSIONS:-"4.9.4 5.4.1"}
+PYTHON=${PYTHON:-python3}
+
+if [ ! -e /usr/share/lmod/lmod/init/bash ] && [ -z "${LMOD_CMD:-}" ]; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -qq
+        apt-get install -y -qq lmod make gcc >/dev/null
+    else
+        echo "setup: Lmod not found; install it (Debian: apt-get install lmod) or set LMOD_CMD" >&2
+        exit 1
+    fi
+fi
+
+for version in $EB_VERSIONS; do
+    venv=.venvs/eb-$version
+    [ -x "$venv/bin/python" ] || "$PYTHON" -m venv "$venv"
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip setuptools wheel 2>&1 \
+        | grep -v '^WARNING: Location' || true
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check \
+        "easybuild-framework==$version" "easybuild-easyblocks==$version" -e '.[test]' 2>&1 \
+        | grep -v '^WARNING: Location' || true
+    "$venv/bin/eb-pytorch-cuda" --version >/dev/null
+    PATH="$PWD/$venv/bin:$PATH" "$venv/bin/eb" --version
+done
