@@ -1,0 +1,81 @@
+"""Run real `eb` (each supported EasyBuild version from its own venv) with real Lmod, like EESSI does.
+
+EESSI-like configuration: --rpath, and --filter-env-vars=LD_LIBRARY_PATH so that modules never set
+LD_LIBRARY_PATH; libraries must find each other through RPATH alone.
+"""
+
+import os
+import subprocess
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from eb_pytorch_cuda import standins
+
+REPO = Path(__file__).resolve().parent.parent
+EB_VERSIONS = ('4.9.4', '5.4.1')
+HOOKS = REPO / 'hooks' / 'eb_hooks.py'
+TEST_EASYCONFIGS = REPO / 'tests' / 'easyconfigs'
+LMOD_CMD = os.environ.get('LMOD_CMD', '/usr/share/lmod/lmod/libexec/lmod')
+
+
+def eb_venv(version):
+    venv = Path(os.environ.get('EB_PYTORCH_CUDA_VENVS', REPO / '.venvs')) / f'eb-{version}'
+    if not (venv / 'bin' / 'eb').exists():
+        pytest.fail(f'EasyBuild {version} not found in {venv}: run bash tools/setup.sh')
+    return venv
+
+
+def make_sources(directory):
+    """Source tarballs of the stand-ins: cuDNN as prebuilt binaries (like NVIDIA's), PyTorch as source."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    staging = directory / 'staging' / 'cudnn-standin'
+    standins.build_cudnn(staging, major=8)
+    with tarfile.open(directory / 'cudnn-standin-8.9.2.26.tar.gz', 'w:gz') as tar:
+        tar.add(staging, arcname='cudnn-standin')
+    with tarfile.open(directory / 'pytorch-standin-2.1.2.tar.gz', 'w:gz') as tar:
+        tar.add(standins.TORCH_SOURCES, arcname='pytorch-standin',
+                filter=lambda info: None if '__pycache__' in info.name else info)
+    return directory
+
+
+class EbRunner:
+    """One EasyBuild version, one install prefix; run() returns the CompletedProcess of `eb ...`."""
+
+    def __init__(self, version, prefix, sources, modulepath=()):
+        self.version = version
+        self.venv = eb_venv(version)
+        self.prefix = Path(prefix)
+        self.sources = Path(sources)
+        self.modulepath = list(modulepath)
+
+    def env(self, extra=None):
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(('EASYBUILD_', 'EBROOT', 'EBVERSION', 'LMOD', '_LMOD', 'LD_LIBRARY_PATH'))}
+        env.update({
+            'PATH': f"{self.venv / 'bin'}:/usr/local/bin:/usr/bin:/bin",
+            'LMOD_CMD': LMOD_CMD,
+            'MODULEPATH': ':'.join(map(str, self.modulepath)),
+            'EASYBUILD_PREFIX': str(self.prefix),
+            'EASYBUILD_SOURCEPATH': str(self.sources),
+            'EASYBUILD_MODULES_TOOL': 'Lmod',
+            'EASYBUILD_MODULE_SYNTAX': 'Lua',
+            'EASYBUILD_ROBOT_PATHS': str(TEST_EASYCONFIGS),
+            'EASYBUILD_TMPDIR': str(self.prefix / 'tmp'),
+            'EASYBUILD_RPATH': '1',
+            'EASYBUILD_FILTER_ENV_VARS': 'LD_LIBRARY_PATH',
+            'EASYBUILD_ALLOW_USE_AS_ROOT_AND_ACCEPT_CONSEQUENCES': '1',
+        })
+        env.update(extra or {})
+        return env
+
+    def run(self, *args, hooks=True, env=None):
+        command = [str(self.venv / 'bin' / 'eb'), '--robot', *map(str, args)]
+        if hooks:
+            command.append(f'--hooks={HOOKS}')
+        return subprocess.run(command, env=self.env(env), capture_output=True, text=True, timeout=900)
+
+    def installdir(self, name, version):
+        return self.prefix / 'software' / name / version
