@@ -35,7 +35,7 @@ def make_sources(directory):
     standins.build_cudnn(staging, major=8)
     with tarfile.open(directory / 'cudnn-standin-8.9.2.26.tar.gz', 'w:gz') as tar:
         tar.add(staging, arcname='cudnn-standin')
-    with tarfile.open(directory / 'pytorch-standin-2.1.2.tar.gz', 'w:gz') as tar:
+    with tarfile.open(directory / 'pytorch-standin-2.1.2.tar.gz', 'w:gz') as tar:  # OpenBLAS stand-in: no sources
         tar.add(standins.TORCH_SOURCES, arcname='pytorch-standin',
                 filter=lambda info: None if '__pycache__' in info.name else info)
     return directory

@@ -11,7 +11,9 @@ import shutil
 import pytest
 
 from eb_pytorch_cuda.elf import read_elf
-from eb_runner import EB_VERSIONS, EbRunner, make_sources
+from eb_runner import EB_VERSIONS, REPO, EbRunner, make_sources
+
+EASYBLOCK = REPO / 'easybuild' / 'easyblocks' / 'p' / 'pytorch.py'
 
 PYTORCH_EC = 'PyTorch-2.1.2-standin.eb'
 CUDNN_EC = 'cuDNN-8.9.2.26-standin.eb'
@@ -97,3 +99,17 @@ def test_site_can_switch_the_patch_off_and_then_nothing_is_demanded(eb):
     done = eb.run(PYTORCH_EC, '--skip-test-step', env={'EB_PYTORCH_CUDA_CUDNN_NEEDED': ''})
     assert done.returncode == 0, done.stdout + done.stderr
     assert 'libcudnn_cnn_train.so.8' not in read_elf(installed_library(eb)).needed
+
+
+def test_our_easyblock_extends_upstream_and_applies_cudnn_needed(eb):
+    # upstream EB_PyTorch's configure/build/test steps run; our parameter chooses the sub-libraries
+    done = eb.run('PyTorch-2.1.2-standin-easyblock.eb', f'--include-easyblocks={EASYBLOCK}')
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out
+    found = list(eb.installdir('PyTorch', '2.1.2-standin-easyblock').rglob('libtorch_cuda.so'))
+    needed = read_elf(found[0]).needed
+    assert needed.count('libcudnn_cnn_train.so.8') == 1 and needed.count('libcudnn_ops_train.so.8') == 1
+    assert 'libcudnn_cnn_ext.so.8' not in needed  # asked for, but this cuDNN has no such file
+    assert out.count('WARNING: libcudnn_cnn_ext.so.8 not in the cuDNN installation') == 1
+    for soname in ('libcudnn_cnn_train.so.8', 'libcudnn_ops_train.so.8'):
+        assert f'sanity check: {found[0]} has NEEDED {soname} -> ' in out

@@ -34,7 +34,8 @@ SITE_OPTIONS = {
 }
 
 _PYTHONPATH_EXPORT = re.compile(r'PYTHONPATH=([^\s&;|]+)')
-_STATE = {'testing': None, 'reported': set()}  # easyblock in its test step; files already reported
+# the easyblock in its test step; files already reported; (installdir, soname) already warned about
+_STATE = {'testing': None, 'reported': set(), 'warned': set()}
 
 
 def _eb():
@@ -101,7 +102,8 @@ def plan_for_library(self, path, resolver=None):
     dirs = [os.path.dirname(resolution.path)] if resolution.found else []
     root = cudnn_root()
     if root:
-        dirs += [os.path.join(root, sub) for sub in ('lib', 'lib64')]
+        dirs += [os.path.join(root, sub) for sub in ('lib', 'lib64') if os.path.isdir(os.path.join(root, sub))]
+    dirs = list(dict.fromkeys(os.path.realpath(d) for d in dirs))
     requested = cudnn.requested_sonames(major, easyconfig_value=_easyconfig_value(self),
                                         site_value=SITE_OPTIONS['cudnn_needed'])
     present, absent = cudnn.filter_present(requested, dirs)
@@ -119,8 +121,10 @@ def patch_libraries(self, roots, where):
                 print_msg(f'{path} does not link cuDNN, not patched', log=self.log)
                 continue
             for soname in absent:
-                print_warning(f'{soname} not in the cuDNN installation ({", ".join(dirs) or "not found"}), '
-                              f'not added to {path}', log=self.log)
+                if (self.installdir, soname) not in _STATE['warned']:  # once per build, not per copy
+                    _STATE['warned'].add((self.installdir, soname))
+                    print_warning(f'{soname} not in the cuDNN installation ({", ".join(dirs) or "not found"}), '
+                                  f'not added to {path}', log=self.log)
             if not present:
                 continue
             result = add_needed(path, present)
