@@ -208,7 +208,7 @@ def sanity_check_problems(self):
     if not libraries:
         if has_cudnn_dependency(self):
             return [f'no {LIBRARY_NAME} found in {self.installdir}, although this build depends on cuDNN']
-        print_msg(f'no {LIBRARY_NAME} in {self.installdir} (CPU-only build): no cuDNN NEEDED check', log=self.log)
+        self.log.info('no %s in %s (CPU-only build): no cuDNN NEEDED check', LIBRARY_NAME, self.installdir)
         return []
     problems = []
     for path in libraries:

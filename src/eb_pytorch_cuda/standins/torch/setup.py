@@ -1,4 +1,7 @@
-"""PyTorch stand-in: a Python package `torch` whose torch/lib/libtorch_cuda.so links a cuDNN stand-in."""
+"""PyTorch stand-in: a Python package `torch` whose torch/lib/libtorch_cuda.so links a cuDNN stand-in.
+
+USE_CUDA=0 makes a CPU-only build, without libtorch_cuda.so, as in PyTorch.
+"""
 import os
 import subprocess
 
@@ -10,7 +13,8 @@ class BuildWithLibrary(build_py):
     """Compile libtorch_cuda.so into the package before the Python files are collected."""
 
     def run(self):
-        subprocess.run(['make', '-C', 'csrc', 'OUT=' + os.path.abspath('torch/lib')], check=True)
+        if os.environ.get('USE_CUDA', '1') != '0':  # PyTorch's own switch for a CPU-only build
+            subprocess.run(['make', '-C', 'csrc', 'OUT=' + os.path.abspath('torch/lib')], check=True)
         super().run()
 
 
