@@ -14,6 +14,7 @@ EasyBuild is imported inside the functions, so importing this module needs no Ea
 """
 
 import os
+import platform
 import re
 import tempfile
 
@@ -192,6 +193,7 @@ def post_install_hook(self, *args, **kwargs):
     """Patch every libtorch_cuda.so in the installation; one info line for CPU-only builds."""
     if not is_pytorch(self):
         return
+    _STATE['testing'] = None  # in case the test step ended with an error, before post_test_hook
     _, print_msg, _ = _eb()
     if self.dry_run:
         print_msg(f'[pytorch-cuda hooks] would add cuDNN NEEDED entries to each {LIBRARY_NAME} under '
@@ -218,8 +220,12 @@ def sanity_check_problems(self):
         if not present:
             continue
         expect_dir = cudnn_root() or dirs[0]
-        checks, report = check_needed(path, present, expect_dir=expect_dir, load=SITE_OPTIONS['load_check'],
-                                      preload=driver_stub_preload(path))
+        preload = driver_stub_preload(path) if SITE_OPTIONS['load_check'] else []
+        if preload:
+            print_msg(f'sanity check: no libcuda.so.1 on this node, preloading the CUDA driver stub {preload[0]}',
+                      log=self.log)
+        checks, _ = check_needed(path, present, expect_dir=expect_dir, load=SITE_OPTIONS['load_check'],
+                                 preload=preload)
         problems += check_problems(path, checks)
         for check in checks:
             if not check.problem:
@@ -238,7 +244,8 @@ def driver_stub_preload(path):
     if resolver.resolve('libcuda.so.1', read_elf(path)).found:
         return []
     root = os.environ.get('EBROOTCUDA') or os.environ.get('CUDA_HOME')
-    for sub in ('lib64/stubs/libcuda.so', 'lib/stubs/libcuda.so', 'targets/x86_64-linux/lib/stubs/libcuda.so'):
+    stubs = ('lib64/stubs/libcuda.so', 'lib/stubs/libcuda.so', f'targets/{platform.machine()}-linux/lib/stubs/libcuda.so')
+    for sub in stubs:
         if root and os.path.exists(os.path.join(root, sub)):
             return [os.path.join(root, sub)]
     return []

@@ -1,6 +1,7 @@
 """PyTorch stand-in: a Python package `torch` whose torch/lib/libtorch_cuda.so links a cuDNN stand-in.
 
-USE_CUDA=0 makes a CPU-only build, without libtorch_cuda.so, as in PyTorch.
+STANDIN_CPU_ONLY=1 makes a CPU-only build, without libtorch_cuda.so.  (Not PyTorch's USE_CUDA: upstream
+EB_PyTorch sets USE_CUDA=0 whenever CUDA is not a dependency, as for these stand-ins.)
 """
 import os
 import subprocess
@@ -13,7 +14,7 @@ class BuildWithLibrary(build_py):
     """Compile libtorch_cuda.so into the package before the Python files are collected."""
 
     def run(self):
-        if os.environ.get('USE_CUDA', '1') != '0':  # PyTorch's own switch for a CPU-only build
+        if os.environ.get('STANDIN_CPU_ONLY') != '1':
             subprocess.run(['make', '-C', 'csrc', 'OUT=' + os.path.abspath('torch/lib')], check=True)
         super().run()
 
