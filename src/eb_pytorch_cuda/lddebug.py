@@ -1,0 +1,66 @@
+"""Read glibc's LD_DEBUG=libs,files output: which libraries a process asked for by name, and what became of them.
+
+The real loader is the judge of what loads; this turns its trace into data, for the GPU validation
+(which sub-library cuDNN could not open) and for tests that compare our predictions with glibc.
+"""
+
+import os
+import re
+
+_REQUEST = re.compile(r'file=(\S+) \[\d+\];\s+(?:dynamically loaded|needed) by (\S+)')
+_TRYING = re.compile(r'trying file=(\S+)')
+_MAPPED = re.compile(r'file=(\S+) \[\d+\];\s+generating link map')
+_DESTROYED = re.compile(r'file=(\S+) \[\d+\];\s+destroying link map')
+_PROBE = re.compile(r'^(.*\.so)((?:\.\d+)*)$')
+
+
+def trace_outcomes(lines):
+    """{soname: {'requested_by': path, 'path': file mapped or None, 'stayed': bool}} for names asked for.
+
+    'stayed' is False when glibc mapped the file and then destroyed its link map (the dlopen() failed
+    after all, e.g. a dependency or version problem of the file it found).
+    """
+    outcomes, tried, destroyed = {}, {}, set()
+    for line in lines:
+        match = _REQUEST.search(line)
+        if match:
+            if '/' not in match.group(1):
+                outcomes.setdefault(match.group(1), {'requested_by': match.group(2), 'path': None})
+            continue
+        match = _TRYING.search(line)
+        if match:
+            tried[os.path.basename(match.group(1))] = match.group(1)
+            continue
+        match = _MAPPED.search(line)
+        if match:
+            name = os.path.basename(match.group(1))
+            if name in outcomes and outcomes[name]['path'] is None:
+                outcomes[name]['path'] = match.group(1) if '/' in match.group(1) else tried.get(name, name)
+            continue
+        match = _DESTROYED.search(line)
+        if match:
+            destroyed.add(match.group(1))
+    for outcome in outcomes.values():
+        outcome['stayed'] = outcome['path'] is not None and outcome['path'] not in destroyed
+    return outcomes
+
+
+def failed_requests(lines):
+    """The libraries asked for by name whose load did not stick, one entry per library.
+
+    cuDNN probes libX.so.9.19.0, libX.so.9.19, libX.so.9, libX.so in turn: probes of one library are
+    grouped, a probe that stayed loaded clears the group, and the entry shown is the libX.so.N probe.
+    Returns {soname: {'requested_by': path, 'outcome': 'not found' | 'found PATH, then unloaded'}}.
+    """
+    groups = {}
+    for name, outcome in trace_outcomes(lines).items():
+        match = _PROBE.match(name)
+        groups.setdefault(match.group(1) if match else name, []).append((name, outcome))
+    failures = {}
+    for probes in groups.values():
+        if any(outcome['stayed'] for _, outcome in probes):
+            continue
+        name, outcome = max(probes, key=lambda item: (bool(re.search(r'\.so\.\d+$', item[0])), item[1]['path'] is not None))
+        failures[name] = {'requested_by': outcome['requested_by'],
+                          'outcome': f"found {outcome['path']}, then unloaded" if outcome['path'] else 'not found'}
+    return failures
