@@ -1,7 +1,7 @@
 """The `eb-pytorch-cuda` command: the library's operations for people and scripts.
 
-Exit codes: 0 success, 1 a check found a problem, 2 bad input or a failed operation (one line on
-stderr naming the file and the problem; nothing modified).
+Exit codes: 0 success (report: pass), 1 a check found a problem (report: fail), 2 bad input or a
+failed operation (one line on stderr naming the file and the problem; nothing modified).
 """
 
 import argparse
@@ -54,6 +54,28 @@ def cmd_cudnn_catalog(args):
     return 0
 
 
+def cmd_report(args):
+    from .testsuite import ecpolicy
+    from .testsuite.policy import detect_context, judge
+    from .testsuite.report import to_json, to_markdown, to_text
+    from .testsuite.results import load_results
+    values = ecpolicy.read_easyconfig(args.easyconfig) if args.easyconfig else {}
+    capabilities = args.cuda_compute_capabilities.split(',') if args.cuda_compute_capabilities \
+        else values.get('cuda_compute_capabilities') or ()
+    context = detect_context(capabilities, target=args.target)
+    policy = ecpolicy.policy_from_values(values, context, args.easyconfig or 'policy', args.max_failed_tests)
+    result = load_results(args.paths)
+    verdict = judge(result, policy)
+    if args.format == 'json':
+        import json
+        print(json.dumps(to_json(result, verdict, context), indent=1))
+    elif args.format == 'markdown':
+        print(to_markdown(result, verdict))
+    else:
+        print(to_text(result, verdict))
+    return 0 if verdict.passed else 1
+
+
 def build_parser():
     parser = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
     parser.add_argument('--version', action='version', version=f'{PROG} {__version__}')
@@ -74,6 +96,16 @@ def build_parser():
     check.add_argument('--preload', action='append', metavar='LIB',
                        help='load LIB first (e.g. the CUDA driver stub on a node without a GPU driver)')
     check.set_defaults(func=cmd_check_needed)
+
+    report = sub.add_parser('report', help='judge PyTorch test results (logs, XML report dirs, saved JSON)')
+    report.add_argument('paths', nargs='+', metavar='PATH')
+    report.add_argument('--format', choices=('text', 'json', 'markdown'), default='text')
+    report.add_argument('--max-failed-tests', type=int, metavar='N', help='budget for unknown failures')
+    report.add_argument('--easyconfig', metavar='EC', help='take the policy (budget, known failures) from EC')
+    report.add_argument('--target', metavar='TARGET',
+                        help='CPU target for scoped entries (default: $EESSI_SOFTWARE_SUBDIR or detected)')
+    report.add_argument('--cuda-compute-capabilities', metavar='CC[,CC]', help='e.g. 8.0,9.0')
+    report.set_defaults(func=cmd_report)
 
     catalog = sub.add_parser('cudnn-catalog', help='list the cuDNN sub-libraries a site may add as NEEDED')
     catalog.set_defaults(func=cmd_cudnn_catalog)

@@ -1,0 +1,73 @@
+"""The result model shared by the parsers, the policy and the reports (plain data, JSON round-trip)."""
+
+from dataclasses import asdict, dataclass, field
+
+# states of a test case, as the reports name them
+PASSED, FAILED, ERROR, SKIPPED, XFAILED, XPASSED = 'passed', 'failed', 'error', 'skipped', 'xfailed', 'xpassed'
+FAILING_STATES = (FAILED, ERROR)
+COUNT_KEYS = ('failed', 'errors', 'passed', 'skipped', 'xfailed', 'xpassed', 'rerun')
+
+# suite outcomes
+SUITE_PASSED = 'passed'  # a countable summary, no failure
+SUITE_FAILED = 'failed'  # failures counted
+SUITE_UNCOUNTED = 'failed without countable summary'  # run_test.py said failed, nothing to count
+SUITE_TERMINATED = 'terminated'  # killed by a signal
+SUITE_INCOMPLETE = 'no summary'  # started, never finished (crash of the runner, truncated log)
+UNJUDGEABLE = (SUITE_UNCOUNTED, SUITE_TERMINATED, SUITE_INCOMPLETE)
+
+
+@dataclass
+class TestCase:
+    """One failing (or rerun) test of a suite; test_id is 'Class.test_method' when known."""
+
+    test_id: str
+    state: str
+    reruns: int = 0
+    rerun_outcome: str = None  # 'flaky' (passed on an isolated rerun) or 'reproducible'
+
+
+@dataclass
+class Suite:
+    """One test file's outcome (all shards and variants merged)."""
+
+    name: str
+    status: str = SUITE_PASSED
+    counts: dict = field(default_factory=lambda: dict.fromkeys(COUNT_KEYS, 0))
+    failed_tests: list = field(default_factory=list)  # TestCase, failing ones only
+    signal: str = None
+    sources: list = field(default_factory=list)  # 'log', 'xml'
+
+    @property
+    def failing_count(self):
+        return self.counts['failed'] + self.counts['errors']
+
+    def summary(self):
+        """'2 failed, 2065 passed, 14 skipped, 33 xfailed, 4 rerun' (zero counts left out, passed always shown)."""
+        parts = [f"{self.counts[k]} {'errors' if k == 'errors' else k}" for k in COUNT_KEYS
+                 if self.counts[k] or k == 'passed']
+        return ', '.join(parts)
+
+
+@dataclass
+class RunResult:
+    """All suites of one test run, keyed by suite name."""
+
+    suites: dict = field(default_factory=dict)
+
+    def suite(self, name):
+        if name not in self.suites:
+            self.suites[name] = Suite(name)
+        return self.suites[name]
+
+    def to_dict(self):
+        return {'suites': [asdict(suite) for suite in sorted(self.suites.values(), key=lambda s: s.name)]}
+
+    @classmethod
+    def from_dict(cls, data):
+        result = cls()
+        for item in data['suites']:
+            tests = [TestCase(**test) for test in item.pop('failed_tests', [])]
+            suite = Suite(**item)
+            suite.failed_tests = tests
+            result.suites[suite.name] = suite
+        return result

@@ -1,0 +1,181 @@
+"""The failure policy: which tests are excluded and which failures are known, per scope, and the verdict.
+
+Scopes let one easyconfig serve every build target: '' (everywhere), a CPU family ('x86_64'), an
+EESSI-style CPU target ('x86_64/intel/haswell', glob allowed: 'aarch64/*'), or a CUDA compute
+capability ('9.0').  Known failures are named (suite, optionally '::test', glob allowed) with a reason;
+they do not consume the budget, and one that did not fail is reported as stale.  A suite that was
+killed, crashed or failed without a countable summary fails the run unless a known entry names it.
+"""
+
+import os
+import platform
+import re
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+
+from ..errors import PluginError
+from .model import UNJUDGEABLE
+
+_COMPUTE_CAPABILITY = re.compile(r'^\d+\.\d+$')
+_VENDORS = {'GenuineIntel': 'intel', 'AuthenticAMD': 'amd', 'ARM': 'arm', 'Nvidia': 'nvidia', 'NVIDIA': 'nvidia'}
+
+
+@dataclass(frozen=True)
+class ScopeContext:
+    """Where this build runs: CPU family, EESSI-style CPU target, CUDA compute capabilities."""
+
+    cpu_family: str
+    target: str
+    compute_capabilities: tuple = ()
+
+    def applies(self, scope):
+        scope = str(scope)
+        if scope in ('', self.cpu_family):
+            return True
+        if _COMPUTE_CAPABILITY.match(scope):
+            return scope in self.compute_capabilities
+        return '/' in scope and fnmatchcase(self.target, scope)
+
+
+def detect_target(cpu_family, environ=None):
+    """$EESSI_SOFTWARE_SUBDIR when set, else family/vendor/microarchitecture from archspec, else family/generic."""
+    environ = os.environ if environ is None else environ
+    if environ.get('EESSI_SOFTWARE_SUBDIR'):
+        return environ['EESSI_SOFTWARE_SUBDIR']
+    try:
+        import archspec.cpu
+        host = archspec.cpu.host()
+        vendor = _VENDORS.get(host.vendor, host.vendor.lower())
+        return f'{cpu_family}/{vendor}/{host.name}'
+    except Exception:  # noqa: BLE001 - archspec missing or unable to tell: fall back to the family
+        return f'{cpu_family}/generic'
+
+
+def detect_context(compute_capabilities=(), cpu_family=None, target=None, environ=None):
+    family = cpu_family or platform.machine()
+    return ScopeContext(family, target or detect_target(family, environ), tuple(str(c) for c in compute_capabilities))
+
+
+def excluded_tests(setting, context):
+    """Test files to skip (run_test.py -x) for this context, in the easyconfig's order, without repeats."""
+    result = []
+    for scope, tests in (setting or {}).items():
+        if context.applies(scope):
+            result += [test for test in tests if test not in result]
+    return result
+
+
+@dataclass(frozen=True)
+class KnownFailure:
+    """'suite' or 'suite::test' (globs allowed) expected to fail in a scope, and why."""
+
+    pattern: str
+    reason: str
+    scope: str = ''
+
+    @property
+    def suite_pattern(self):
+        return self.pattern.split('::', 1)[0]
+
+    @property
+    def test_pattern(self):
+        return self.pattern.split('::', 1)[1] if '::' in self.pattern else None
+
+    def covers_suite(self, suite):
+        """True for a whole-suite entry naming this suite (it then covers a crash or signal too)."""
+        return self.test_pattern is None and fnmatchcase(suite, self.suite_pattern)
+
+    def covers_test(self, suite, test_id):
+        if not fnmatchcase(suite, self.suite_pattern):
+            return False
+        pattern = self.test_pattern
+        return pattern is None or fnmatchcase(test_id, pattern) or fnmatchcase(test_id.rsplit('.', 1)[-1], pattern)
+
+
+def known_failures(setting, context, source='known_test_failures'):
+    """KnownFailure entries of the scopes that apply; entries are (pattern, reason) or {'test':..., 'reason':...}."""
+    entries = []
+    for scope, items in (setting or {}).items():
+        if not isinstance(items, (list, tuple)):
+            raise PluginError(source, f'scope {scope!r} must map to a list of (test, reason) entries')
+        for item in items:
+            if isinstance(item, dict):
+                pattern, reason = item.get('test'), item.get('reason')
+            elif isinstance(item, (list, tuple)) and len(item) == 2:
+                pattern, reason = item
+            else:
+                raise PluginError(source, f'entry {item!r} in scope {scope!r} is not (test, reason)')
+            if not pattern or not reason:
+                raise PluginError(source, f'entry {item!r} in scope {scope!r} needs both a test and a reason')
+            if context.applies(scope):
+                entries.append(KnownFailure(str(pattern), str(reason), str(scope)))
+    return entries
+
+
+@dataclass
+class Policy:
+    """Budget for unknown failures, the known failures in force, and whether flaky failures count."""
+
+    max_failed_tests: int = 0
+    known: list = field(default_factory=list)
+    flaky_consumes_budget: bool = False
+
+
+@dataclass
+class Verdict:
+    """The judged run: every failure sorted into known, unknown, flaky; suites that could not be judged."""
+
+    passed: bool
+    known: list  # (suite, test_id or None, KnownFailure)
+    unknown: list  # (suite, test_id or None): None stands for failures counted but not named
+    flaky: list  # (suite, test_id)
+    unjudgeable: list  # (suite name, status, signal, KnownFailure or None)
+    stale: list  # KnownFailure entries whose suite ran and that matched no failure
+    not_run: list  # KnownFailure entries whose suite is not in the results
+    budget: int
+    reasons: list
+
+
+def _first(entries, predicate):
+    return next((entry for entry in entries if predicate(entry)), None)
+
+
+def judge(result, policy):
+    """Apply policy to a RunResult; see Verdict."""
+    known, unknown, flaky, unjudgeable, used = [], [], [], [], set()
+    for suite in sorted(result.suites.values(), key=lambda s: s.name):
+        if suite.status in UNJUDGEABLE:
+            entry = _first(policy.known, lambda e: e.covers_suite(suite.name))
+            unjudgeable.append((suite.name, suite.status, suite.signal, entry))
+            if entry:
+                used.add(entry)
+        for test in suite.failed_tests:
+            entry = _first(policy.known, lambda e: e.covers_test(suite.name, test.test_id))
+            if entry:
+                known.append((suite.name, test.test_id, entry))
+                used.add(entry)
+            elif test.rerun_outcome == 'flaky':
+                flaky.append((suite.name, test.test_id))
+            else:
+                unknown.append((suite.name, test.test_id))
+        unnamed = suite.failing_count - len(suite.failed_tests)
+        if unnamed > 0:  # counted in a summary, but no name was printed for them
+            entry = _first(policy.known, lambda e: e.covers_suite(suite.name))
+            for _ in range(unnamed):
+                if entry:
+                    known.append((suite.name, None, entry))
+                    used.add(entry)
+                else:
+                    unknown.append((suite.name, None))
+    stale = [e for e in policy.known
+             if e not in used and any(fnmatchcase(name, e.suite_pattern) for name in result.suites)]
+    not_run = [e for e in policy.known if e not in used and e not in stale]
+    counted = len(unknown) + (len(flaky) if policy.flaky_consumes_budget else 0)
+    reasons = []
+    for name, status, signal, entry in unjudgeable:
+        if entry is None:
+            detail = f'killed by {signal}' if signal else status
+            reasons.append(f'{name}: {detail}, and not a known failure')
+    if counted > policy.max_failed_tests:
+        reasons.append(f'{counted} unknown failure(s), budget {policy.max_failed_tests}')
+    return Verdict(not reasons, known, unknown, flaky, unjudgeable, stale, not_run, policy.max_failed_tests, reasons)

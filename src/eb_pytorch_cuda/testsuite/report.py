@@ -1,0 +1,89 @@
+"""The judged run as a console summary (one screen), a JSON document and a Markdown summary."""
+
+from .model import SUITE_PASSED
+from .results import RESULT_FORMAT
+
+
+def _failure_label(suite, test_id):
+    return f'{suite}::{test_id}' if test_id else f'{suite} (unnamed failure)'
+
+
+def to_json(result, verdict, context=None):
+    """Everything a maintainer or a script needs; holds at least failed_tests, failed_suites,
+    terminated_suites and verdict, and reloads with `eb-pytorch-cuda report`."""
+    data = {'format': RESULT_FORMAT, 'verdict': 'pass' if verdict.passed else 'fail', 'reasons': verdict.reasons,
+            'failed_tests': sum(s.failing_count for s in result.suites.values()),
+            'tests': sum(sum(s.counts[k] for k in ('failed', 'errors', 'passed', 'skipped', 'xfailed', 'xpassed'))
+                         for s in result.suites.values()),
+            'failed_suites': [{'name': s.name, 'status': s.status, 'summary': s.summary(),
+                               'failed_tests': [t.test_id for t in s.failed_tests]}
+                              for s in sorted(result.suites.values(), key=lambda s: s.name)
+                              if s.status != SUITE_PASSED],
+            'terminated_suites': [{'name': s.name, 'signal': s.signal}
+                                  for s in sorted(result.suites.values(), key=lambda s: s.name) if s.signal],
+            'known_failures': [{'suite': s, 'test': t, 'pattern': e.pattern, 'reason': e.reason, 'scope': e.scope}
+                               for s, t, e in verdict.known],
+            'unknown_failures': [{'suite': s, 'test': t} for s, t in verdict.unknown],
+            'flaky_failures': [{'suite': s, 'test': t} for s, t in verdict.flaky],
+            'stale_known_failures': [{'pattern': e.pattern, 'reason': e.reason, 'scope': e.scope}
+                                     for e in verdict.stale],
+            'budget': verdict.budget}
+    if context is not None:
+        data['scope'] = {'cpu_family': context.cpu_family, 'target': context.target,
+                         'compute_capabilities': list(context.compute_capabilities)}
+    data.update(result.to_dict())
+    return data
+
+
+def to_text(result, verdict):
+    """The verdict and its reasons in one screen."""
+    lines = []
+    for suite in sorted(result.suites.values(), key=lambda s: s.name):
+        if suite.status == SUITE_PASSED:
+            continue
+        detail = suite.summary() if suite.status == 'failed' else suite.status
+        if suite.signal:
+            detail = f'killed by {suite.signal}'
+        lines.append(f'{suite.name} ({detail})')
+    terminated = ', '.join(f"{name} ({signal or status}, {'known' if entry else 'UNKNOWN'})"
+                           for name, status, signal, entry in verdict.unjudgeable) or 'none'
+    lines.append(f'known: {len(verdict.known)}, unknown: {len(verdict.unknown)} (budget {verdict.budget}), '
+                 f'flaky: {len(verdict.flaky)}, terminated or uncounted: {terminated}')
+    for suite, test in verdict.unknown[:20]:
+        lines.append(f'  unknown failure: {_failure_label(suite, test)}')
+    if len(verdict.unknown) > 20:
+        lines.append(f'  ... and {len(verdict.unknown) - 20} more unknown failures')
+    for suite, test in verdict.flaky:
+        lines.append(f'  flaky (passed on rerun): {suite}::{test}')
+    for entry in verdict.stale:
+        lines.append(f'  stale known failure (did not fail): {entry.pattern} [{entry.scope or "all"}]')
+    lines.append(f"verdict: {'PASS' if verdict.passed else 'FAIL'}"
+                 + ('' if verdict.passed else ': ' + '; '.join(verdict.reasons)))
+    return '\n'.join(lines)
+
+
+def to_markdown(result, verdict, title='PyTorch test suite'):
+    """A summary fit for a pull-request comment."""
+    total = sum(s.failing_count for s in result.suites.values())
+    lines = [f"### {title}: {'PASS' if verdict.passed else 'FAIL'}", '',
+             f'{len(result.suites)} suites, {total} failed tests: {len(verdict.known)} known, '
+             f'{len(verdict.unknown)} unknown (budget {verdict.budget}), {len(verdict.flaky)} flaky', '']
+    if not verdict.passed:
+        lines += ['**Why it failed**', ''] + [f'- {reason}' for reason in verdict.reasons] + ['']
+    failed = [s for s in sorted(result.suites.values(), key=lambda s: s.name) if s.status != SUITE_PASSED]
+    if failed:
+        lines += ['| suite | outcome |', '| --- | --- |']
+        lines += [f'| `{s.name}` | {s.summary() if s.status == "failed" else s.status}'
+                  f'{" (" + s.signal + ")" if s.signal else ""} |' for s in failed]
+        lines.append('')
+    if verdict.known:
+        lines += ['<details><summary>Known failures</summary>', '']
+        lines += [f'- `{_failure_label(s, t)}`: {e.reason} (scope `{e.scope or "all"}`)' for s, t, e in verdict.known]
+        lines += ['', '</details>', '']
+    for header, items in (('Unknown failures', verdict.unknown), ('Flaky (passed on rerun)', verdict.flaky)):
+        if items:
+            lines += [f'**{header}**', ''] + [f'- `{_failure_label(s, t)}`' for s, t in items] + ['']
+    if verdict.stale:
+        lines += ['**Stale known failures** (did not fail; consider removing them)', '']
+        lines += [f'- `{e.pattern}` (scope `{e.scope or "all"}`): {e.reason}' for e in verdict.stale] + ['']
+    return '\n'.join(lines)
