@@ -69,6 +69,10 @@ def _count(chunk, counts):
         for number, word in re.findall(r'(\d+) (\w+)', match.group('summary')):
             if word in PYTEST_KEYS:
                 counts[PYTEST_KEYS[word]] += int(number)
+    if not found:  # run_test.py's own count, printed when the unittest/pytest summary is not
+        for match in ASSERTION_LIST.finditer(chunk):
+            found = True
+            counts['failed'] += int(match.group('count'))
     return found
 
 

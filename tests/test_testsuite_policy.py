@@ -1,0 +1,141 @@
+"""Scopes, known failures, budget, stale entries, unjudgeable suites, and the report command."""
+
+import json
+
+import pytest
+
+import pytorch_output as out
+from conftest import cli
+from eb_pytorch_cuda.errors import PluginError
+from eb_pytorch_cuda.testsuite.logparse import parse_log_text
+from eb_pytorch_cuda.testsuite.policy import (Policy, ScopeContext, excluded_tests, judge, known_failures)
+
+HASWELL = ScopeContext('x86_64', 'x86_64/intel/haswell', ('8.0', '9.0'))
+GRACE = ScopeContext('aarch64', 'aarch64/nvidia/grace', ('9.0',))
+
+KNOWN = {
+    '': [('test_nn::TestNN.test_conv_tf32', 'TF32 tolerance on A100'),
+         ('test_nn::*test_lstm_cuda', 'cuDNN RNN flaky in VMs'),
+         ('dynamo/test_dynamic_shapes::test_predispatch*', 'upstream issue 112345'),
+         ('dynamo/test_dynamic_shapes::DynamicShapesMiscTests.test_torch_guards*', 'upstream issue 112346'),
+         ('distributed/test_c10d_nccl', 'NCCL in vGPU'),
+         ('test_cuda_expandable_segments', 'SIGIOT on vGPU'),
+         ('test_import_stats', 'missing optional dependency')],
+    'x86_64/intel/*': [('test_autograd::TestAutograd.test_never_fails', 'was flaky on haswell')],
+    'aarch64': [('test_ops', 'timeouts on grace')],
+    '7.0': [('test_nn', 'never applies here')],
+}
+
+
+def test_scopes_family_target_glob_and_compute_capability():
+    setting = {'': ['a'], 'x86_64': ['b'], 'x86_64/intel/haswell': ['c'], 'x86_64/amd/*': ['d'],
+               'aarch64/nvidia/grace': ['e'], '9.0': ['f'], '7.0': ['g']}
+    assert excluded_tests(setting, HASWELL) == ['a', 'b', 'c', 'f']
+    assert excluded_tests(setting, GRACE) == ['a', 'e', 'f']
+
+
+def test_upstream_style_excluded_tests_keep_working():
+    assert excluded_tests({'': ['test_x'], 'POWER': ['test_y'], 'x86_64': ['test_z']}, HASWELL) == ['test_x', 'test_z']
+
+
+def test_all_known_failures_pass_and_stale_entries_are_reported():
+    result = parse_log_text(out.FULL_LOG.replace(out.TRUNCATED_TAIL, ''))
+    verdict = judge(result, Policy(2, known_failures(KNOWN, HASWELL)))
+    assert verdict.passed, verdict.reasons
+    assert len(verdict.known) == 6 and verdict.unknown == []  # suite-level entries cover the 2 unjudgeable
+    assert [e.pattern for e in verdict.stale] == ['test_autograd::TestAutograd.test_never_fails']
+    assert {name: bool(entry) for name, _, _, entry in verdict.unjudgeable} == {
+        'test_cuda_expandable_segments': True, 'test_import_stats': True}
+
+
+def test_unknown_failure_over_budget_fails_naming_it():
+    result = parse_log_text(out.FULL_LOG.replace(out.TRUNCATED_TAIL, ''))
+    trimmed = {'': [entry for entry in KNOWN[''] if not entry[0].startswith('test_nn')]}
+    verdict = judge(result, Policy(1, known_failures(trimmed, HASWELL)))
+    assert not verdict.passed
+    assert sorted(t for _, t in verdict.unknown) == ['TestNN.test_conv_tf32', 'TestNNDeviceTypeCUDA.test_lstm_cuda']
+    assert verdict.reasons == ['2 unknown failure(s), budget 1']
+
+
+def test_unlisted_signal_crash_and_truncation_fail_even_with_a_large_budget():
+    verdict = judge(parse_log_text(out.SIGNAL + out.CRASH_NO_SUMMARY + out.TRUNCATED_TAIL), Policy(1000, []))
+    assert not verdict.passed
+    assert verdict.reasons == ['test_cuda_expandable_segments: killed by SIGIOT, and not a known failure',
+                               'test_import_stats: failed without countable summary, and not a known failure',
+                               'test_ops: no summary, and not a known failure']
+
+
+def test_a_scope_that_does_not_apply_does_not_excuse():
+    result = parse_log_text(out.TRUNCATED_TAIL)
+    assert judge(result, Policy(0, known_failures(KNOWN, GRACE))).passed
+    assert not judge(result, Policy(0, known_failures(KNOWN, HASWELL))).passed
+
+
+def test_counted_but_unnamed_failures_are_unknown_unless_the_suite_is_listed():
+    text = 'Running test_x 1/1 ... [t]\nRan 5 tests in 1s\n\nFAILED (failures=2)\ntest_x 1/1 failed!\n'
+    assert judge(parse_log_text(text), Policy(0, [])).unknown == [('test_x', None), ('test_x', None)]
+    assert judge(parse_log_text(text), Policy(0, known_failures({'': [('test_x', 'r')]}, HASWELL))).passed
+
+
+def test_flaky_failures_are_shown_and_consume_the_budget_only_when_asked():
+    result = parse_log_text(out.FAILING_UNITTEST)
+    for test in result.suites['test_nn'].failed_tests:
+        test.rerun_outcome = 'flaky'
+    assert judge(result, Policy(0, [])).passed
+    assert len(judge(result, Policy(0, [])).flaky) == 2
+    assert not judge(result, Policy(0, [], flaky_consumes_budget=True)).passed
+
+
+@pytest.mark.parametrize('bad', [{'': ['no reason']}, {'': [('test_x', '')]}, {'': 'test_x'}])
+def test_known_failures_without_reason_are_refused(bad):
+    with pytest.raises(PluginError, match='known_test_failures'):
+        known_failures(bad, HASWELL)
+
+
+@pytest.fixture
+def easyconfig(tmp_path):
+    path = tmp_path / 'PyTorch-x.eb'
+    path.write_text(f"""easyblock = 'EB_PyTorch'
+name = 'PyTorch'
+version = '2.1.2'
+homepage = 'https://pytorch.org'
+description = 'x'
+toolchain = SYSTEM
+max_failed_tests = 2
+known_test_failures = {KNOWN!r}
+""")
+    return path
+
+
+def test_report_command_applies_easyconfig_policy_and_exit_codes(tmp_path, easyconfig):
+    log = tmp_path / 'run.log'
+    log.write_text(out.FULL_LOG.replace(out.TRUNCATED_TAIL, ''))
+    done = cli('report', log, '--easyconfig', easyconfig, '--target', 'x86_64/intel/haswell', check_rc=0)
+    assert 'dynamo/test_dynamic_shapes (2 failed, 2065 passed, 14 skipped, 33 xfailed, 4 rerun)' in done.stdout
+    assert 'known: 6, unknown: 0 (budget 2)' in done.stdout
+    assert 'test_cuda_expandable_segments (SIGIOT, known)' in done.stdout
+    assert done.stdout.rstrip().endswith('verdict: PASS')
+    failing = cli('report', log, '--max-failed-tests', '0', '--format', 'json', check_rc=1)
+    data = json.loads(failing.stdout)
+    assert data['verdict'] == 'fail' and data['failed_tests'] == 4
+    assert {'name': 'test_cuda_expandable_segments', 'signal': 'SIGIOT'} in data['terminated_suites']
+    assert {s['name'] for s in data['failed_suites']} >= {'test_nn', 'test_import_stats'}
+
+
+def test_saved_json_is_rejudged_with_another_policy(tmp_path, easyconfig):
+    log = tmp_path / 'run.log'
+    log.write_text(out.FULL_LOG.replace(out.TRUNCATED_TAIL, ''))
+    saved = tmp_path / 'results.json'
+    saved.write_text(cli('report', log, '--format', 'json', check_rc=1).stdout)
+    done = cli('report', saved, '--easyconfig', easyconfig, '--target', 'x86_64/intel/haswell', '--format',
+               'markdown', check_rc=0)
+    assert done.stdout.startswith('### PyTorch test suite: PASS')
+    assert '`test_autograd::TestAutograd.test_never_fails`' in done.stdout  # stale entry listed
+
+
+@pytest.mark.parametrize('content', ['{"not": "ours"}', '{broken'])
+def test_report_refuses_unreadable_input_with_exit_2(tmp_path, content):
+    bad = tmp_path / 'bad.json'
+    bad.write_text(content)
+    done = cli('report', bad, check_rc=2)
+    assert str(bad) in done.stderr and done.stderr.count('\n') == 1
