@@ -117,7 +117,7 @@ def test_report_command_applies_easyconfig_policy_and_exit_codes(tmp_path, easyc
     assert done.stdout.rstrip().endswith('verdict: PASS')
     failing = cli('report', log, '--max-failed-tests', '0', '--format', 'json', check_rc=1)
     data = json.loads(failing.stdout)
-    assert data['verdict'] == 'fail' and data['failed_tests'] == 4
+    assert data['verdict'] == 'fail' and data['failed_tests'] == 6
     assert {'name': 'test_cuda_expandable_segments', 'signal': 'SIGIOT'} in data['terminated_suites']
     assert {s['name'] for s in data['failed_suites']} >= {'test_nn', 'test_import_stats'}
 
