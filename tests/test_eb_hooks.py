@@ -113,6 +113,7 @@ def test_our_easyblock_extends_upstream_and_applies_cudnn_needed(eb):
     assert out.count('WARNING: libcudnn_cnn_ext.so.8 not in the cuDNN installation') == 1
     for soname in ('libcudnn_cnn_train.so.8', 'libcudnn_ops_train.so.8'):
         assert f'sanity check: {found[0]} has NEEDED {soname} -> ' in out
+    assert 'deprecated' not in out.lower()
 
 
 def test_cpu_only_build_is_skipped_with_one_info_line(eb):

@@ -4,18 +4,47 @@
 ##
 """EasyBuild support for PyTorch with CUDA on RPATH-linked stacks: `eb --include-easyblocks <this file>`.
 
-A thin adapter: it extends the installed easybuild-easyblocks EB_PyTorch (configure logic, BLAS
-selection, CUDA capabilities) with the parameters of the eb_pytorch_cuda library, whose hooks
-(hooks/eb_hooks.py) read them.  The upstream module is loaded from its file because this one takes
-its name once included.
+A thin adapter over the eb_pytorch_cuda library.  It extends the installed easybuild-easyblocks
+EB_PyTorch (configure logic, BLAS selection, CUDA capabilities stay upstream's) and replaces how the
+test step is run and judged: tests run against a temporary installation whose libtorch_cuda.so has
+the cuDNN NEEDED fix, without a shell, with progress on the console; the results are judged by a
+policy with a budget, named known failures per scope, and isolated reruns; the verdict is printed and
+written to <installdir>/easybuild/ as JSON and Markdown.  The upstream module is loaded from its file
+because this one takes its name once included.
 """
 
 import importlib.util
+import json
 import os
 import sys
+import tempfile
 
 import easybuild.easyblocks.generic.pythonpackage as _pythonpackage
 from easybuild.framework.easyconfig import CUSTOM
+from easybuild.tools.build_log import EasyBuildError, print_msg
+from easybuild.tools.config import build_option
+from easybuild.tools.filetools import mkdir, remove_dir, write_file
+try:
+    from easybuild.tools.run import run_shell_cmd
+except ImportError:  # EasyBuild 4.x
+    from easybuild.tools.run import run_cmd
+
+    def run_shell_cmd(cmd):
+        return run_cmd(cmd, log_all=True, simple=True)
+from easybuild.tools.systemtools import get_cpu_architecture
+
+from eb_pytorch_cuda import easybuild_hooks
+from eb_pytorch_cuda.errors import PluginError
+from eb_pytorch_cuda.testsuite import ecpolicy, runner
+from eb_pytorch_cuda.testsuite.command import parse_runtest
+from eb_pytorch_cuda.testsuite.logparse import parse_log_text
+from eb_pytorch_cuda.testsuite.policy import detect_context, excluded_tests, judge
+from eb_pytorch_cuda.testsuite.report import to_json, to_markdown, to_text
+from eb_pytorch_cuda.testsuite.results import merge
+from eb_pytorch_cuda.testsuite.xmlparse import parse_report_dir
+
+RESULTS_JSON = 'pytorch-test-results.json'
+RESULTS_MARKDOWN = 'pytorch-test-summary.md'
 
 
 def _load_upstream():
@@ -30,20 +59,172 @@ def _load_upstream():
 
 
 UpstreamPyTorch = _load_upstream()
+# EasyBuild 5 renamed the post-install step (the old name still works there, with a deprecation warning)
+_POST_INSTALL = 'post_processing_step' if hasattr(UpstreamPyTorch, 'post_processing_step') else 'post_install_step'
 
 
 class EB_PyTorch(UpstreamPyTorch):
-    """Upstream EB_PyTorch plus the parameters of eb_pytorch_cuda (see extra_options)."""
+    """Upstream EB_PyTorch with our test step and parameters (see extra_options)."""
 
     @staticmethod
     def extra_options():
         extra_vars = UpstreamPyTorch.extra_options()
+        extra_vars['max_failed_tests'][1] = ("Budget for failed tests NOT covered by known_test_failures "
+                                             "(failed plus errored test cases; flaky ones see "
+                                             "flaky_failures_consume_budget)")
+        extra_vars['excluded_tests'][1] = ("Test files to skip (run_test.py -x), as {scope: [files]}; scope '' "
+                                           "(all), a CPU family ('x86_64', 'aarch64', 'ppc64le', or EasyBuild's "
+                                           "'AArch64'/'POWER'), an EESSI CPU target ('x86_64/intel/haswell', globs "
+                                           "allowed; from $EESSI_SOFTWARE_SUBDIR, else detected) or a CUDA compute "
+                                           "capability ('9.0')")
         extra_vars.update({
+            'known_test_failures': [{}, "Tests expected to fail, as {scope: [(test, reason), ...]} with scopes as for "
+                                        "excluded_tests; test is 'suite' or 'suite::Class.test' (globs allowed). They "
+                                        "do not consume the budget; one that passed is reported as stale; a suite "
+                                        "killed by a signal or failing without a countable summary fails the build "
+                                        "unless listed", CUSTOM],
+            'rerun_failed_tests': [0, "Rerun each failed test (its suite when the test is not named) in isolation "
+                                      "up to this many times; a pass makes it flaky, else reproducible", CUSTOM],
+            'flaky_failures_consume_budget': [False, "Count flaky failures (passed on a rerun) against "
+                                                     "max_failed_tests", CUSTOM],
             'cudnn_needed': [None, "cuDNN sub-libraries to add as NEEDED entries of libtorch_cuda.so (a list of "
                                    "sonames, or a dict {cuDNN major version: list}); None: the catalog default "
                                    "(cuDNN 8: libcudnn_cnn_train.so.8; cuDNN 9: libcudnn_engines_precompiled.so.9, "
                                    "libcudnn_engines_runtime_compiled.so.9), [] to switch the patch off; entries "
-                                   "missing from the cuDNN installation are always skipped. Applied by "
-                                   "hooks/eb_hooks.py; see `eb-pytorch-cuda cudnn-catalog`", CUSTOM],
+                                   "missing from the cuDNN installation are always skipped. See "
+                                   "`eb-pytorch-cuda cudnn-catalog`", CUSTOM],
         })
         return extra_vars
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.pytorch_test_report = None
+
+    def _raw_runtest(self):
+        """runtest as written: %(python)s and %(excluded_tests)s are filled in by parse_runtest, without a shell."""
+        with self.cfg.disable_templating():
+            return self.cfg['runtest']
+
+    def _scope_context(self):
+        capabilities = build_option('cuda_compute_capabilities') or self.cfg['cuda_compute_capabilities'] or ()
+        return detect_context(capabilities, aliases=(get_cpu_architecture(),))
+
+    def _policy(self, context):
+        values = {key: self.cfg[key] for key in ('max_failed_tests', 'known_test_failures',
+                                                  'flaky_failures_consume_budget')}
+        try:
+            return ecpolicy.policy_from_values(values, context, source=self.cfg.path or 'known_test_failures')
+        except PluginError as err:
+            raise EasyBuildError(str(err)) from None
+
+    def _test_install(self):
+        """Install into a temporary prefix, as PythonPackage's test step does; return (prefix, PYTHONPATH dirs)."""
+        prefix = tempfile.mkdtemp()
+        actual = os.path.join(prefix, 'local') if self.using_local_py_install_scheme() else prefix
+        pylibdirs = [os.path.join(actual, pylibdir) for pylibdir in self.all_pylibdirs]
+        for pylibdir in pylibdirs:
+            mkdir(pylibdir, parents=True)
+        extrapath = f"export PYTHONPATH={os.pathsep.join(pylibdirs + ['$PYTHONPATH'])} && "
+        run_shell_cmd(self.compose_install_command(prefix, extrapath=extrapath))
+        self.py_post_install_shenanigans(prefix)
+        return prefix, pylibdirs, os.path.join(actual, 'bin')
+
+    def _set_test_environment(self):
+        """What upstream's test step sets: cache dirs, FB-CI mode, no bottleneck test, MAX_JOBS, OMP threads."""
+        for name in ('_set_cache_dirs', '_set_cache_dir'):
+            if hasattr(self, name):
+                getattr(self, name)()
+                break
+        os.environ.update({'SANDCASTLE': '1', 'SKIP_TEST_BOTTLENECK': '1'})
+        parallel = getattr(self.cfg, 'parallel', None) or self.cfg['parallel'] or 1
+        os.environ['MAX_JOBS'] = str(parallel)
+        os.environ.setdefault('OMP_NUM_THREADS', str(max(4, int(parallel) // 4)))
+
+    def test_step(self):
+        """Run run_test.py against a patched temporary install, judge the results by the policy, report."""
+        context = self._scope_context()
+        excluded = excluded_tests(self.cfg['excluded_tests'], context)
+        policy = self._policy(context)
+        if self.dry_run:
+            self._dry_run_test_plan(context, excluded, policy)
+            return
+        runtest = self._raw_runtest()
+        if not runtest or runtest is True:
+            raise EasyBuildError("Set 'runtest' to the test command, or use --skip-test-step")
+        self._set_test_environment()
+        prefix, pylibdirs, bindir = self._test_install()
+        try:
+            easybuild_hooks.patch_libraries(self, [prefix], 'test installation')
+            try:
+                command = parse_runtest(runtest, self.start_dir, self.python_cmd, excluded)
+            except PluginError as err:
+                raise EasyBuildError(str(err)) from None
+            env = {'PYTHONPATH': os.pathsep.join(pylibdirs + [os.environ.get('PYTHONPATH', '')]),
+                   'PATH': os.pathsep.join([bindir, os.environ.get('PATH', '')])}
+            output_path = os.path.join(self.builddir, 'pytorch-test-output.log')
+            print_msg(f"running {' '.join(command.argv)} in {command.cwd} (output: {output_path})", log=self.log)
+            code, text = runner.run(command, output_path, progress=lambda msg: print_msg(msg, log=self.log),
+                                    extra_env=env)
+            self.log.info('test command exited with %s; output in %s', code, output_path)
+            result = self._parse_results(text, output_path, command.cwd)
+            rerun_env = dict(env, **command.env)
+            reruns = runner.apply_reruns(result, int(self.cfg['rerun_failed_tests'] or 0),
+                                         lambda suite, test: runner.rerun_isolated(command.cwd, self.python_cmd, suite,
+                                                                                   test, rerun_env))
+            for suite, test, outcome in reruns:
+                print_msg(f"rerun of {suite}{'::' + test if test else ''}: {outcome}", log=self.log)
+        finally:
+            remove_dir(prefix)
+        verdict = judge(result, policy)
+        self.pytorch_test_report = (result, verdict, context)
+        for line in to_text(result, verdict).splitlines():
+            print_msg(line, log=self.log)
+        self._write_reports(self.builddir)
+        if not verdict.passed:
+            raise EasyBuildError('PyTorch test suite failed: ' + '; '.join(verdict.reasons))
+
+    def _parse_results(self, text, output_path, test_dir):
+        try:
+            result = parse_log_text(text, output_path)
+            reports = os.path.join(test_dir, 'test-reports')
+            if os.path.isdir(reports) and any(f.endswith('.xml') for _, _, fs in os.walk(reports) for f in fs):
+                result = merge(parse_report_dir(reports), result)
+        except PluginError as err:
+            raise EasyBuildError(f'Cannot judge the test run: {err}') from None
+        return result
+
+    def _write_reports(self, directory):
+        if self.pytorch_test_report is None:
+            return []
+        result, verdict, context = self.pytorch_test_report
+        paths = [os.path.join(directory, RESULTS_JSON), os.path.join(directory, RESULTS_MARKDOWN)]
+        write_file(paths[0], json.dumps(to_json(result, verdict, context), indent=1))
+        write_file(paths[1], to_markdown(result, verdict, title=f'{self.name} {self.version} test suite'))
+        return paths
+
+    def _post_install_with_reports(self, *args, **kwargs):
+        """Upstream's post-install step, then the test results into <installdir>/easybuild/."""
+        getattr(super(), _POST_INSTALL)(*args, **kwargs)
+        written = self._write_reports(os.path.join(self.installdir, 'easybuild'))
+        if written:
+            print_msg(f'test results: {written[0]}, summary: {written[1]}', log=self.log)
+
+    def _dry_run_test_plan(self, context, excluded, policy):
+        """What the test step would do, for `eb -x`."""
+        self.dry_run_msg('test suite (eb_pytorch_cuda):')
+        try:
+            command = parse_runtest(self._raw_runtest() or '', self.start_dir or '.', self.python_cmd or 'python',
+                                    excluded)
+            self.dry_run_msg(f"  command (no shell): {' '.join(command.argv)}  [in {command.cwd}]")
+        except PluginError as err:
+            self.dry_run_msg(f'  command: cannot run without a shell: {err}')
+        self.dry_run_msg(f'  scope: {context.cpu_family}, target {context.target}, '
+                         f"compute capabilities {', '.join(context.compute_capabilities) or 'none'}")
+        self.dry_run_msg(f"  excluded (-x): {' '.join(excluded) or 'none'}")
+        self.dry_run_msg(f'  budget for unknown failures: {policy.max_failed_tests}; '
+                         f"reruns: {self.cfg['rerun_failed_tests']}")
+        for entry in policy.known:
+            self.dry_run_msg(f"  known failure [{entry.scope or 'all'}]: {entry.pattern} -- {entry.reason}")
+
+
+setattr(EB_PyTorch, _POST_INSTALL, EB_PyTorch._post_install_with_reports)

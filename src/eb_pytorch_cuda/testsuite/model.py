@@ -36,6 +36,7 @@ class Suite:
     failed_tests: list = field(default_factory=list)  # TestCase, failing ones only
     signal: str = None
     sources: list = field(default_factory=list)  # 'log', 'xml'
+    rerun_outcome: str = None  # for a suite rerun as a whole: 'flaky' or 'reproducible'
 
     @property
     def failing_count(self):

@@ -27,10 +27,11 @@ class ScopeContext:
     cpu_family: str
     target: str
     compute_capabilities: tuple = ()
+    aliases: tuple = ()  # other names of the CPU family, e.g. EasyBuild's 'AArch64', 'POWER'
 
     def applies(self, scope):
         scope = str(scope)
-        if scope in ('', self.cpu_family):
+        if scope in ('', self.cpu_family) or scope in self.aliases:
             return True
         if _COMPUTE_CAPABILITY.match(scope):
             return scope in self.compute_capabilities
@@ -51,9 +52,10 @@ def detect_target(cpu_family, environ=None):
         return f'{cpu_family}/generic'
 
 
-def detect_context(compute_capabilities=(), cpu_family=None, target=None, environ=None):
+def detect_context(compute_capabilities=(), cpu_family=None, target=None, environ=None, aliases=()):
     family = cpu_family or platform.machine()
-    return ScopeContext(family, target or detect_target(family, environ), tuple(str(c) for c in compute_capabilities))
+    return ScopeContext(family, target or detect_target(family, environ), tuple(str(c) for c in compute_capabilities),
+                        tuple(aliases))
 
 
 def excluded_tests(setting, context):
@@ -128,7 +130,7 @@ class Verdict:
     passed: bool
     known: list  # (suite, test_id or None, KnownFailure)
     unknown: list  # (suite, test_id or None): None stands for failures counted but not named
-    flaky: list  # (suite, test_id)
+    flaky: list  # (suite, test_id or None for a whole suite)
     unjudgeable: list  # (suite name, status, signal, KnownFailure or None)
     stale: list  # KnownFailure entries whose suite ran and that matched no failure
     not_run: list  # KnownFailure entries whose suite is not in the results
@@ -146,9 +148,12 @@ def judge(result, policy):
     for suite in sorted(result.suites.values(), key=lambda s: s.name):
         if suite.status in UNJUDGEABLE:
             entry = _first(policy.known, lambda e: e.covers_suite(suite.name))
-            unjudgeable.append((suite.name, suite.status, suite.signal, entry))
             if entry:
                 used.add(entry)
+            if not entry and suite.rerun_outcome == 'flaky':
+                flaky.append((suite.name, None))  # passed when rerun as a whole
+            else:
+                unjudgeable.append((suite.name, suite.status, suite.signal, entry))
         for test in suite.failed_tests:
             entry = _first(policy.known, lambda e: e.covers_test(suite.name, test.test_id))
             if entry:
@@ -165,6 +170,8 @@ def judge(result, policy):
                 if entry:
                     known.append((suite.name, None, entry))
                     used.add(entry)
+                elif suite.rerun_outcome == 'flaky':
+                    flaky.append((suite.name, None))
                 else:
                     unknown.append((suite.name, None))
     stale = [e for e in policy.known

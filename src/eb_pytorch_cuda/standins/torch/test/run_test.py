@@ -1,14 +1,54 @@
-"""PyTorch stand-in test driver: runs the cuDNN-using test and prints a unittest-style summary."""
+"""A small run_test.py in the shape of PyTorch's: the same console output, -x/-i selection, XML reports.
+
+Each test_*.py file is a suite run in its own process; output forms follow PyTorch 2.x's run_test.py
+("Selected tests:", "Running <suite> 1/1 ... [time]", "<suite> 1/1 failed![ Received signal: SIGx]").
+"""
+
+import argparse
+import datetime
+import os
+import signal
+import subprocess
 import sys
-import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SIGNALS = {getattr(signal, n): n for n in dir(signal) if n.startswith('SIG') and '_' not in n}
 
 
-class TestCudnnConvolution(unittest.TestCase):
-    def test_conv2d(self):
-        import torch
-        self.assertEqual(torch.conv(20), 41)
+def discover():
+    tests = []
+    for dirpath, _, files in os.walk(HERE):
+        for name in files:
+            if name.startswith('test_') and name.endswith('.py'):
+                tests.append(os.path.relpath(os.path.join(dirpath, name), HERE)[:-3])
+    return sorted(tests)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument('-x', '--exclude', nargs='+', default=[])
+    parser.add_argument('-i', '--include', nargs='+', default=[])
+    parser.add_argument('--continue-through-error', action='store_true')
+    parser.add_argument('--verbose', action='store_true')
+    args, extra = parser.parse_known_args()
+    selected = [t for t in (args.include or discover()) if t not in args.exclude]
+    print('Selected tests:\n ' + '\n '.join(selected), file=sys.stderr, flush=True)
+    failures = []
+    for test in selected:
+        print(f'Running {test} 1/1 ... [{datetime.datetime.now()}]', flush=True)
+        code = subprocess.call([sys.executable, f'{test}.py', *extra], cwd=HERE)
+        if code != 0:
+            message = f'{test} 1/1 failed!'
+            if code < 0:
+                message += f' Received signal: {SIGNALS.get(-code, -code)}'
+            print(message, flush=True)
+            failures.append(message)
+            if not args.continue_through_error:
+                break
+    for message in failures:
+        print(message, file=sys.stderr, flush=True)
+    return 1 if failures else 0
 
 
 if __name__ == '__main__':
-    result = unittest.main(module=__name__, exit=False, argv=[sys.argv[0], '-v']).result
-    sys.exit(0 if result.wasSuccessful() else 1)
+    sys.exit(main())

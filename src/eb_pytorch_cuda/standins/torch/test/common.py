@@ -1,0 +1,55 @@
+"""Shared runner of the stand-in test files: unittest console output plus a JUnit XML report.
+
+The XML goes to test-reports/python-unittest/<suite>/TEST-<suite>-<stamp>.xml, as PyTorch writes it.
+"""
+
+import os
+import sys
+import time
+import unittest
+from xml.sax.saxutils import quoteattr
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+class _Recorder(unittest.TextTestResult):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.outcomes = []
+
+    def addSuccess(self, test):
+        super().addSuccess(test)
+        self.outcomes.append((test, ''))
+
+    def addFailure(self, test, err):
+        super().addFailure(test, err)
+        self.outcomes.append((test, '<failure message="failed"/>'))
+
+    def addError(self, test, err):
+        super().addError(test, err)
+        self.outcomes.append((test, '<error message="error"/>'))
+
+    def addSkip(self, test, reason):
+        super().addSkip(test, reason)
+        self.outcomes.append((test, f'<skipped message={quoteattr(reason)}/>'))
+
+
+def run_tests(suite_file):
+    """unittest.main-like: honours -k, prints unittest's summary, writes the XML report; exits 1 on failure."""
+    suite_name = os.path.relpath(os.path.abspath(suite_file), HERE)[:-3]
+    argv = sys.argv[1:]
+    loader = unittest.TestLoader()
+    if '-k' in argv:
+        loader.testNamePatterns = [f'*{argv[argv.index("-k") + 1]}*']
+    tests = loader.loadTestsFromModule(sys.modules['__main__'])
+    runner = unittest.TextTestRunner(stream=sys.stdout, verbosity=2, resultclass=_Recorder)
+    result = runner.run(tests)
+    cases = ''.join(f'<testcase classname={quoteattr(type(t).__module__ + "." + type(t).__name__)} '
+                    f'name={quoteattr(t._testMethodName)} time="0.001">{child}</testcase>'
+                    for t, child in result.outcomes)
+    report_dir = os.path.join(HERE, 'test-reports', 'python-unittest', suite_name.replace(os.sep, '.'))
+    os.makedirs(report_dir, exist_ok=True)
+    with open(os.path.join(report_dir, f'TEST-{suite_name.replace(os.sep, ".")}-{time.time_ns()}.xml'), 'w') as out:
+        out.write(f'<?xml version="1.0" encoding="UTF-8"?><testsuite name={quoteattr(suite_name)} '
+                  f'tests="{result.testsRun}">{cases}</testsuite>')
+    sys.exit(0 if result.wasSuccessful() else 1)

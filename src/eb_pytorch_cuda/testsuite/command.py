@@ -1,0 +1,57 @@
+"""Turn an easyconfig's `runtest` string into a working directory, environment and argv: no shell involved.
+
+EasyBuild easyconfigs write the PyTorch test command as a shell line, e.g.
+    cd test && PYTORCH_TEST_WITH_SLOW=1 %(python)s run_test.py --continue-through-error %(excluded_tests)s
+Test names and paths must never pass through a shell, so the line is split with shlex and only its
+simple forms are accepted: leading `cd DIR &&`, `VAR=value` assignments, then the command;
+%(excluded_tests)s becomes `-x name ...` as separate arguments.  Anything else (pipes, `;`, `$(...)`,
+redirections) is refused with a message saying so.
+"""
+
+import os
+import re
+import shlex
+from dataclasses import dataclass, field
+
+from ..errors import PluginError
+
+_ASSIGNMENT = re.compile(r'^[A-Za-z_][A-Za-z0-9_]*=')
+_SHELL_SYNTAX = ('|', ';', '>', '<', '`', '$(', '||', '&')
+
+
+@dataclass
+class TestCommand:
+    cwd: str
+    env: dict = field(default_factory=dict)
+    argv: list = field(default_factory=list)
+
+
+def parse_runtest(runtest, start_dir, python, excluded=()):
+    """TestCommand for runtest (templates %(python)s and %(excluded_tests)s resolved here)."""
+    marker = '\0EXCLUDED\0'
+    text = runtest.replace('%(python)s', python).replace('%(excluded_tests)s', f' {marker} ')
+    try:
+        words = shlex.split(text)
+    except ValueError as err:
+        raise PluginError('runtest', f'cannot be split into words ({err}): {runtest!r}') from None
+    cwd = start_dir
+    if len(words) >= 3 and words[0] == 'cd' and words[2] == '&&':
+        cwd = os.path.normpath(os.path.join(start_dir, words[1]))
+        words = words[3:]
+    env = {}
+    while words and _ASSIGNMENT.match(words[0]):
+        name, _, value = words.pop(0).partition('=')
+        env[name] = value
+    for word in words:
+        if word != marker and any(token in word for token in _SHELL_SYNTAX) and not word.startswith('-'):
+            raise PluginError('runtest', f'uses shell syntax ({word!r}); write it as "[cd DIR &&] [VAR=value ...] '
+                                         f'command args" so it can run without a shell: {runtest!r}')
+    argv = []
+    for word in words:
+        if word == marker:
+            argv += ['-x', *excluded] if excluded else []
+        else:
+            argv.append(word)
+    if not argv:
+        raise PluginError('runtest', f'has no command: {runtest!r}')
+    return TestCommand(cwd, env, argv)

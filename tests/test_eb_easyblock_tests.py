@@ -1,0 +1,94 @@
+"""Our EB_PyTorch's test step in real `eb` runs (4.9.4 and 5.4.1) on the PyTorch-shaped stand-in test tree.
+
+The stand-in's run_test.py prints PyTorch's output forms and writes JUnit XML: test_cudnn needs the
+cuDNN fix, test_known_failure has one failure listed in the easyconfig, test_flaky fails once and
+passes on rerun, test_crash dies of SIGABRT (excluded by default).
+"""
+
+import json
+import re
+
+import pytest
+
+from eb_runner import EB_VERSIONS, REPO, TEST_EASYCONFIGS, EbRunner, make_sources
+
+EASYBLOCK = REPO / 'easybuild' / 'easyblocks' / 'p' / 'pytorch.py'
+EC = 'PyTorch-2.1.2-standin-easyblock.eb'
+
+
+@pytest.fixture(scope='module')
+def sources(tmp_path_factory):
+    return make_sources(tmp_path_factory.mktemp('sources'))
+
+
+@pytest.fixture(scope='module', params=EB_VERSIONS, ids=[f'eb{v}' for v in EB_VERSIONS])
+def stack(request, tmp_path_factory, sources):
+    prefix = tmp_path_factory.mktemp(f'stack-{request.param}')
+    done = EbRunner(request.param, prefix, sources).run('cuDNN-8.9.2.26-standin.eb', 'OpenBLAS-0.3.23-standin.eb',
+                                                        hooks=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return request.param, prefix
+
+
+@pytest.fixture
+def eb(stack, tmp_path, sources):
+    return EbRunner(stack[0], tmp_path / 'eb', sources, modulepath=[stack[1] / 'modules' / 'all'])
+
+
+def run(eb, easyconfig=EC, env=None):
+    done = eb.run(easyconfig, f'--include-easyblocks={EASYBLOCK}', env=env)
+    return done, done.stdout + done.stderr
+
+
+def variant(tmp_path, **replacements):
+    """A copy of the stand-in easyconfig with some parameters replaced (name kept for the robot)."""
+    text = (TEST_EASYCONFIGS / EC).read_text()
+    for key, value in replacements.items():
+        text, count = re.subn(rf'^{key} = (\{{.*?^\}}|.*?)$', f'{key} = {value}', text, flags=re.M | re.S)
+        assert count == 1, key
+    path = tmp_path / 'ecs' / EC
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def test_known_and_flaky_failures_pass_and_reports_land_in_the_installation(eb):
+    done, out = run(eb)
+    assert done.returncode == 0, out
+    assert re.search(r'== suite 4/4: test_known_failure \(1 failed so far, \d+s\)', out)  # progress on the console
+    assert 'rerun of test_flaky::TestFlaky.test_sometimes: flaky' in out
+    assert 'rerun of test_known_failure::TestKnown.test_always_fails: reproducible' in out
+    assert 'known: 1, unknown: 0 (budget 0), flaky: 1' in out and '== verdict: PASS' in out
+    assert 'run_test.py --continue-through-error --verbose -x test_crash' in out
+    reports = eb.installdir('PyTorch', '2.1.2-standin-easyblock') / 'easybuild'
+    data = json.loads((reports / 'pytorch-test-results.json').read_text())
+    assert data['verdict'] == 'pass' and data['failed_tests'] == 2
+    assert [f['test'] for f in data['known_failures']] == ['TestKnown.test_always_fails']
+    assert data['flaky_failures'] == [{'suite': 'test_flaky', 'test': 'TestFlaky.test_sometimes'}]
+    assert {s['name'] for s in data['suites']} == {'test_cudnn', 'test_flaky', 'test_known_failure',
+                                                   'distributed/test_c10d_standin'}
+    summary = (reports / 'pytorch-test-summary.md').read_text()
+    assert summary.startswith('### PyTorch 2.1.2 test suite: PASS')
+
+
+def test_an_unknown_failure_over_the_budget_fails_the_build_naming_it(eb):
+    done, out = run(eb, env={'STANDIN_UNKNOWN_FAILURE': '1'})
+    assert done.returncode != 0
+    assert 'unknown failure: test_known_failure::TestKnown.test_new_regression' in out
+    assert 'PyTorch test suite failed: 1 unknown failure(s), budget 0' in out
+
+
+def test_an_unlisted_crashed_suite_fails_even_with_a_budget(eb, tmp_path):
+    path = variant(tmp_path, excluded_tests='{}', max_failed_tests='100')
+    done, out = run(eb, path)
+    assert done.returncode != 0
+    assert 'test_crash (killed by SIGIOT)' in out
+    assert 'PyTorch test suite failed: test_crash: killed by SIGIOT, and not a known failure' in out
+
+
+def test_listing_the_crashed_suite_as_known_lets_it_pass(eb, tmp_path):
+    known = ("{'': [('test_known_failure::TestKnown.test_always_fails', 'on purpose'), "
+             "('test_crash', 'aborts on this node type')]}")
+    done, out = run(eb, variant(tmp_path, excluded_tests='{}', known_test_failures=known))
+    assert done.returncode == 0, out
+    assert 'test_crash (SIGIOT, known)' in out
