@@ -120,3 +120,36 @@ def test_log_and_xml_merge_keeps_xml_counts_and_log_signals(tmp_path):
     assert result.suites['test_cuda_expandable_segments'].signal == 'SIGIOT'
     assert result.suites['test_import_stats'].status == 'failed without countable summary'
     assert set(result.suites['test_nn'].sources) == {'xml', 'log'}
+
+
+def _random_reports(root, seed):
+    import random
+    rng = random.Random(seed)
+    reports = []
+    for index in range(12):
+        cases = []
+        for number in range(rng.randint(0, 40)):
+            child = rng.choice(['', '', '', '<failure message="x &amp; y"/>', '<error/>', '<skipped/>',
+                                '<skipped type="pytest.xfail"/>', '<rerun/><failure/>', '<rerun/>'])
+            cases.append((f'test.area.test_{index}.Test&amp;{index % 3}', f'test_{number}', child))
+        runner = 'dist-gloo' if index % 5 == 4 else 'python-pytest'
+        reports.append(out.junit(f'area.test_{index % 9}', cases, runner=runner))
+    return _write_reports(root, reports)
+
+
+@pytest.mark.parametrize('seed', range(5))
+def test_fast_scan_and_elementtree_agree(tmp_path, monkeypatch, seed):
+    from eb_pytorch_cuda.testsuite import xmlparse
+    root = _random_reports(tmp_path / f'r{seed}', seed)
+    fast = parse_report_dir(root)
+    monkeypatch.setattr(xmlparse, '_fast_cases', lambda data: None)
+    slow = parse_report_dir(root)
+    assert fast.to_dict() == slow.to_dict()
+
+
+def test_a_pass_in_another_file_overrides_a_failure(tmp_path):
+    root = _write_reports(tmp_path / 'test-reports', [
+        out.junit('test_x', [('TestX', 'test_a', '<failure/>'), ('TestX', 'test_b', '<skipped/>')]),
+        out.junit('test_x', [('TestX', 'test_a', ''), ('TestX', 'test_b', '')], runner='python-unittest')])
+    suite = parse_report_dir(root).suites['test_x']
+    assert suite.failed_tests == [] and suite.counts['passed'] == 2 and suite.counts['skipped'] == 0
