@@ -59,6 +59,7 @@ def test_known_and_flaky_failures_pass_and_reports_land_in_the_installation(eb):
     assert 'rerun of test_flaky::TestFlaky.test_sometimes: flaky' in out
     assert 'rerun of test_known_failure::TestKnown.test_always_fails: reproducible' in out
     assert 'known: 1, unknown: 0 (budget 0), flaky: 1' in out and '== verdict: PASS' in out
+    assert 'reproducible on rerun: test_known_failure::TestKnown.test_always_fails' in out
     assert 'run_test.py --continue-through-error --verbose -x test_crash' in out
     reports = eb.installdir('PyTorch', '2.1.2-standin-easyblock') / 'easybuild'
     data = json.loads((reports / 'pytorch-test-results.json').read_text())

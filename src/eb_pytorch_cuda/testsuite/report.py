@@ -54,7 +54,12 @@ def to_text(result, verdict):
     if len(verdict.unknown) > 20:
         lines.append(f'  ... and {len(verdict.unknown) - 20} more unknown failures')
     for suite, test in verdict.flaky:
-        lines.append(f'  flaky (passed on rerun): {suite}::{test}')
+        lines.append(f"  flaky (passed on rerun): {suite}{'::' + test if test else ' (whole suite)'}")
+    reproducible = [f'{s.name}::{t.test_id}' for s in result.suites.values() for t in s.failed_tests
+                    if t.rerun_outcome == 'reproducible']
+    if reproducible:
+        lines.append(f"  reproducible on rerun: {', '.join(sorted(reproducible)[:10])}"
+                     + (f' and {len(reproducible) - 10} more' if len(reproducible) > 10 else ''))
     for entry in verdict.stale:
         lines.append(f'  stale known failure (did not fail): {entry.pattern} [{entry.scope or "all"}]')
     lines.append(f"verdict: {'PASS' if verdict.passed else 'FAIL'}"
