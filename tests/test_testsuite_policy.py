@@ -139,3 +139,17 @@ def test_report_refuses_unreadable_input_with_exit_2(tmp_path, content):
     bad.write_text(content)
     done = cli('report', bad, check_rc=2)
     assert str(bad) in done.stderr and done.stderr.count('\n') == 1
+
+
+def test_a_limit_on_a_known_entry_lets_a_further_failure_through():
+    result = parse_log_text(out.FAILING_PYTEST)  # 2 failures in dynamo/test_dynamic_shapes
+    two = known_failures({'': [('dynamo/test_dynamic_shapes', 'seen twice on every x86_64 target', 2)]}, HASWELL)
+    one = known_failures({'': [{'test': 'dynamo/test_dynamic_shapes', 'reason': 'seen once', 'max': 1}]}, HASWELL)
+    assert judge(result, Policy(0, two)).passed
+    verdict = judge(result, Policy(0, one))
+    assert not verdict.passed and len(verdict.known) == 1 and len(verdict.unknown) == 1
+
+
+def test_a_bad_limit_is_refused():
+    with pytest.raises(PluginError, match='max must be a positive integer'):
+        known_failures({'': [('test_x', 'r', 0)]}, HASWELL)

@@ -69,11 +69,16 @@ def excluded_tests(setting, context):
 
 @dataclass(frozen=True)
 class KnownFailure:
-    """'suite' or 'suite::test' (globs allowed) expected to fail in a scope, and why."""
+    """'suite' or 'suite::test' (globs allowed) expected to fail in a scope, and why.
+
+    limit: at most this many failures are covered (None: any number); the ones past it are unknown, so
+    a suite-level entry for "2 known failures in dynamo/test_dynamic_shapes" cannot hide a third.
+    """
 
     pattern: str
     reason: str
     scope: str = ''
+    limit: int = None
 
     @property
     def suite_pattern(self):
@@ -102,15 +107,17 @@ def known_failures(setting, context, source='known_test_failures'):
             raise PluginError(source, f'scope {scope!r} must map to a list of (test, reason) entries')
         for item in items:
             if isinstance(item, dict):
-                pattern, reason = item.get('test'), item.get('reason')
-            elif isinstance(item, (list, tuple)) and len(item) == 2:
-                pattern, reason = item
+                pattern, reason, limit = item.get('test'), item.get('reason'), item.get('max')
+            elif isinstance(item, (list, tuple)) and len(item) in (2, 3):
+                pattern, reason, limit = (*item, None)[:3]
             else:
-                raise PluginError(source, f'entry {item!r} in scope {scope!r} is not (test, reason)')
+                raise PluginError(source, f'entry {item!r} in scope {scope!r} is not (test, reason[, max])')
             if not pattern or not reason:
                 raise PluginError(source, f'entry {item!r} in scope {scope!r} needs both a test and a reason')
+            if limit is not None and (not isinstance(limit, int) or limit < 1):
+                raise PluginError(source, f'entry {item!r} in scope {scope!r}: max must be a positive integer')
             if context.applies(scope):
-                entries.append(KnownFailure(str(pattern), str(reason), str(scope)))
+                entries.append(KnownFailure(str(pattern), str(reason), str(scope), limit))
     return entries
 
 
@@ -138,38 +145,42 @@ class Verdict:
     reasons: list
 
 
-def _first(entries, predicate):
-    return next((entry for entry in entries if predicate(entry)), None)
+def _first(entries, predicate, used=None):
+    """The first entry matching predicate that still has room under its limit (counted in used)."""
+    for entry in entries:
+        if predicate(entry) and (entry.limit is None or used is None or used.get(entry, 0) < entry.limit):
+            return entry
+    return None
 
 
 def judge(result, policy):
     """Apply policy to a RunResult; see Verdict."""
-    known, unknown, flaky, unjudgeable, used = [], [], [], [], set()
+    known, unknown, flaky, unjudgeable, used = [], [], [], [], {}
     for suite in sorted(result.suites.values(), key=lambda s: s.name):
         if suite.status in UNJUDGEABLE:
             entry = _first(policy.known, lambda e: e.covers_suite(suite.name))
             if entry:
-                used.add(entry)
+                used.setdefault(entry, 0)
             if not entry and suite.rerun_outcome == 'flaky':
                 flaky.append((suite.name, None))  # passed when rerun as a whole
             else:
                 unjudgeable.append((suite.name, suite.status, suite.signal, entry))
         for test in suite.failed_tests:
-            entry = _first(policy.known, lambda e: e.covers_test(suite.name, test.test_id))
+            entry = _first(policy.known, lambda e: e.covers_test(suite.name, test.test_id), used)
             if entry:
                 known.append((suite.name, test.test_id, entry))
-                used.add(entry)
+                used[entry] = used.get(entry, 0) + 1
             elif test.rerun_outcome == 'flaky':
                 flaky.append((suite.name, test.test_id))
             else:
                 unknown.append((suite.name, test.test_id))
         unnamed = suite.failing_count - len(suite.failed_tests)
         if unnamed > 0:  # counted in a summary, but no name was printed for them
-            entry = _first(policy.known, lambda e: e.covers_suite(suite.name))
             for _ in range(unnamed):
+                entry = _first(policy.known, lambda e: e.covers_suite(suite.name), used)
                 if entry:
                     known.append((suite.name, None, entry))
-                    used.add(entry)
+                    used[entry] = used.get(entry, 0) + 1
                 elif suite.rerun_outcome == 'flaky':
                     flaky.append((suite.name, None))
                 else:
