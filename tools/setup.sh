@@ -24,7 +24,7 @@ for version in $EB_VERSIONS; do
     "$venv/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip setuptools wheel 2>&1 \
         | grep -v '^WARNING: Location' || true
     "$venv/bin/python" -m pip install -q --disable-pip-version-check \
-        "easybuild-framework==$version" "easybuild-easyblocks==$version" -e '.[test]' 2>&1 \
+        "easybuild-framework==$version" "easybuild-easyblocks==$version" "easybuild-easyconfigs==$version" -e '.[test]' 2>&1 \
         | grep -v '^WARNING: Location' || true
     "$venv/bin/eb-pytorch-cuda" --version >/dev/null
     PATH="$PWD/$venv/bin:$PATH" "$venv/bin/eb" --version

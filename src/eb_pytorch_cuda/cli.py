@@ -76,6 +76,12 @@ def cmd_report(args):
     return 0 if verdict.passed else 1
 
 
+def cmd_config(args):
+    from .ebconfig import config_file_text, environment_text
+    sys.stdout.write(environment_text() if args.env else config_file_text())
+    return 0
+
+
 def build_parser():
     parser = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
     parser.add_argument('--version', action='version', version=f'{PROG} {__version__}')
@@ -106,6 +112,11 @@ def build_parser():
                         help='CPU target for scoped entries (default: $EESSI_SOFTWARE_SUBDIR or detected)')
     report.add_argument('--cuda-compute-capabilities', metavar='CC[,CC]', help='e.g. 8.0,9.0')
     report.set_defaults(func=cmd_report)
+
+    config = sub.add_parser('config', help='print an EasyBuild configuration file using our easyblock, hooks '
+                                           'and easyconfigs')
+    config.add_argument('--env', action='store_true', help='print export EASYBUILD_... lines instead')
+    config.set_defaults(func=cmd_config)
 
     catalog = sub.add_parser('cudnn-catalog', help='list the cuDNN sub-libraries a site may add as NEEDED')
     catalog.set_defaults(func=cmd_cudnn_catalog)
