@@ -6,7 +6,6 @@ LD_LIBRARY_PATH; libraries must find each other through RPATH alone.
 
 import os
 import subprocess
-import tarfile
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,7 @@ from eb_pytorch_cuda import standins
 REPO = Path(__file__).resolve().parent.parent
 EB_VERSIONS = ('4.9.4', '5.4.1')
 HOOKS = REPO / 'hooks' / 'eb_hooks.py'
-TEST_EASYCONFIGS = REPO / 'tests' / 'easyconfigs'
+TEST_EASYCONFIGS = Path(standins.STANDINS_DIR) / 'easyconfigs'
 LMOD_CMD = os.environ.get('LMOD_CMD', '/usr/share/lmod/lmod/libexec/lmod')
 
 
@@ -28,17 +27,8 @@ def eb_venv(version):
 
 
 def make_sources(directory):
-    """Source tarballs of the stand-ins: cuDNN as prebuilt binaries (like NVIDIA's), PyTorch as source."""
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    staging = directory / 'staging' / 'cudnn-standin'
-    standins.build_cudnn(staging, major=8)
-    with tarfile.open(directory / 'cudnn-standin-8.9.2.26.tar.gz', 'w:gz') as tar:
-        tar.add(staging, arcname='cudnn-standin')
-    with tarfile.open(directory / 'pytorch-standin-2.1.2.tar.gz', 'w:gz') as tar:  # OpenBLAS stand-in: no sources
-        tar.add(standins.TORCH_SOURCES, arcname='pytorch-standin',
-                filter=lambda info: None if '__pycache__' in info.name else info)
-    return directory
+    """Source tarballs of the stand-ins (see eb_pytorch_cuda.standins.make_sources)."""
+    return Path(standins.make_sources(str(directory)))
 
 
 class EbRunner:

@@ -82,6 +82,11 @@ def cmd_config(args):
     return 0
 
 
+def cmd_demo(args):
+    from .demo import run_demo
+    return run_demo(args.workdir)
+
+
 def build_parser():
     parser = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
     parser.add_argument('--version', action='version', version=f'{PROG} {__version__}')
@@ -117,6 +122,10 @@ def build_parser():
                                            'and easyconfigs')
     config.add_argument('--env', action='store_true', help='print export EASYBUILD_... lines instead')
     config.set_defaults(func=cmd_config)
+
+    demo = sub.add_parser('demo', help='build the cuDNN and PyTorch stand-ins with real eb, our easyblock and hooks')
+    demo.add_argument('--workdir', metavar='DIR', help='where to build (default: a new temporary directory)')
+    demo.set_defaults(func=cmd_demo)
 
     catalog = sub.add_parser('cudnn-catalog', help='list the cuDNN sub-libraries a site may add as NEEDED')
     catalog.set_defaults(func=cmd_cudnn_catalog)

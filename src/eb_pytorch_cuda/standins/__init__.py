@@ -7,10 +7,12 @@ them outside EasyBuild for the library-level tests.
 
 import os
 import subprocess
+import tarfile
 
 STANDINS_DIR = os.path.dirname(os.path.abspath(__file__))
 CUDNN_SOURCES = os.path.join(STANDINS_DIR, 'cudnn')
 TORCH_SOURCES = os.path.join(STANDINS_DIR, 'torch')
+EASYCONFIGS = os.path.join(STANDINS_DIR, 'easyconfigs')
 
 
 def _make(source_dir, build_dir, variables):
@@ -45,3 +47,17 @@ def build_loadcheck(out_path):
     """Compile the loader harness (no RPATH of its own); return its path."""
     subprocess.run(['gcc', '-o', out_path, os.path.join(TORCH_SOURCES, 'csrc', 'loadcheck.c'), '-ldl'], check=True)
     return out_path
+
+
+def make_sources(directory):
+    """Source tarballs the stand-in easyconfigs name: cuDNN as prebuilt binaries (like NVIDIA's
+    tarball, built here with gcc, no RUNPATH), PyTorch as a source tree.  Returns directory."""
+    os.makedirs(directory, exist_ok=True)
+    staging = os.path.join(directory, 'staging', 'cudnn-standin')
+    build_cudnn(staging, major=8)
+    with tarfile.open(os.path.join(directory, 'cudnn-standin-8.9.2.26.tar.gz'), 'w:gz') as tar:
+        tar.add(staging, arcname='cudnn-standin')
+    with tarfile.open(os.path.join(directory, 'pytorch-standin-2.1.2.tar.gz'), 'w:gz') as tar:
+        tar.add(TORCH_SOURCES, arcname='pytorch-standin',
+                filter=lambda info: None if '__pycache__' in info.name or 'test-reports' in info.name else info)
+    return directory

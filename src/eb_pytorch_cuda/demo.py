@@ -1,0 +1,126 @@
+"""`eb-pytorch-cuda demo`: the whole pipeline for real, on a laptop, in well under two minutes.
+
+Real `eb` (the one installed next to this Python), real Lmod, SYSTEM toolchain, a temporary prefix
+configured like EESSI (--rpath, --filter-env-vars=LD_LIBRARY_PATH): it installs a cuDNN stand-in
+(prebuilt libraries whose sub-library dlopen()s its train library, as cuDNN 8 does) and a
+PyTorch-shaped package through our easyblock and hooks: build, test suite with a known failure and a
+flaky test (rerun), install, NEEDED patch, sanity check with a real load, report.  Then it shows the
+loader error the patch prevented, on a copy of the installed library with the entry removed.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+from . import standins
+from .ebconfig import plugin_files
+from .errors import PluginError
+from .patchelf import patchelf_binary
+
+ROOT_FLAG = '--allow-use-as-root-and-accept-consequences'
+LMOD_CANDIDATES = ('/usr/share/lmod/lmod/libexec/lmod', '/opt/lmod/lmod/libexec/lmod')
+EASYCONFIG = 'PyTorch-2.1.2-standin-easyblock.eb'
+SHOWN = ('== building and installing', '== patched', '== suite', '== rerun', '== known:', '==   ',
+         '== verdict', '== test results', '== sanity check:', '== COMPLETED', '== FAILED', 'ERROR:', 'WARNING: lib')
+
+
+def find_eb():
+    """The `eb` of this Python's environment, else the one on PATH."""
+    beside = os.path.join(os.path.dirname(sys.executable), 'eb')
+    found = beside if os.access(beside, os.X_OK) else shutil.which('eb')
+    if not found:
+        raise PluginError(None, 'eb not found: install easybuild-framework in this environment')
+    return found
+
+
+def find_lmod():
+    candidates = [os.environ.get('LMOD_CMD'), *LMOD_CANDIDATES, shutil.which('lmod')]
+    for candidate in candidates:
+        if candidate and os.access(candidate, os.X_OK):
+            return candidate
+    raise PluginError(None, 'Lmod not found: install it (Debian: apt-get install lmod) or set $LMOD_CMD')
+
+
+def eb_environment(workdir, lmod):
+    """EasyBuild settings for the demo prefix: ours (easyblock, hooks) plus an EESSI-like RPATH stack."""
+    files = plugin_files()
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(('EASYBUILD_', 'EBROOT', 'EBVERSION', 'LD_LIBRARY_PATH'))}
+    env.update({
+        'PATH': os.pathsep.join([os.path.dirname(sys.executable), env.get('PATH', '/usr/bin:/bin')]),
+        'LMOD_CMD': lmod,
+        'MODULEPATH': '',
+        'EASYBUILD_PREFIX': os.path.join(workdir, 'easybuild'),
+        'EASYBUILD_SOURCEPATH': os.path.join(workdir, 'sources'),
+        'EASYBUILD_TMPDIR': os.path.join(workdir, 'tmp'),
+        'EASYBUILD_ROBOT_PATHS': standins.EASYCONFIGS,
+        'EASYBUILD_INCLUDE_EASYBLOCKS': files['easyblock'],
+        'EASYBUILD_HOOKS': files['hooks'],
+        'EASYBUILD_MODULES_TOOL': 'Lmod',
+        'EASYBUILD_MODULE_SYNTAX': 'Lua',
+        'EASYBUILD_RPATH': '1',
+        'EASYBUILD_FILTER_ENV_VARS': 'LD_LIBRARY_PATH',
+    })
+    return env
+
+
+def show_prevented_error(library, workdir):
+    """Run the loader harness on the installed library and on a copy without the NEEDED entry."""
+    harness = standins.build_loadcheck(os.path.join(workdir, 'loadcheck'))
+    unpatched = os.path.join(os.path.dirname(library), '.demo-unpatched-libtorch_cuda.so')
+    shutil.copy2(library, unpatched)
+    try:
+        subprocess.run([patchelf_binary(), '--remove-needed', 'libcudnn_cnn_train.so.8', unpatched], check=True)
+        env = {k: v for k, v in os.environ.items() if k != 'LD_LIBRARY_PATH'}
+        for label, path in (('without the NEEDED entry (what EESSI hit)', unpatched), ('as installed', library)):
+            done = subprocess.run([harness, path], env=env, capture_output=True, text=True)
+            print(f'  {label}: exit {done.returncode}')
+            for line in (done.stderr + done.stdout).strip().splitlines():
+                print(f'    {line}')
+    finally:
+        os.unlink(unpatched)
+
+
+def run_demo(workdir=None):
+    """Run the demo; return the exit code (0 when the build passed for the right reasons)."""
+    start = time.time()
+    workdir = os.path.abspath(workdir or tempfile.mkdtemp(prefix='eb-pytorch-cuda-demo-'))
+    os.makedirs(workdir, exist_ok=True)
+    eb, lmod = find_eb(), find_lmod()
+    command = [eb, '--robot', EASYCONFIG]
+    if os.geteuid() == 0:
+        command.append(ROOT_FLAG)
+        print(f'running as root: passing {ROOT_FLAG} to eb (EasyBuild refuses root otherwise)')
+    print(f'demo workdir: {workdir}\n  eb: {eb}\n  Lmod: {lmod}')
+    standins.make_sources(os.path.join(workdir, 'sources'))
+    print(f"== eb {' '.join(command[1:])}  (full output: {workdir}/eb-output.log)")
+    with open(os.path.join(workdir, 'eb-output.log'), 'w') as log, \
+            subprocess.Popen(command, env=eb_environment(workdir, lmod), stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True, cwd=workdir) as process:
+        for line in process.stdout:
+            log.write(line)
+            if line.startswith(SHOWN):
+                print(line.rstrip())
+        code = process.wait()
+    install = os.path.join(workdir, 'easybuild', 'software', 'PyTorch', '2.1.2-standin-easyblock')
+    summary = os.path.join(install, 'easybuild', 'pytorch-test-summary.md')
+    if code != 0 or not os.path.exists(summary):
+        print(f'demo: eb failed (exit {code}); see {workdir}/eb-output.log')
+        return 1
+    print('\n--- the test report (' + summary + ') ---')
+    with open(summary) as handle:
+        print(handle.read().rstrip())
+    library = next(os.path.join(d, f) for d, _, fs in os.walk(install) for f in fs if f == 'libtorch_cuda.so')
+    print('\n--- the loader error the patch prevents (real glibc, LD_LIBRARY_PATH unset) ---')
+    show_prevented_error(library, workdir)
+    print('\n--- where everything is ---')
+    print(f'  installation: {install}')
+    print(f"  module: {os.path.join(workdir, 'easybuild', 'modules', 'all', 'PyTorch', '2.1.2-standin-easyblock.lua')}")
+    print(f'  patched library: {library}')
+    print(f"  test results: {os.path.join(install, 'easybuild', 'pytorch-test-results.json')}")
+    print(f'  eb output: {workdir}/eb-output.log')
+    print(f'demo finished in {time.time() - start:.0f}s')
+    return 0

@@ -1,0 +1,27 @@
+"""`eb-pytorch-cuda demo` runs the whole pipeline with real eb (4.9.4 and 5.4.1) and says what it did."""
+
+import os
+import subprocess
+
+import pytest
+
+from eb_runner import EB_VERSIONS, LMOD_CMD, eb_venv
+
+
+@pytest.mark.parametrize('version', EB_VERSIONS)
+def test_demo_builds_tests_patches_checks_and_shows_the_prevented_error(tmp_path, version):
+    env = {k: v for k, v in os.environ.items() if not k.startswith('EASYBUILD_')}
+    env['LMOD_CMD'] = LMOD_CMD
+    done = subprocess.run([str(eb_venv(version) / 'bin' / 'eb-pytorch-cuda'), 'demo', '--workdir', str(tmp_path)],
+                          env=env, capture_output=True, text=True, timeout=600)
+    out = done.stdout
+    assert done.returncode == 0, out + done.stderr
+    if os.geteuid() == 0:
+        assert 'running as root: passing --allow-use-as-root-and-accept-consequences to eb' in out
+    assert '== verdict: PASS' in out and '### PyTorch 2.1.2 test suite: PASS' in out
+    assert 'rerun of test_flaky::TestFlaky.test_sometimes: flaky' in out
+    assert 'mapped by a real load' in out
+    assert 'without the NEEDED entry (what EESSI hit): exit 1' in out
+    assert 'libcudnn_cnn_train.so.8: cannot open shared object file' in out
+    assert 'as installed: exit 0' in out and 'torch_conv(20) = 41' in out
+    assert (tmp_path / 'easybuild' / 'modules' / 'all' / 'PyTorch' / '2.1.2-standin-easyblock.lua').exists()
