@@ -189,6 +189,17 @@ def pre_run_shell_cmd_hook(cmd, *args, **kwargs):
     return None
 
 
+def dry_run_plan(self):
+    """(cuDNN major, sonames to add, where they come from) as the easyconfig says, for `eb -x`."""
+    dependency = next((d for d in self.cfg.dependencies() if d.get('name', '').lower() == 'cudnn'), None)
+    if dependency is None:
+        return None, [], 'no cuDNN dependency'
+    major = int(str(dependency['version']).split('.')[0])
+    requested = cudnn.requested_sonames(major, easyconfig_value=_easyconfig_value(self),
+                                        site_value=SITE_OPTIONS['cudnn_needed'])
+    return major, requested, f"cuDNN {dependency['version']}{dependency.get('versionsuffix', '')}"
+
+
 def post_install_hook(self, *args, **kwargs):
     """Patch every libtorch_cuda.so in the installation; one info line for CPU-only builds."""
     if not is_pytorch(self):
@@ -196,8 +207,13 @@ def post_install_hook(self, *args, **kwargs):
     _STATE['testing'] = None  # in case the test step ended with an error, before post_test_hook
     _, print_msg, _ = _eb()
     if self.dry_run:
-        print_msg(f'[pytorch-cuda hooks] would add cuDNN NEEDED entries to each {LIBRARY_NAME} under '
-                  f'{self.installdir}', log=self.log)
+        major, sonames, source = dry_run_plan(self)
+        if not sonames:
+            self.dry_run_msg(f'[pytorch-cuda hooks] no cuDNN NEEDED entries to add ({source})')
+            return
+        self.dry_run_msg(f"[pytorch-cuda hooks] would add NEEDED {', '.join(sonames)} ({source}) to every "
+                         f'{LIBRARY_NAME} found under the installation, and before the tests under the test '
+                         f'installation; each entry only if $EBROOTCUDNN/lib has that file')
         return
     if not patch_libraries(self, [self.installdir], 'installation'):
         print_msg(f'no {LIBRARY_NAME} in {self.installdir} (CPU-only build): nothing to patch', log=self.log)
@@ -257,8 +273,11 @@ def pre_sanitycheck_hook(self, *args, **kwargs):
         return
     EasyBuildError, print_msg, _ = _eb()
     if self.dry_run:
-        print_msg(f'[pytorch-cuda hooks] sanity check: each {LIBRARY_NAME} must have the cuDNN NEEDED entries, '
-                  f'resolving into $EBROOTCUDNN, mapped by a real load without LD_LIBRARY_PATH', log=self.log)
+        _, sonames, _ = dry_run_plan(self)
+        if sonames:
+            self.dry_run_msg(f"[pytorch-cuda hooks] sanity check: every installed {LIBRARY_NAME} must have NEEDED "
+                             f"{', '.join(sonames)}, each resolving through its RPATH/RUNPATH into $EBROOTCUDNN and "
+                             f'mapped by a real load in a fresh process without LD_LIBRARY_PATH')
         return
     try:
         problems = sanity_check_problems(self)

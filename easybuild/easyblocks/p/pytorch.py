@@ -99,6 +99,8 @@ class EB_PyTorch(UpstreamPyTorch):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.pytorch_test_report = None
+        if self.dry_run:
+            self._dry_run_python_version()
 
     def _raw_runtest(self):
         """runtest as written: %(python)s and %(excluded_tests)s are filled in by parse_runtest, without a shell."""
@@ -209,6 +211,84 @@ class EB_PyTorch(UpstreamPyTorch):
         if written:
             print_msg(f'test results: {written[0]}, summary: {written[1]}', log=self.log)
 
+    # --- extended dry run (eb -x): no dependency is installed, so nothing may be run or read from them ---
+
+    def prepare_step(self, *args, **kwargs):
+        """Upstream's; in a dry run, tolerate the RPATH wrappers that a dry run never writes."""
+        if not self.dry_run:
+            return super().prepare_step(*args, **kwargs)
+        import easybuild.tools.toolchain.toolchain as toolchain_module
+        original = toolchain_module.adjust_permissions
+
+        def adjust_existing(path, *more, **options):
+            # EasyBuild 5 chmods its RPATH wrapper scripts, which write_file skips in a dry run
+            if os.path.exists(path):
+                return original(path, *more, **options)
+            return None
+        toolchain_module.adjust_permissions = adjust_existing
+        try:
+            return super().prepare_step(*args, **kwargs)
+        finally:
+            toolchain_module.adjust_permissions = original
+
+    def _python_dependency_version(self):
+        python = next((dep for dep in self.cfg.dependencies() if dep['name'] == 'Python'), None)
+        return python['version'] if python else '%d.%d.%d' % sys.version_info[:3]
+
+    def _dry_run_python_version(self):
+        """A dry run runs no command, so Python's version comes from the Python dependency instead."""
+        original = _pythonpackage.det_python_version
+        if getattr(original, 'dry_run_aware', False):
+            return
+        version = self._python_dependency_version()
+
+        def det_python_version(python_cmd):
+            return original(python_cmd) or version
+        det_python_version.dry_run_aware = True
+        _pythonpackage.det_python_version = det_python_version
+
+    def prepare_python(self):
+        """Upstream's; in a dry run, the Python of the Python dependency, without running it."""
+        if not self.dry_run:
+            return super().prepare_python()
+        self.python_cmd = os.path.join(os.environ.get('EBROOTPYTHON', '$EBROOTPYTHON'), 'bin', 'python')
+        self.set_pylibdirs()
+        return None
+
+    def set_pylibdirs(self):
+        """Upstream's; in a dry run, lib/pythonX.Y/site-packages from the Python dependency's version."""
+        if not self.dry_run:
+            return super().set_pylibdirs()
+        short = '.'.join(self._python_dependency_version().split('.')[:2])
+        self.pylibdir = os.path.join('lib', f'python{short}', 'site-packages')
+        self.all_pylibdirs = [self.pylibdir]
+        return None
+
+    def sanity_check_step(self, *args, **kwargs):
+        """Upstream's; in a dry run, the pip checks are named instead of run (they need the installation)."""
+        if not self.dry_run:
+            return super().sanity_check_step(*args, **kwargs)
+        self.dry_run_msg('  pip check and pip list of the installed packages (not run in a dry run)')
+        saved = {}
+        for key in ('sanity_pip_check', 'sanity_check_pip_list'):
+            try:
+                saved[key] = self.cfg[key]
+                self.cfg[key] = False
+            except Exception:  # noqa: BLE001 - the parameter does not exist in this EasyBuild version
+                continue
+        try:
+            return super().sanity_check_step(*args, **kwargs)
+        finally:
+            for key, value in saved.items():
+                self.cfg[key] = value
+
+    def load_module(self, *args, **kwargs):
+        """Upstream's; in a dry run only said: the dependencies' modules are not installed."""
+        if self.dry_run:
+            self.dry_run_msg(f'  module load {self.full_mod_name} (not done in a dry run: dependencies not installed)')
+            return None
+        return super().load_module(*args, **kwargs)
+
     def _dry_run_test_plan(self, context, excluded, policy):
         """What the test step would do, for `eb -x`."""
         self.dry_run_msg('test suite (eb_pytorch_cuda):')
@@ -224,7 +304,14 @@ class EB_PyTorch(UpstreamPyTorch):
         self.dry_run_msg(f'  budget for unknown failures: {policy.max_failed_tests}; '
                          f"reruns: {self.cfg['rerun_failed_tests']}")
         for entry in policy.known:
-            self.dry_run_msg(f"  known failure [{entry.scope or 'all'}]: {entry.pattern} -- {entry.reason}")
+            limit = f' (at most {entry.limit})' if entry.limit else ''
+            self.dry_run_msg(f"  known failure [{entry.scope or 'all'}]: {entry.pattern}{limit} -- {entry.reason}")
+        others = [scope for scope in (self.cfg['known_test_failures'] or {}) if not context.applies(scope)]
+        if others:
+            self.dry_run_msg(f"  known failures of scopes not in force here: {', '.join(others)} "
+                             f'(set $EESSI_SOFTWARE_SUBDIR to build for another target)')
+        self.dry_run_msg(f"  results: {RESULTS_JSON} and {RESULTS_MARKDOWN} in <installdir>/easybuild/")
 
 
+EB_PyTorch._post_install_with_reports.__name__ = _POST_INSTALL  # as the dry run names the step
 setattr(EB_PyTorch, _POST_INSTALL, EB_PyTorch._post_install_with_reports)

@@ -1,0 +1,75 @@
+"""The extended dry run of the main job, on a machine with no CUDA and none of the dependencies installed.
+
+`eb -x PyTorch-2.1.2-foss-2023a-CUDA-12.1.1.eb --cuda-compute-capabilities=8.0,9.0` with our
+configuration completes without a single "ignoring error" and shows the whole plan.
+"""
+
+import os
+import re
+import subprocess
+
+import pytest
+
+from conftest import cli
+from eb_runner import EB_VERSIONS, LMOD_CMD, eb_venv
+
+EC = 'PyTorch-2.1.2-foss-2023a-CUDA-12.1.1.eb'
+
+
+def dry_run(version, tmp_path, configfile=None, target='x86_64/intel/haswell'):
+    venv = eb_venv(version)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(('EASYBUILD_', 'EBROOT', 'EESSI_'))}
+    env.update(PATH=f"{venv / 'bin'}:/usr/bin:/bin", LMOD_CMD=LMOD_CMD, EASYBUILD_PREFIX=str(tmp_path / 'eb'),
+               EASYBUILD_MODULES_TOOL='Lmod', EASYBUILD_MODULE_SYNTAX='Lua', EESSI_SOFTWARE_SUBDIR=target,
+               EASYBUILD_ALLOW_USE_AS_ROOT_AND_ACCEPT_CONSEQUENCES='1')
+    command = [str(venv / 'bin' / 'eb'), '-x', EC, '--cuda-compute-capabilities=8.0,9.0']
+    if configfile:
+        command.insert(1, f'--configfiles={configfile}')
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    return done.returncode, done.stdout + done.stderr
+
+
+@pytest.fixture
+def configfile(tmp_path):
+    path = tmp_path / 'pytorch-cuda.cfg'
+    path.write_text(cli('config', check_rc=0).stdout)
+    return path
+
+
+@pytest.mark.parametrize('version', EB_VERSIONS)
+def test_dry_run_is_clean_and_shows_the_whole_plan(tmp_path, configfile, version):
+    code, out = dry_run(version, tmp_path, configfile)
+    assert code == 0, out[-3000:]
+    assert 'ignoring error' not in out, re.findall(r'ignoring error.*', out)
+    # configure options
+    assert "export TORCH_CUDA_ARCH_LIST='8.0;9.0'" in out
+    assert re.search(r'USE_CUDA=1 CUDNN_LIB_DIR=\$EBROOTCUDNN/lib64', out)
+    # the exact test command, run without a shell, with its exclusions
+    assert re.search(r'command \(no shell\): \S+/bin/python run_test.py --continue-through-error --verbose '
+                     r'-x test_cuda_expandable_segments distributed/test_distributed_spawn ', out)
+    # the failure policy for this target
+    assert 'scope: x86_64, target x86_64/intel/haswell, compute capabilities 8.0, 9.0' in out
+    assert 'budget for unknown failures: 2; reruns: 1' in out
+    assert len(re.findall(r'^  known failure \[', out, re.M)) == 6
+    assert 'known failure [x86_64/intel/haswell]: distributed/test_c10d_nccl (at most 1) -- vGPU' in out
+    # what the hooks will patch, with what, and the sanity checks
+    assert ('[pytorch-cuda hooks] would add NEEDED libcudnn_cnn_train.so.8 (cuDNN 8.9.2.26-CUDA-12.1.1) '
+            'to every libtorch_cuda.so') in out
+    assert ('[pytorch-cuda hooks] sanity check: every installed libtorch_cuda.so must have NEEDED '
+            'libcudnn_cnn_train.so.8') in out
+    assert 'Sanity check commands' in out and 'libcaffe2_nvrtc.so' in out
+
+
+@pytest.mark.parametrize('version', EB_VERSIONS)
+def test_other_targets_get_their_own_known_failures(tmp_path, configfile, version):
+    code, out = dry_run(version, tmp_path, configfile, target='aarch64/nvidia/grace')
+    assert code == 0 and 'ignoring error' not in out
+    assert len(re.findall(r'^  known failure \[', out, re.M)) == 2
+    assert 'known failures of scopes not in force here: x86_64/intel/haswell' in out
+
+
+@pytest.mark.parametrize('version', EB_VERSIONS)
+def test_upstream_alone_does_not_get_through_a_dry_run(tmp_path, version):
+    # the reference we beat: the same easyconfig with upstream's easyblock and no hooks
+    code, out = dry_run(version, tmp_path)
+    assert len(re.findall(r'ignoring error', out)) >= 7
