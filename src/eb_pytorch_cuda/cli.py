@@ -5,6 +5,7 @@ failed operation (one line on stderr naming the file and the problem; nothing mo
 """
 
 import argparse
+import os
 import sys
 
 from . import __version__
@@ -87,6 +88,14 @@ def cmd_demo(args):
     return run_demo(args.workdir)
 
 
+def cmd_doctor(args):
+    from .doctor import diagnose, to_json, to_text
+    executable = None if args.executable == 'none' else os.path.realpath(args.executable or sys.executable)
+    findings, count = diagnose(args.paths, start=args.start, executable=executable)
+    print(to_json(findings, count) if args.format == 'json' else to_text(findings, count))
+    return 1 if findings else 0
+
+
 def build_parser():
     parser = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
     parser.add_argument('--version', action='version', version=f'{PROG} {__version__}')
@@ -117,6 +126,16 @@ def build_parser():
                         help='CPU target for scoped entries (default: $EESSI_SOFTWARE_SUBDIR or detected)')
     report.add_argument('--cuda-compute-capabilities', metavar='CC[,CC]', help='e.g. 8.0,9.0')
     report.set_defaults(func=cmd_report)
+
+    doctor = sub.add_parser('doctor', help='predict "cannot open shared object" and "undefined symbol" failures')
+    doctor.add_argument('paths', nargs='+', metavar='PATH', help='installation prefix, directory or library')
+    doctor.add_argument('--format', choices=('text', 'json'), default='text')
+    doctor.add_argument('--from', dest='start', metavar='LIB',
+                        help='load only LIB (as with dlopen()), instead of every object no other one needs')
+    doctor.add_argument('--executable', metavar='EXE',
+                        help="the program that loads them (its RPATH and symbols count); default: this "
+                             "Python; 'none' for no program")
+    doctor.set_defaults(func=cmd_doctor)
 
     config = sub.add_parser('config', help='print an EasyBuild configuration file using our easyblock, hooks '
                                            'and easyconfigs')
