@@ -49,6 +49,8 @@ class Loaded:
     path: str
     chain: list  # objects that loaded it as NEEDED, nearest first ([] when loaded by dlopen())
     how: str  # 'root', 'needed by X', 'dlopen() by X'
+    optional: bool = False  # loaded by dlopen() (or under such an object): its failure is the opener's to handle
+    broken: bool = False  # a NEEDED entry of it does not resolve
 
 
 def _major_suffix(soname):
@@ -85,8 +87,7 @@ class Process:
         return os.path.realpath(path)
 
     def _load(self, info, chain, how, load_needed):
-        entry = Loaded(info, info.path, chain, how)
-        entry.optional = how.startswith('dlopen')  # a failing dlopen() of an optional component is no error
+        entry = Loaded(info, info.path, chain, how, optional=how.startswith('dlopen'))
         self.objects.append(entry)
         self.by_path[self._key(info.path)] = entry
         self.by_soname.setdefault(info.soname or os.path.basename(info.path), entry)
@@ -112,7 +113,8 @@ class Process:
                             {'soname': soname, 'wanted': own.path, 'used': loaded.path}))
                     continue
                 if not own.found:
-                    if getattr(current, 'optional', False) and not self._exists_nearby(soname, current):
+                    current.broken = True  # it cannot load: its symbols are not checked
+                    if current.optional and not self._exists_nearby(soname, current):
                         continue  # optional component whose optional system dependency is absent
                     self.findings.append(Finding(
                         'needed-unresolved', self.root.path, current.info.path,
@@ -127,7 +129,7 @@ class Process:
                 except PluginError:
                     continue
                 entry = self._load(info, chain, f'needed by {current.info.path}', load_needed=False)
-                entry.optional = getattr(current, 'optional', False)
+                entry.optional = current.optional
                 queue.append(entry)
 
     def simulate_dlopens(self):
@@ -181,6 +183,8 @@ class Process:
             for name, versions in table.defined.items():
                 defined_anywhere.setdefault(name, []).append((entry, versions))
         for entry, table in tables:
+            if entry.broken:
+                continue  # a NEEDED library is missing: that is the failure, not its symbols
             for name, version, library in table.undefined:
                 providers = defined_anywhere.get(name, ())
                 if version and library:
