@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One-command setup: Debian's Lmod (when run as root and missing) and one virtual environment per
-# supported EasyBuild version, each with this package installed (editable) and the test extras.
+# supported EasyBuild version, each with this package installed (editable) and the test extras, plus
+# .venvs/torch with a CUDA build of PyTorch whose real libraries the doctor tests inspect.
 #   bash tools/setup.sh            -> .venvs/eb-4.9.4 and .venvs/eb-5.4.1
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,6 +17,14 @@ if [ ! -e /usr/share/lmod/lmod/init/bash ] && [ -z "${LMOD_CMD:-}" ]; then
         echo "setup: Lmod not found; install it (Debian: apt-get install lmod) or set LMOD_CMD" >&2
         exit 1
     fi
+fi
+
+# a CUDA build of PyTorch (from pip's local cache here) for doctor's tests against real CUDA binaries
+TORCH_VERSION=${TORCH_VERSION:-2.14.1}
+if [ ! -x .venvs/torch/bin/python ] || ! .venvs/torch/bin/python -c "import importlib.util as u; assert u.find_spec('torch')" 2>/dev/null; then
+    "$PYTHON" -m venv .venvs/torch
+    .venvs/torch/bin/python -m pip install -q --disable-pip-version-check "torch==$TORCH_VERSION" 2>&1 \
+        | grep -v '^WARNING: Location' || true
 fi
 
 for version in $EB_VERSIONS; do

@@ -51,6 +51,7 @@ class Loaded:
     how: str  # 'root', 'needed by X', 'dlopen() by X'
     optional: bool = False  # loaded by dlopen() (or under such an object): its failure is the opener's to handle
     broken: bool = False  # a NEEDED entry of it does not resolve
+    parent: object = None  # the Loaded entry that needed or dlopen()ed it
 
 
 def _major_suffix(soname):
@@ -86,8 +87,8 @@ class Process:
     def _key(self, path):
         return os.path.realpath(path)
 
-    def _load(self, info, chain, how, load_needed):
-        entry = Loaded(info, info.path, chain, how, optional=how.startswith('dlopen'))
+    def _load(self, info, chain, how, load_needed, parent=None):
+        entry = Loaded(info, info.path, chain, how, optional=how.startswith('dlopen'), parent=parent)
         self.objects.append(entry)
         self.by_path[self._key(info.path)] = entry
         self.by_soname.setdefault(info.soname or os.path.basename(info.path), entry)
@@ -128,7 +129,7 @@ class Process:
                     info = read_elf(own.path)
                 except PluginError:
                     continue
-                entry = self._load(info, chain, f'needed by {current.info.path}', load_needed=False)
+                entry = self._load(info, chain, f'needed by {current.info.path}', load_needed=False, parent=current)
                 entry.optional = current.optional
                 queue.append(entry)
 
@@ -149,7 +150,7 @@ class Process:
                     except PluginError:
                         continue
                     if self._key(result.path) not in self.by_path:
-                        self._load(info, [], f'dlopen() by {opener.info.path}', load_needed=True)
+                        self._load(info, [], f'dlopen() by {opener.info.path}', load_needed=True, parent=opener)
                     continue
                 existing = self._exists_nearby(target, opener)
                 if existing:
@@ -167,13 +168,27 @@ class Process:
         inherited = 'inherits no RPATH chain (it was itself loaded by dlopen())' if not opener.chain else \
             'inherits the RPATH chain of ' + ', '.join(o.path for o in opener.chain)
         fix = ''
-        if self.resolver.resolve(target, self.root).found:
-            fix = (f'; adding it as NEEDED of {self.root.path} fixes it: '
-                   f'eb-pytorch-cuda add-needed {self.root.path} {target}')
+        patchable = self._fix_candidate(target, opener, existing)
+        if patchable:
+            fix = (f'; adding it as NEEDED of {patchable.path} fixes it: '
+                   f'eb-pytorch-cuda add-needed {patchable.path} {target}')
         return Finding('dlopen-unresolved', self.root.path, opener.path,
                        f"{target}, dlopen()ed by {opener.path}, will not be found: the opener {inherited} "
                        f"(searched: {', '.join(result.tried) or 'nothing'}), although {existing} exists{fix}",
                        {'soname': target, 'opener': opener.path, 'exists': existing, 'searched': result.tried})
+
+    def _fix_candidate(self, target, opener, existing):
+        """The nearest object up the loading ancestry, loaded at start-up and outside the target's own
+        package directory (cuDNN itself may not be patched), whose search path finds the target:
+        a NEEDED entry there maps the target at load time, and the later dlopen() finds it loaded."""
+        package = os.path.dirname(os.path.realpath(existing))
+        entry = opener.parent
+        while entry is not None:
+            if not entry.optional and os.path.dirname(os.path.realpath(entry.path)) != package:
+                if self.resolver.resolve(target, entry.info, loader_chain=entry.chain).found:
+                    return entry
+            entry = entry.parent
+        return None
 
     def check_symbols(self):
         """Undefined non-weak symbols of every loaded object that nothing in the process defines."""
@@ -193,9 +208,10 @@ class Process:
                     ok = bool(providers)
                 if ok:
                     continue
-                supplier = self.by_soname.get(library) if library else None
+                supplier = self.by_soname.get(library) if library else self._supplier_by_name(entry, name)
                 if library and supplier is None:
                     continue  # that library is missing: reported as such (or an optional one, not an error)
+                library = library or (supplier.info.soname if supplier else '')
                 label = name.decode('utf-8', 'replace') + (f'@{version}' if version else '')
                 where = (f'; {library} resolved to {supplier.path}, which lacks it' if supplier else
                          f'; {library} is not loaded' if library else '')
@@ -204,6 +220,16 @@ class Process:
                     f'{entry.path}: undefined symbol {label}{where}',
                     {'symbol': name.decode('utf-8', 'replace'), 'version': version, 'library': library,
                      'resolved': supplier.path if supplier else None}))
+
+
+    def _supplier_by_name(self, entry, name):
+        """For an unversioned symbol: the NEEDED library whose name it carries (ncclX -> libnccl.so.2)."""
+        lowered = name.decode('utf-8', 'replace').lower()
+        for soname in entry.info.needed:
+            stem = re.match(r'lib([a-z0-9]+)', soname.lower())
+            if stem and len(stem.group(1)) >= 3 and lowered.startswith(stem.group(1)) and soname in self.by_soname:
+                return self.by_soname[soname]
+        return None
 
 
 class SymbolCache:
