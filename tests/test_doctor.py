@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -152,3 +153,19 @@ def test_another_architectures_build_is_audited_without_running_it(standin8):
     done = _doctor(standin8.torch_lib, rc=1)
     assert f'[dlopen-unresolved] libcudnn_cnn_train.so.8, dlopen()ed by {standin8.cudnn_lib}/libcudnn_cnn_infer.so.8' \
         in done.stdout
+
+
+def test_a_dlopen_that_finds_another_copy_than_the_one_next_to_the_opener_is_reported(standin8, tmp_path):
+    # as on the H200 image: the search fell through to a system cuDNN of another version
+    from eb_pytorch_cuda.patchelf import patchelf_binary
+    elsewhere = tmp_path / 'system-cudnn'
+    elsewhere.mkdir()
+    shutil.copy(f'{standin8.cudnn_lib}/libcudnn_cnn_train.so.8', elsewhere)
+    subprocess.run([patchelf_binary(), '--force-rpath', '--set-rpath', str(elsewhere),
+                    f'{standin8.cudnn_lib}/libcudnn_cnn_infer.so.8'], check=True)
+    done = _doctor(standin8.torch_lib, rc=1)
+    assert (f'[dlopen-shadowed] libcudnn_cnn_train.so.8, dlopen()ed by {standin8.cudnn_lib}/libcudnn_cnn_infer.so.8, '
+            f'resolves to {elsewhere}/libcudnn_cnn_train.so.8') in done.stdout
+    assert f'eb-pytorch-cuda add-needed {standin8.torch_lib} libcudnn_cnn_train.so.8' in done.stdout
+    add_needed(standin8.torch_lib, ['libcudnn_cnn_train.so.8'])
+    assert 'nothing found' in _doctor(standin8.torch_lib, rc=0).stdout

@@ -8,8 +8,9 @@ It simulates, without running the loader, what glibc does when a process loads e
 - dlopen() targets: library names found as strings in an object's .rodata (cuDNN 9 stores them
   without version, e.g. "libcudnn_graph.so", and appends ".9": both forms are tried) and the cuDNN
   catalog's known edges.  A target is only a finding when the file exists next to the opener or in
-  a directory of the process, yet cannot be found from the opener (the cuDNN failure); names that
-  exist nowhere are optional probes;
+  a directory of the process, yet cannot be found from the opener (the cuDNN failure), or when it
+  resolves to another copy than the one next to the opener (on an H200 image the search fell through
+  to a system cuDNN of another version); names that exist nowhere are optional probes;
 - undefined non-weak dynamic symbols that no object of the process defines (with the version the
   object requires from a named library);
 - a soname that two objects would resolve to different files: only the first loaded is used.
@@ -36,7 +37,7 @@ _SHARED_OBJECT = re.compile(r'\.so(\.\d+)*$')
 
 @dataclass
 class Finding:
-    kind: str  # 'needed-unresolved', 'dlopen-unresolved', 'undefined-symbol', 'soname-conflict'
+    kind: str  # 'needed-unresolved', 'dlopen-unresolved', 'dlopen-shadowed', 'undefined-symbol', 'soname-conflict'
     root: str
     object: str
     message: str
@@ -139,22 +140,27 @@ class Process:
         while index < len(self.objects):
             opener = self.objects[index]
             index += 1
+            pending = []
             for target in dlopen_targets(opener.info, self.cache.names):
                 if target in self.by_soname:
                     continue  # already loaded: glibc returns it
                 result = self.resolver.resolve(target, opener.info, loader_chain=opener.chain,
                                                executable=self.executable)
-                if result.found:
-                    try:
-                        info = read_elf(result.path)
-                    except PluginError:
-                        continue
-                    if self._key(result.path) not in self.by_path:
-                        self._load(info, [], f'dlopen() by {opener.info.path}', load_needed=True, parent=opener)
+                if not result.found:
+                    existing = self._exists_nearby(target, opener)
+                    if existing:
+                        self.findings.append(self._dlopen_finding(target, opener, existing, result))
                     continue
-                existing = self._exists_nearby(target, opener)
-                if existing:
-                    self.findings.append(self._dlopen_finding(target, opener, existing, result))
+                own_copy = os.path.join(os.path.dirname(opener.path), target)
+                if os.path.isfile(own_copy) and self._key(own_copy) != self._key(result.path):
+                    self.findings.append(self._shadow_finding(target, opener, own_copy, result))
+                try:
+                    pending.append(read_elf(result.path))
+                except PluginError:
+                    continue
+            for info in _dependencies_first(pending):
+                if self._key(info.path) not in self.by_path and (info.soname or '') not in self.by_soname:
+                    self._load(info, [], f'dlopen() by {opener.info.path}', load_needed=True, parent=opener)
 
     def _exists_nearby(self, name, opener):
         directories = [os.path.dirname(opener.path)] + [os.path.dirname(o.path) for o in self.objects]
@@ -176,6 +182,15 @@ class Process:
                        f"{target}, dlopen()ed by {opener.path}, will not be found: the opener {inherited} "
                        f"(searched: {', '.join(result.tried) or 'nothing'}), although {existing} exists{fix}",
                        {'soname': target, 'opener': opener.path, 'exists': existing, 'searched': result.tried})
+
+    def _shadow_finding(self, target, opener, own_copy, result):
+        patchable = self._fix_candidate(target, opener, own_copy)
+        fix = (f'; adding {target} as NEEDED of {patchable.path} loads the right one first: '
+               f'eb-pytorch-cuda add-needed {patchable.path} {target}') if patchable else ''
+        return Finding('dlopen-shadowed', self.root.path, opener.path,
+                       f'{target}, dlopen()ed by {opener.path}, resolves to {result.path} ({result.via}), not to '
+                       f'{own_copy} next to it: a different copy (version mix){fix}',
+                       {'soname': target, 'opener': opener.path, 'resolved': result.path, 'expected': own_copy})
 
     def _fix_candidate(self, target, opener, existing):
         """The nearest object up the loading ancestry, loaded at start-up and outside the target's own
@@ -230,6 +245,25 @@ class Process:
             if stem and len(stem.group(1)) >= 3 and lowered.startswith(stem.group(1)) and soname in self.by_soname:
                 return self.by_soname[soname]
         return None
+
+
+def _dependencies_first(infos):
+    """Targets of one opener, each after the other targets it needs: a library that dlopen()s a family of
+    sub-libraries (cuDNN) opens them so that their NEEDED entries are already loaded."""
+    by_name = {info.soname: info for info in infos}
+    ordered, placed = [], set()
+
+    def place(info, seen=()):
+        if info.soname in placed or info.soname in seen:
+            return
+        for needed in info.needed:
+            if needed in by_name:
+                place(by_name[needed], (*seen, info.soname))
+        placed.add(info.soname)
+        ordered.append(info)
+    for info in infos:
+        place(info)
+    return ordered
 
 
 class SymbolCache:

@@ -14,7 +14,8 @@ On any machine with a CUDA build of PyTorch installed from wheels (torch + nvidi
    - unpatched (expected to fail; LD_DEBUG=libs,files names the sub-library the loader could not find);
    - each of the catalog's default sonames alone, added with `eb-pytorch-cuda add-needed`;
    - all defaults added (the fix as shipped);
-   then `eb-pytorch-cuda check-needed --expect-dir <cudnn prefix> --load` on the patched library;
+   then `eb-pytorch-cuda check-needed --expect-dir <cudnn prefix> --load` on the patched library, and
+   `eb-pytorch-cuda doctor --from libtorch_cuda.so` before and after the patch (its prediction);
 3. writes results.json and summary.md into --out, and exits 0 only when the unpatched run failed, the
    patched run passed everything, and check-needed passed.
 
@@ -196,6 +197,10 @@ def summary_markdown(report):
         unresolved = '; '.join(f"{k} (opened by {os.path.basename(v['requested_by'])}): {v['outcome']}"
                                for k, v in phase.get('ld_debug_unresolved', {}).items()) or '-'
         lines.append(f"| {label} | {' | '.join(cells)} | {unresolved} |")
+    for key in ('doctor_unpatched', 'doctor_patched'):
+        if key in report:
+            lines += ['', f"{key.replace('_', ' ')} (prediction, no loader run): exit {report[key]['exit_code']}",
+                      '', '```', report[key]['output'][:3000], '```']
     check = report['check_needed']
     lines += ['', f"check-needed --load: exit {check['exit_code']}", '', '```', check['output'], '```', '',
               f"verdict: {'PASS' if report['passed'] else 'FAIL'}"]
@@ -226,6 +231,7 @@ def main():
                                capture_output=True, text=True)
         if query.returncode == 0 and query.stdout.strip():
             report['gpu'], report['driver'] = [s.strip() for s in query.stdout.splitlines()[0].split(',')][:2]
+    report['doctor_unpatched'] = cli('doctor', '--from', library, scratch_lib, '--executable', 'none')
     phase = report['phases']['unpatched'] = run_work('unpatched', scratch_site, args.workdir, args.out, preloads, debug=True)
     for key in ('torch', 'cuda', 'cudnn'):
         report[key] = phase.get(key)
@@ -236,6 +242,7 @@ def main():
     shutil.copy2(unpatched_copy, library)
     report['phases']['all defaults'] = {'add_needed': cli('add-needed', library, *sonames),
                                         **run_work('patched', scratch_site, args.workdir, args.out, preloads, debug=True)}
+    report['doctor_patched'] = cli('doctor', '--from', library, scratch_lib, '--executable', 'none')
     preload_args = [arg for path in preloads for arg in ('--preload', path)]
     report['check_needed'] = cli('check-needed', library, *sonames, '--expect-dir', cudnn_lib, '--load', *preload_args)
     gpu = report['phases']['unpatched'].get('gpu_available')
