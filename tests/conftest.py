@@ -51,3 +51,21 @@ def standin8(tmp_path, loadcheck):
 def standin(request, tmp_path, loadcheck):
     """The same layout for cuDNN 8 and cuDNN 9."""
     return _standin(tmp_path, request.param, loadcheck)
+
+
+@pytest.fixture(scope='session')
+def eb_sources(tmp_path_factory):
+    """Source tarballs of the stand-ins, made once per test session."""
+    from eb_runner import make_sources
+    return make_sources(tmp_path_factory.mktemp('sources'))
+
+
+@pytest.fixture(scope='session', params=('4.9.4', '5.4.1'), ids=('eb4.9.4', 'eb5.4.1'))
+def eb_stack(request, tmp_path_factory, eb_sources):
+    """(EasyBuild version, prefix) where real eb installed the cuDNN and OpenBLAS stand-ins."""
+    from eb_runner import EbRunner
+    prefix = tmp_path_factory.mktemp(f'stack-{request.param}')
+    done = EbRunner(request.param, prefix, eb_sources).run('cuDNN-8.9.2.26-standin.eb', 'OpenBLAS-0.3.23-standin.eb',
+                                                           hooks=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return request.param, prefix

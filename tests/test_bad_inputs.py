@@ -1,7 +1,6 @@
 """Bad input: one-line error naming the file and the problem, non-zero exit, nothing modified."""
 
 import os
-import shutil
 
 import pytest
 

@@ -10,29 +10,15 @@ import re
 
 import pytest
 
-from eb_runner import EB_VERSIONS, REPO, TEST_EASYCONFIGS, EbRunner, make_sources
+from eb_runner import REPO, TEST_EASYCONFIGS, EbRunner
 
 EASYBLOCK = REPO / 'easybuild' / 'easyblocks' / 'p' / 'pytorch.py'
 EC = 'PyTorch-2.1.2-standin-easyblock.eb'
 
 
-@pytest.fixture(scope='module')
-def sources(tmp_path_factory):
-    return make_sources(tmp_path_factory.mktemp('sources'))
-
-
-@pytest.fixture(scope='module', params=EB_VERSIONS, ids=[f'eb{v}' for v in EB_VERSIONS])
-def stack(request, tmp_path_factory, sources):
-    prefix = tmp_path_factory.mktemp(f'stack-{request.param}')
-    done = EbRunner(request.param, prefix, sources).run('cuDNN-8.9.2.26-standin.eb', 'OpenBLAS-0.3.23-standin.eb',
-                                                        hooks=False)
-    assert done.returncode == 0, done.stdout + done.stderr
-    return request.param, prefix
-
-
 @pytest.fixture
-def eb(stack, tmp_path, sources):
-    return EbRunner(stack[0], tmp_path / 'eb', sources, modulepath=[stack[1] / 'modules' / 'all'])
+def eb(eb_stack, tmp_path, eb_sources):
+    return EbRunner(eb_stack[0], tmp_path / 'eb', eb_sources, modulepath=[eb_stack[1] / 'modules' / 'all'])
 
 
 def run(eb, easyconfig=EC, env=None):

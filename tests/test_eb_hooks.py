@@ -5,40 +5,23 @@ a patched library (4.9.4 and 5.x patch at different moments), the installation i
 sanity check proves it.  The negative runs check the sanity check's messages.
 """
 
-import os
 import shutil
 
 import pytest
 
 from eb_pytorch_cuda.elf import read_elf
-from eb_runner import EB_VERSIONS, REPO, EbRunner, make_sources
+from eb_runner import REPO, EbRunner
 
 EASYBLOCK = REPO / 'easybuild' / 'easyblocks' / 'p' / 'pytorch.py'
 
 PYTORCH_EC = 'PyTorch-2.1.2-standin.eb'
-CUDNN_EC = 'cuDNN-8.9.2.26-standin.eb'
-
-
-@pytest.fixture(scope='module')
-def sources(tmp_path_factory):
-    return make_sources(tmp_path_factory.mktemp('sources'))
-
-
-@pytest.fixture(scope='module', params=EB_VERSIONS, ids=[f'eb{v}' for v in EB_VERSIONS])
-def cudnn_stack(request, tmp_path_factory, sources):
-    """A prefix where the cuDNN stand-in is installed by real eb; its modules dir."""
-    prefix = tmp_path_factory.mktemp(f'stack-{request.param}')
-    runner = EbRunner(request.param, prefix, sources)
-    done = runner.run(CUDNN_EC, hooks=False)
-    assert done.returncode == 0, done.stdout + done.stderr
-    return request.param, prefix
 
 
 @pytest.fixture
-def eb(cudnn_stack, tmp_path, sources):
+def eb(eb_stack, tmp_path, eb_sources):
     """A fresh install prefix for PyTorch, seeing the cuDNN module of the stack."""
-    version, stack = cudnn_stack
-    return EbRunner(version, tmp_path / 'eb', sources, modulepath=[stack / 'modules' / 'all'])
+    version, stack = eb_stack
+    return EbRunner(version, tmp_path / 'eb', eb_sources, modulepath=[stack / 'modules' / 'all'])
 
 
 def installed_library(eb):
@@ -55,12 +38,12 @@ def test_without_hooks_the_test_step_fails_with_the_cudnn_loader_error(eb):
     assert 'libcudnn_cnn_train.so.8: cannot open shared object file' in done.stdout + logs
 
 
-def test_with_hooks_tests_run_patched_install_is_patched_and_sanity_check_proves_it(eb, cudnn_stack):
+def test_with_hooks_tests_run_patched_install_is_patched_and_sanity_check_proves_it(eb, eb_stack):
     done = eb.run(PYTORCH_EC)
     out = done.stdout
     assert done.returncode == 0, out + done.stderr
     library = installed_library(eb)
-    cudnn_lib = cudnn_stack[1] / 'software' / 'cuDNN' / '8.9.2.26-standin' / 'lib'
+    cudnn_lib = eb_stack[1] / 'software' / 'cuDNN' / '8.9.2.26-standin' / 'lib'
     assert read_elf(library).needed.count('libcudnn_cnn_train.so.8') == 1
     # the test step ran against a patched library: the patch happened before the test command
     test_section = out[out.index('== testing...'):out.index('== installing...')]
@@ -81,16 +64,16 @@ def test_sanity_check_fails_for_an_installation_made_without_the_patch(eb):
     assert f'Sanity check failed: {library}: libcudnn_cnn_train.so.8 is not a NEEDED entry' in done.stdout
 
 
-def test_sanity_check_fails_when_the_entry_resolves_outside_the_cudnn_installation(eb, tmp_path, cudnn_stack):
+def test_sanity_check_fails_when_the_entry_resolves_outside_the_cudnn_installation(eb, tmp_path, eb_stack):
     # an older copy earlier in libtorch_cuda.so's RPATH shadows the cuDNN module's library
     stray = tmp_path / 'stray'
     stray.mkdir()
-    shutil.copy(cudnn_stack[1] / 'software' / 'cuDNN' / '8.9.2.26-standin' / 'lib' / 'libcudnn_cnn_train.so.8', stray)
+    shutil.copy(eb_stack[1] / 'software' / 'cuDNN' / '8.9.2.26-standin' / 'lib' / 'libcudnn_cnn_train.so.8', stray)
     # (-L as well: EasyBuild's RPATH wrapper puts -L directories first, in order)
     done = eb.run(PYTORCH_EC, env={'EXTRA_LDFLAGS': f'-L{stray} -Wl,-rpath,{stray}'})
     assert done.returncode != 0
     library = installed_library(eb)
-    cudnn_root = cudnn_stack[1] / 'software' / 'cuDNN' / '8.9.2.26-standin'
+    cudnn_root = eb_stack[1] / 'software' / 'cuDNN' / '8.9.2.26-standin'
     assert (f'Sanity check failed: {library}: NEEDED libcudnn_cnn_train.so.8 resolves to '
             f'{stray}/libcudnn_cnn_train.so.8, outside {cudnn_root}') in done.stdout
 

@@ -21,7 +21,6 @@ import os
 import re
 from dataclasses import asdict, dataclass, field
 
-from . import cudnn
 from .elf import read_elf
 from .elfsym import ElfSymbols
 from .errors import PluginError

@@ -128,7 +128,7 @@ class ElfSymbols:
         defined_versions, needed_versions = self._versions(strings)
         for index, entry in enumerate(struct.iter_unpack(fmt, data)):
             if self.is64:
-                name_offset, info, _other, shndx = entry[0], entry[1], entry[2], entry[3]
+                name_offset, info, shndx = entry[0], entry[1], entry[3]
             else:
                 name_offset, info, shndx = entry[0], entry[3], entry[5]
             if not name_offset:

@@ -13,6 +13,7 @@ or started and never finished, gets a status of its own: it is never "0 failures
 import re
 
 from ..errors import PluginError
+from ..inputs import read_bytes
 from .model import (ERROR, FAILED, SUITE_FAILED, SUITE_INCOMPLETE, SUITE_PASSED, SUITE_TERMINATED,
                     SUITE_UNCOUNTED, RunResult, TestCase)
 
@@ -134,11 +135,7 @@ def parse_log_text(text, source='log'):
 
 def parse_log_file(path):
     """RunResult of a run_test.py log (or an EasyBuild log holding it); PluginError for unreadable input."""
-    try:
-        with open(path, 'rb') as handle:
-            data = handle.read()
-    except OSError as err:
-        raise PluginError(path, f'cannot be read: {err.strerror}') from None
+    data = read_bytes(path)
     if b'\0' in data[:8192]:
         raise PluginError(path, 'is a binary file, not a test log')
     return parse_log_text(data.decode('utf-8', 'replace'), source=str(path))

@@ -22,6 +22,7 @@ from xml.parsers import expat
 from xml.sax.saxutils import unescape
 
 from ..errors import PluginError
+from ..inputs import read_bytes
 from .model import (ERROR, FAILED, PASSED, SKIPPED, SUITE_FAILED, SUITE_PASSED, XFAILED, RunResult, TestCase)
 
 RUNNERS = ('python-pytest', 'python-unittest')
@@ -38,11 +39,7 @@ def _suite_name(path, root):
 
 
 def _read(path):
-    try:
-        with open(path, 'rb') as handle:
-            data = handle.read()
-    except OSError as err:
-        raise PluginError(path, f'cannot be read: {err.strerror}') from None
+    data = read_bytes(path)
     if not data.strip():
         raise PluginError(path, 'is an empty XML report (truncated?)')
     start = data.find(b'<test')

@@ -1,0 +1,14 @@
+"""Reading a user-supplied input file whole, with the one-line error the CLI shows for any failure."""
+
+from .errors import PluginError
+
+
+def read_bytes(path):
+    """The bytes of path, or PluginError naming the file and why it cannot be read."""
+    try:
+        with open(path, 'rb') as handle:
+            return handle.read()
+    except IsADirectoryError:
+        raise PluginError(path, 'is a directory, not a file') from None
+    except OSError as err:
+        raise PluginError(path, f'cannot be read: {err.strerror}') from None
