@@ -21,8 +21,8 @@ def eb(eb_stack, tmp_path, eb_sources):
     return EbRunner(eb_stack[0], tmp_path / 'eb', eb_sources, modulepath=[eb_stack[1] / 'modules' / 'all'])
 
 
-def run(eb, easyconfig=EC, env=None):
-    done = eb.run(easyconfig, f'--include-easyblocks={EASYBLOCK}', env=env)
+def run(eb, easyconfig=EC, env=None, *options):
+    done = eb.run(easyconfig, f'--include-easyblocks={EASYBLOCK}', *options, env=env)
     return done, done.stdout + done.stderr
 
 
@@ -41,19 +41,20 @@ def variant(tmp_path, **replacements):
 def test_known_and_flaky_failures_pass_and_reports_land_in_the_installation(eb):
     done, out = run(eb)
     assert done.returncode == 0, out
-    assert re.search(r'== suite 4/4: test_known_failure \(1 failed so far, \d+s\)', out)  # progress on the console
+    assert re.search(r'== suite 5/5: test_known_failure failed \([\d.]+s\)', out)  # progress on the console
     assert 'rerun of test_flaky::TestFlaky.test_sometimes: flaky' in out
     assert 'rerun of test_known_failure::TestKnown.test_always_fails: reproducible' in out
     assert 'known: 1, unknown: 0 (budget 0), flaky: 1' in out and '== verdict: PASS' in out
     assert 'reproducible on rerun: test_known_failure::TestKnown.test_always_fails' in out
-    assert 'run_test.py --continue-through-error --verbose -x test_crash' in out
+    assert 'run_test.py --continue-through-error --verbose -x test_crash test_hang -i <suite>' in out
     reports = eb.installdir('PyTorch', '2.1.2-standin-easyblock') / 'easybuild'
     data = json.loads((reports / 'pytorch-test-results.json').read_text())
     assert data['verdict'] == 'pass' and data['failed_tests'] == 2
     assert [f['test'] for f in data['known_failures']] == ['TestKnown.test_always_fails']
     assert data['flaky_failures'] == [{'suite': 'test_flaky', 'test': 'TestFlaky.test_sometimes'}]
     assert {s['name'] for s in data['suites']} == {'test_cudnn', 'test_flaky', 'test_known_failure',
-                                                   'distributed/test_c10d_standin'}
+                                                   'test_kills_eb', 'distributed/test_c10d_standin'}
+    assert set(data['suite_seconds']) == {s['name'] for s in data['suites']}
     summary = (reports / 'pytorch-test-summary.md').read_text()
     assert summary.startswith('### PyTorch 2.1.2 test suite: PASS')
 
@@ -66,7 +67,7 @@ def test_an_unknown_failure_over_the_budget_fails_the_build_naming_it(eb):
 
 
 def test_an_unlisted_crashed_suite_fails_even_with_a_budget(eb, tmp_path):
-    path = variant(tmp_path, excluded_tests='{}', max_failed_tests='100')
+    path = variant(tmp_path, excluded_tests="{'': ['test_hang']}", max_failed_tests='100')
     done, out = run(eb, path)
     assert done.returncode != 0
     assert 'test_crash (killed by SIGIOT)' in out
@@ -76,6 +77,56 @@ def test_an_unlisted_crashed_suite_fails_even_with_a_budget(eb, tmp_path):
 def test_listing_the_crashed_suite_as_known_lets_it_pass(eb, tmp_path):
     known = ("{'': [('test_known_failure::TestKnown.test_always_fails', 'on purpose'), "
              "('test_crash', 'aborts on this node type')]}")
-    done, out = run(eb, variant(tmp_path, excluded_tests='{}', known_test_failures=known))
+    done, out = run(eb, variant(tmp_path, excluded_tests="{'': ['test_hang']}", known_test_failures=known))
     assert done.returncode == 0, out
     assert 'test_crash (SIGIOT, known)' in out
+
+
+def test_a_hanging_suite_is_killed_at_its_timeout_and_reported(eb, tmp_path):
+    path = variant(tmp_path, excluded_tests="{'': ['test_crash']}", test_suite_timeout='5',
+                   max_failed_tests='100')
+    done, out = run(eb, path)
+    assert done.returncode != 0
+    assert re.search(r'suite \d/6: test_hang timed out \([5-9]\.\d+s\)', out)
+    assert 'PyTorch test suite failed: test_hang: killed by timeout after 5s, and not a known failure' in out
+
+
+def test_a_killed_eb_resumes_without_running_any_suite_twice(eb, tmp_path):
+    run_log, marker = tmp_path / 'suites-run.log', tmp_path / 'killed-once'
+    env = {'STANDIN_RUN_LOG': str(run_log), 'STANDIN_KILL_EB_ONCE': str(marker),
+           'STANDIN_FLAKY_MARKER': str(tmp_path / 'flaky-failed-once')}
+    first, _ = run(eb, env=env)
+    assert first.returncode != 0 and marker.exists()  # eb died inside the test step
+    ran_first = run_log.read_text().split()
+    assert 'test_kills_eb' in ran_first and 'test_known_failure' not in ran_first
+    second, out = run(eb, EC, env, '--ignore-locks')  # the killed eb left its lock, as EasyBuild says
+    assert second.returncode == 0, out
+    ran = run_log.read_text().split()
+    # only the suite that was running when eb died runs again; every finished one is taken as measured
+    assert sorted(ran) == sorted([*set(ran), 'test_kills_eb']), ran
+    assert 'resuming: 3 suite(s) already measured for this build, 2 to run' in out
+    assert 'rerun of test_flaky::TestFlaky.test_sometimes: flaky' in out
+
+
+def test_a_policy_change_rejudges_without_running_a_suite_again(eb, tmp_path):
+    run_log = tmp_path / 'suites-run.log'
+    env = {'STANDIN_RUN_LOG': str(run_log), 'STANDIN_UNKNOWN_FAILURE': '1',
+           'STANDIN_FLAKY_MARKER': str(tmp_path / 'flaky-failed-once')}
+    failed, out = run(eb, env=env)
+    assert failed.returncode != 0 and 'suite results kept' in out
+    before = run_log.read_text()
+    known = ("{'': [('test_known_failure::TestKnown.test_always_fails', 'on purpose'), "
+             "('test_known_failure::TestKnown.test_new_regression', 'accepted after review')]}")
+    passed, out = run(eb, variant(tmp_path, known_test_failures=known), env=env)
+    assert passed.returncode == 0, out
+    assert run_log.read_text() == before  # judged again, nothing ran
+    assert 'resuming: 5 suite(s) already measured for this build, 0 to run' in out
+
+
+def test_parallel_suites_give_the_same_results(eb, tmp_path):
+    done, out = run(eb, variant(tmp_path, parallel_test_suites='3'))
+    assert done.returncode == 0, out
+    assert '(3 at a time;' in out
+    data = json.loads((eb.installdir('PyTorch', '2.1.2-standin-easyblock') / 'easybuild' /
+                       'pytorch-test-results.json').read_text())
+    assert data['verdict'] == 'pass' and data['failed_tests'] == 2 and len(data['suites']) == 5

@@ -13,6 +13,7 @@ written to <installdir>/easybuild/ as JSON and Markdown.  The upstream module is
 because this one takes its name once included.
 """
 
+import hashlib
 import importlib.util
 import json
 import os
@@ -22,7 +23,7 @@ import tempfile
 import easybuild.easyblocks.generic.pythonpackage as _pythonpackage
 from easybuild.framework.easyconfig import CUSTOM
 from easybuild.tools.build_log import EasyBuildError, print_msg
-from easybuild.tools.config import build_option
+from easybuild.tools.config import build_option, build_path
 from easybuild.tools.filetools import mkdir, remove_dir, write_file
 try:
     from easybuild.tools.run import run_shell_cmd
@@ -35,16 +36,16 @@ from easybuild.tools.systemtools import get_cpu_architecture
 
 from eb_pytorch_cuda import easybuild_hooks
 from eb_pytorch_cuda.errors import PluginError
-from eb_pytorch_cuda.testsuite import ecpolicy, runner
+from eb_pytorch_cuda.testsuite import ecpolicy, runner, suiterun
 from eb_pytorch_cuda.testsuite.command import parse_runtest
-from eb_pytorch_cuda.testsuite.logparse import parse_log_text
 from eb_pytorch_cuda.testsuite.policy import detect_context, excluded_tests, judge
 from eb_pytorch_cuda.testsuite.report import to_json, to_markdown, to_text
-from eb_pytorch_cuda.testsuite.results import merge
-from eb_pytorch_cuda.testsuite.xmlparse import parse_report_dir
+from eb_pytorch_cuda.testsuite.suiterun import ResultStore
 
 RESULTS_JSON = 'pytorch-test-results.json'
 RESULTS_MARKDOWN = 'pytorch-test-summary.md'
+POLICY_PARAMETERS = ('max_failed_tests', 'known_test_failures', 'rerun_failed_tests', 'flaky_failures_consume_budget',
+                     'test_suite_timeout', 'parallel_test_suites', 'excluded_tests')
 
 
 def _load_upstream():
@@ -87,6 +88,12 @@ class EB_PyTorch(UpstreamPyTorch):
                                       "up to this many times; a pass makes it flaky, else reproducible", CUSTOM],
             'flaky_failures_consume_budget': [False, "Count flaky failures (passed on a rerun) against "
                                                      "max_failed_tests", CUSTOM],
+            'test_suite_timeout': [None, "Seconds a test suite may run before it is killed with its whole process "
+                                         "group and recorded as timed out (judged like a crashed suite). Default: "
+                                         "4x its time in the previous installation's results (at least 600), else "
+                                         "%d" % 10800, CUSTOM],
+            'parallel_test_suites': [1, "Run this many test suites at a time (GPU suites are spread over the GPUs "
+                                        "with CUDA_VISIBLE_DEVICES)", CUSTOM],
             'cudnn_needed': [None, "cuDNN sub-libraries to add as NEEDED entries of libtorch_cuda.so (a list of "
                                    "sonames, or a dict {cuDNN major version: list}); None: the catalog default "
                                    "(cuDNN 8: libcudnn_cnn_train.so.8; cuDNN 9: libcudnn_engines_precompiled.so.9, "
@@ -161,18 +168,28 @@ class EB_PyTorch(UpstreamPyTorch):
                 command = parse_runtest(runtest, self.start_dir, self.python_cmd, excluded)
             except PluginError as err:
                 raise EasyBuildError(str(err)) from None
-            env = {'PYTHONPATH': os.pathsep.join(pylibdirs + [os.environ.get('PYTHONPATH', '')]),
-                   'PATH': os.pathsep.join([bindir, os.environ.get('PATH', '')])}
-            output_path = os.path.join(self.builddir, 'pytorch-test-output.log')
-            print_msg(f"running {' '.join(command.argv)} in {command.cwd} (output: {output_path})", log=self.log)
-            code, text = runner.run(command, output_path, progress=lambda msg: print_msg(msg, log=self.log),
-                                    extra_env=env)
-            self.log.info('test command exited with %s; output in %s', code, output_path)
-            result = self._parse_results(text, output_path, command.cwd)
-            rerun_env = dict(env, **command.env)
+            env = dict(os.environ, **command.env)
+            env.update({'PYTHONPATH': os.pathsep.join(pylibdirs + [os.environ.get('PYTHONPATH', '')]),
+                        'PATH': os.pathsep.join([bindir, os.environ.get('PATH', '')])})
+            store = ResultStore(self._results_store_path(), self._build_fingerprint())
+            try:
+                suites = suiterun.discover_suites(command, env)
+            except PluginError as err:
+                raise EasyBuildError(str(err)) from None
+            output_dir = os.path.join(self.builddir, 'pytorch-test-output')
+            parallel = int(self.cfg['parallel_test_suites'] or 1)
+            print_msg(f"running {len(suites)} suites: {' '.join(command.argv)} -i <suite> in {command.cwd} "
+                      f"({parallel} at a time; outputs in {output_dir}; results kept in {store.path})", log=self.log)
+            timeouts = self._suite_timeouts()
+            result, ran = suiterun.run_all(command, suites, store, output_dir, env,
+                                           lambda suite: timeouts.get(suite, timeouts['']), parallel,
+                                           progress=lambda msg: print_msg(msg, log=self.log))
+            self.log.info('suites run in this session: %s', ', '.join(ran) or 'none')
+            rerun_env = env
             reruns = runner.apply_reruns(result, int(self.cfg['rerun_failed_tests'] or 0),
-                                         lambda suite, test: runner.rerun_isolated(command.cwd, self.python_cmd, suite,
-                                                                                   test, rerun_env))
+                                         lambda suite, test: runner.rerun_isolated(
+                                             command.cwd, self.python_cmd, suite, test, rerun_env,
+                                             timeout=timeouts.get(suite, timeouts[''])))
             for suite, test, outcome in reruns:
                 print_msg(f"rerun of {suite}{'::' + test if test else ''}: {outcome}", log=self.log)
         finally:
@@ -183,17 +200,45 @@ class EB_PyTorch(UpstreamPyTorch):
             print_msg(line, log=self.log)
         self._write_reports(self.builddir)
         if not verdict.passed:
-            raise EasyBuildError('PyTorch test suite failed: ' + '; '.join(verdict.reasons))
+            raise EasyBuildError('PyTorch test suite failed: ' + '; '.join(verdict.reasons) +
+                                 f' (suite results kept: change the policy and rerun to judge again without running '
+                                 f'them: {store.path})')
+        store.remove()
 
-    def _parse_results(self, text, output_path, test_dir):
+    # --- per-suite results that survive a killed eb, keyed by what determines the build ---
+
+    def _build_fingerprint(self):
+        """sha256 of what the tested build depends on (sources, patches, parameters, compiler flags),
+        leaving out the failure policy, so that a policy change re-judges instead of re-testing."""
+        from easybuild.framework.easyconfig.parser import EasyConfigParser
+        values = EasyConfigParser(rawcontent=self.cfg.rawtxt).get_config_dict()
+        for key in POLICY_PARAMETERS:
+            values.pop(key, None)
+        flags = {name: os.environ.get(name, '') for name in ('CFLAGS', 'CXXFLAGS', 'LDFLAGS', 'TORCH_CUDA_ARCH_LIST')}
+        text = json.dumps({'easyconfig': values, 'flags': flags,
+                           'cuda_cc': build_option('cuda_compute_capabilities')}, sort_keys=True, default=str)
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def _results_store_path(self):
+        """Outside the build directory, which EasyBuild empties when a build starts again."""
+        root = build_path() or os.path.dirname(self.builddir)
+        return os.path.join(root, '.eb-pytorch-cuda-test-results', f'{self.name}-{self.version}'
+                            f"{self.cfg['versionsuffix']}-{self.toolchain.name}-{self.toolchain.version}.jsonl")
+
+    def _suite_timeouts(self):
+        """{suite: seconds}, '' for the rest: test_suite_timeout, else 4x (at least 10 min) each suite's time in
+        the previous installation's results, else a fixed default."""
+        if self.cfg['test_suite_timeout']:
+            return {'': int(self.cfg['test_suite_timeout'])}
+        timeouts = {'': suiterun.DEFAULT_TIMEOUT}
+        previous = os.path.join(self.installdir, 'easybuild', RESULTS_JSON)
         try:
-            result = parse_log_text(text, output_path)
-            reports = os.path.join(test_dir, 'test-reports')
-            if os.path.isdir(reports) and any(f.endswith('.xml') for _, _, fs in os.walk(reports) for f in fs):
-                result = merge(parse_report_dir(reports), result)
-        except PluginError as err:
-            raise EasyBuildError(f'Cannot judge the test run: {err}') from None
-        return result
+            with open(previous) as handle:
+                for suite in json.load(handle).get('suite_seconds', {}).items():
+                    timeouts[suite[0]] = max(600, int(4 * suite[1]))
+        except (OSError, ValueError, AttributeError):
+            pass
+        return timeouts
 
     def _write_reports(self, directory):
         if self.pytorch_test_report is None:

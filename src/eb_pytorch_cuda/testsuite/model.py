@@ -13,7 +13,8 @@ SUITE_FAILED = 'failed'  # failures counted
 SUITE_UNCOUNTED = 'failed without countable summary'  # run_test.py said failed, nothing to count
 SUITE_TERMINATED = 'terminated'  # killed by a signal
 SUITE_INCOMPLETE = 'no summary'  # started, never finished (crash of the runner, truncated log)
-UNJUDGEABLE = (SUITE_UNCOUNTED, SUITE_TERMINATED, SUITE_INCOMPLETE)
+SUITE_TIMED_OUT = 'timed out'  # killed, with its whole process group, at the per-suite timeout
+UNJUDGEABLE = (SUITE_UNCOUNTED, SUITE_TERMINATED, SUITE_INCOMPLETE, SUITE_TIMED_OUT)
 
 
 @dataclass
@@ -37,6 +38,7 @@ class Suite:
     signal: str = None
     sources: list = field(default_factory=list)  # 'log', 'xml'
     rerun_outcome: str = None  # for a suite rerun as a whole: 'flaky' or 'reproducible'
+    seconds: float = None  # how long the suite ran, when it ran in a process of its own
 
     @property
     def failing_count(self):

@@ -27,7 +27,8 @@ def to_json(result, verdict, context=None):
             'flaky_failures': [{'suite': s, 'test': t} for s, t in verdict.flaky],
             'stale_known_failures': [{'pattern': e.pattern, 'reason': e.reason, 'scope': e.scope}
                                      for e in verdict.stale],
-            'budget': verdict.budget}
+            'budget': verdict.budget,
+            'suite_seconds': {s.name: s.seconds for s in result.suites.values() if s.seconds is not None}}
     if context is not None:
         data['scope'] = {'cpu_family': context.cpu_family, 'target': context.target,
                          'compute_capabilities': list(context.compute_capabilities)}

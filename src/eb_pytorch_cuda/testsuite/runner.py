@@ -1,73 +1,44 @@
-"""Run the test command without a shell, stream its output to a file, report progress as suites finish.
-
-The hours-long PyTorch test step should show on the console how far it is, not only in the log:
-run() calls progress(message) whenever a suite starts or fails, with "suites done of total" (the total
-from run_test.py's "Selected tests:" list) and the failures so far.
-"""
+"""Isolated reruns of failed tests: each one alone, without a shell, to tell flaky from reproducible."""
 
 import os
-import re
+import signal
 import subprocess
-import time
-
-from .logparse import MARKER, SUITE_FAILED_LINE
-
-_SELECTED = re.compile(r'^Selected tests:\s*$')
+import tempfile
 
 
-def run(command, output_path, progress=None, extra_env=None, timeout=None):
-    """Run TestCommand; write all output to output_path; return (exit code, output text)."""
-    env = dict(os.environ)
-    env.update(command.env)
-    env.update(extra_env or {})
-    total, started, failed, collecting = None, 0, [], False
-    lines = []
-    start = time.time()
-    with open(output_path, 'w') as log, subprocess.Popen(command.argv, cwd=command.cwd, env=env, text=True,
-                                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                                        errors='replace', bufsize=1) as process:
-        for line in process.stdout:
-            log.write(line)
-            lines.append(line)
-            if collecting:
-                if line.startswith(' ') and line.strip():
-                    total = (total or 0) + 1
-                    continue
-                collecting = False
-            if _SELECTED.match(line):
-                collecting, total = True, 0
-                continue
-            marker = MARKER.match(line)
-            suite_failed = SUITE_FAILED_LINE.match(line.rstrip('\n'))
-            if marker:
-                started += 1
-                name = marker.group('run') or marker.group('log')
-                if progress:
-                    progress(f"suite {started}{'/' + str(total) if total else ''}: {name} "
-                             f"({len(failed)} failed so far, {int(time.time() - start)}s)")
-            elif suite_failed and suite_failed.group('name') not in failed:
-                failed.append(suite_failed.group('name'))
-                if progress:
-                    progress(f"{suite_failed.group('name')} failed"
-                             + (f" ({suite_failed.group('signal')})" if suite_failed.group('signal') else ''))
-        code = process.wait(timeout=timeout)
-    return code, ''.join(lines)
+def kill_group(process):
+    """SIGTERM a process started with start_new_session and its whole group, then SIGKILL what is left."""
+    for sig, grace in ((signal.SIGTERM, 10), (signal.SIGKILL, 30)):
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            process.wait(timeout=grace)
+            return
+        except subprocess.TimeoutExpired:
+            continue
 
 
 def rerun_isolated(command_cwd, python, suite, test_id, env_overrides=None, timeout=3600):
-    """Rerun one failed test (or its whole suite when test_id is None) alone; True when it passed."""
+    """Rerun one failed test (or its whole suite when test_id is None) alone, in its own process group
+    killed at the timeout; return (passed, output)."""
     env = dict(os.environ)
     env.update(env_overrides or {})
     if test_id:
         argv = [python, f'{suite}.py', '-k', test_id.rsplit('.', 1)[-1]]
     else:
         argv = [python, 'run_test.py', '-i', suite]
-    try:
-        done = subprocess.run(argv, cwd=command_cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              text=True, errors='replace', timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return False, f'timed out after {timeout}s'
-    return done.returncode == 0, done.stdout
+    with tempfile.TemporaryFile('w+') as output:
+        process = subprocess.Popen(argv, cwd=command_cwd, env=env, stdout=output, stderr=subprocess.STDOUT,
+                                   start_new_session=True)
+        try:
+            code = process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            kill_group(process)
+            return False, f'timed out after {timeout}s'
+        output.seek(0)
+        return code == 0, output.read()
 
 
 def apply_reruns(result, times, rerun):

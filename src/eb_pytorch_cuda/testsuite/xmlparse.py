@@ -151,6 +151,11 @@ def parse_report_dir(root):
     files = sorted(os.path.join(d, f) for d, _, names in os.walk(root) for f in names if f.endswith('.xml'))
     if not files:
         raise PluginError(root, 'holds no XML test reports')
+    return parse_report_files(root, files)
+
+
+def parse_report_files(root, files):
+    """RunResult of the given report files below root (suite names come from their place under root)."""
     files_of = {}
     for path in files:
         files_of.setdefault(_suite_name(path, root), []).append(path)

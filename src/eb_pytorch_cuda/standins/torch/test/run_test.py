@@ -30,12 +30,18 @@ def main():
     parser.add_argument('-i', '--include', nargs='+', default=[])
     parser.add_argument('--continue-through-error', action='store_true')
     parser.add_argument('--verbose', action='store_true')
+    parser.add_argument('--dry-run', action='store_true', help='only list the tests that would run')
     args, extra = parser.parse_known_args()
     selected = [t for t in (args.include or discover()) if t not in args.exclude]
     print('Selected tests:\n ' + '\n '.join(selected), file=sys.stderr, flush=True)
+    if args.dry_run:
+        return 0
     failures = []
     for test in selected:
         print(f'Running {test} 1/1 ... [{datetime.datetime.now()}]', flush=True)
+        if os.environ.get('STANDIN_RUN_LOG'):  # lets tests see which suites ran, across eb runs
+            with open(os.environ['STANDIN_RUN_LOG'], 'a') as log:
+                log.write(test + '\n')
         code = subprocess.call([sys.executable, f'{test}.py', *extra], cwd=HERE)
         if code != 0:
             message = f'{test} 1/1 failed!'

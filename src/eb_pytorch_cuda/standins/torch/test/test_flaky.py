@@ -1,10 +1,11 @@
-"""A flaky test: fails on its first run in a build, passes when rerun (the marker lives in the test dir)."""
+"""A flaky test: fails on its first run, passes when rerun (the marker lives in the test dir, or at
+$STANDIN_FLAKY_MARKER so that it outlives the build directory)."""
 import os
 import unittest
 
 from common import HERE, run_tests
 
-MARKER = os.path.join(HERE, '.flaky-already-failed-once')
+MARKER = os.environ.get('STANDIN_FLAKY_MARKER') or os.path.join(HERE, '.flaky-already-failed-once')
 
 
 class TestFlaky(unittest.TestCase):

@@ -1,0 +1,33 @@
+"""Simulates an eb killed in the middle of the test step: with STANDIN_KILL_EB_ONCE=<marker file>, the
+first run kills the `eb` process that runs the tests (SIGKILL, no cleanup); later runs pass."""
+import os
+import signal
+import unittest
+
+from common import run_tests
+
+
+def _eb_ancestor():
+    pid = os.getppid()
+    while pid > 1:
+        with open(f'/proc/{pid}/cmdline', 'rb') as handle:
+            argv = handle.read().split(b'\0')
+        if any(part.endswith((b'/eb', b'easybuild.main')) for part in argv[:3]):
+            return pid
+        with open(f'/proc/{pid}/stat') as handle:
+            pid = int(handle.read().rsplit(')', 1)[1].split()[1])
+    return None
+
+
+class TestInterrupted(unittest.TestCase):
+    def test_survives(self):
+        marker = os.environ.get('STANDIN_KILL_EB_ONCE')
+        if marker and not os.path.exists(marker):
+            open(marker, 'w').close()
+            eb = _eb_ancestor()
+            if eb:
+                os.kill(eb, signal.SIGKILL)
+
+
+if __name__ == '__main__':
+    run_tests(__file__)

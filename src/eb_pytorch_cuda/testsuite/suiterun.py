@@ -1,0 +1,178 @@
+"""Run the test suites one process each: per-suite timeouts, results saved as each suite ends, resume.
+
+A ten-hour test step must survive a hanging multiprocess test and a killed `eb`.  So each suite
+(`run_test.py -i <suite>`) runs in its own process group with a timeout that kills the whole group;
+its outcome (parsed from its output and its XML reports) is appended to a results file outside the
+build directory the moment it ends; and a rerun of the same build (same fingerprint: sources,
+patches, build settings, compiler options, not the failure policy) skips every suite already there.
+Opt-in parallelism runs N suites at a time, pinning each to a GPU with CUDA_VISIBLE_DEVICES.
+"""
+
+import json
+import os
+import re
+import subprocess
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict
+
+from ..errors import PluginError
+from .logparse import parse_log_text
+from .model import SUITE_INCOMPLETE, SUITE_TIMED_OUT, RunResult, Suite, TestCase
+from .runner import kill_group
+from .xmlparse import parse_report_files
+
+TIMED_OUT = SUITE_TIMED_OUT
+DEFAULT_TIMEOUT = 3 * 3600  # PyTorch's slowest suites take well under an hour on a build node
+OUTPUT_KEPT = 20000  # characters of a suite's output kept in the results file
+_SELECTED = re.compile(r'^Selected tests:\s*\n((?:[ \t]+\S.*\n?)*)', re.M)
+
+
+def discover_suites(command, env):
+    """The suites run_test.py would run, from `run_test.py ... --dry-run` (no shell)."""
+    done = subprocess.run(command.argv + ['--dry-run'], cwd=command.cwd, env=env, capture_output=True, text=True,
+                          errors='replace', timeout=3600)
+    match = _SELECTED.search(done.stdout + done.stderr)
+    if not match:
+        raise PluginError('runtest', f"'{' '.join(command.argv)} --dry-run' listed no tests (exit {done.returncode})")
+    return [line.strip() for line in match.group(1).splitlines() if line.strip()]
+
+
+class ResultStore:
+    """Append-only JSON-lines file of finished suites, for one build fingerprint."""
+
+    def __init__(self, path, fingerprint):
+        self.path, self.fingerprint = path, fingerprint
+        self._lock = threading.Lock()
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+
+    def load(self):
+        """{suite name: record} already measured for this fingerprint (a truncated last line is ignored)."""
+        records = {}
+        if os.path.exists(self.path):
+            with open(self.path) as handle:
+                for line in handle:
+                    try:
+                        record = json.loads(line)
+                    except ValueError:
+                        continue  # the line being written when eb was killed
+                    if record.get('fingerprint') == self.fingerprint:
+                        records[record['suite']['name']] = record
+        return records
+
+    def append(self, record):
+        record = dict(record, fingerprint=self.fingerprint)
+        with self._lock, open(self.path, 'a') as handle:
+            handle.write(json.dumps(record) + '\n')
+            handle.flush()
+            os.fsync(handle.fileno())
+
+    def remove(self):
+        if os.path.exists(self.path):
+            os.unlink(self.path)
+
+
+def _suite_reports(test_dir, suite):
+    """The XML reports this suite wrote (test-reports/<runner>/<dotted.suite>/...), as a RunResult or None."""
+    dotted = suite.replace('/', '.')
+    reports = os.path.join(test_dir, 'test-reports')
+    if not os.path.isdir(reports):
+        return None
+    directories = [os.path.join(reports, runner, dotted) for runner in os.listdir(reports)]
+    files = [os.path.join(d, f) for d in directories if os.path.isdir(d) for f in os.listdir(d) if f.endswith('.xml')]
+    if not files:
+        return None
+    return parse_report_files(reports, sorted(files)).suites.get(suite)
+
+
+def run_suite(command, suite, timeout, output_dir, env, gpu=None):
+    """Run one suite in its own process group; return its record (the parsed Suite plus facts)."""
+    argv = command.argv + ['-i', suite]
+    env = dict(env)
+    if gpu is not None:
+        env['CUDA_VISIBLE_DEVICES'] = str(gpu)
+    output_path = os.path.join(output_dir, suite.replace('/', '.') + '.log')
+    start = time.time()
+    with open(output_path, 'w') as output:
+        process = subprocess.Popen(argv, cwd=command.cwd, env=env, stdout=output, stderr=subprocess.STDOUT,
+                                   start_new_session=True)
+        try:
+            code, status = process.wait(timeout=timeout), None
+        except subprocess.TimeoutExpired:
+            kill_group(process)
+            code, status = process.returncode, TIMED_OUT
+    with open(output_path, errors='replace') as handle:
+        text = handle.read()
+    suite_result = _judgeable_suite(suite, text, command.cwd, status, timeout)
+    suite_result.seconds = round(time.time() - start, 1)
+    return {'suite': asdict(suite_result), 'exit_code': code, 'seconds': round(time.time() - start, 1),
+            'gpu': gpu, 'output_tail': text[-OUTPUT_KEPT:], 'output_file': output_path}
+
+
+def _judgeable_suite(suite, text, test_dir, status, timeout):
+    try:
+        parsed = parse_log_text(text).suites.get(suite)
+    except PluginError:
+        parsed = None
+    from_xml = _suite_reports(test_dir, suite)
+    result = from_xml or parsed or Suite(suite, status=SUITE_INCOMPLETE, sources=['log'])
+    if from_xml and parsed:
+        result.sources = sorted(set(from_xml.sources) | set(parsed.sources))
+        if parsed.status in ('terminated', 'failed without countable summary', SUITE_INCOMPLETE) \
+                and not from_xml.failing_count:
+            result.status, result.signal = parsed.status, parsed.signal
+    if status == TIMED_OUT:
+        result.status, result.signal = TIMED_OUT, f'timeout after {timeout}s'
+    return result
+
+
+def gpu_count(env):
+    """GPUs to spread parallel suites over: CUDA_VISIBLE_DEVICES if set, else nvidia-smi -L."""
+    visible = env.get('CUDA_VISIBLE_DEVICES')
+    if visible:
+        return [gpu for gpu in visible.split(',') if gpu]
+    try:
+        listing = subprocess.run(['nvidia-smi', '-L'], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [str(i) for i, line in enumerate(listing.splitlines()) if line.startswith('GPU ')]
+
+
+def run_all(command, suites, store, output_dir, env, timeout_for, parallel=1, progress=None):
+    """Run every suite not already in the store; return (RunResult of all, [suites run now])."""
+    done = store.load()
+    todo = [suite for suite in suites if suite not in done]
+    if progress and done:
+        progress(f'resuming: {len(done)} suite(s) already measured for this build, {len(todo)} to run')
+    gpus = gpu_count(env) if parallel > 1 else []
+    lock, finished = threading.Lock(), [len(done)]
+
+    def one(index_suite):
+        index, suite = index_suite
+        gpu = gpus[index % len(gpus)] if gpus else None
+        record = run_suite(command, suite, timeout_for(suite), output_dir, env, gpu)
+        store.append(record)
+        with lock:
+            finished[0] += 1
+            if progress:
+                state = record['suite']['status']
+                progress(f"suite {finished[0]}/{len(suites)}: {suite} {state} ({record['seconds']}s)")
+        return record
+
+    os.makedirs(output_dir, exist_ok=True)
+    if parallel > 1:
+        with ThreadPoolExecutor(max_workers=parallel) as pool:
+            list(pool.map(one, enumerate(todo)))
+    else:
+        for item in enumerate(todo):
+            one(item)
+    result = RunResult()
+    records = store.load()
+    for record in (records[suite] for suite in suites if suite in records):
+        data = dict(record['suite'])
+        tests = [TestCase(**test) for test in data.pop('failed_tests', [])]
+        suite = Suite(**data)
+        suite.failed_tests = tests
+        result.suites[suite.name] = suite
+    return result, todo
