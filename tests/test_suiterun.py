@@ -1,0 +1,63 @@
+"""Per-suite runs: discovery, the results store surviving a torn write, timeouts killing the process group."""
+
+import json
+import os
+import shutil
+import sys
+import time
+
+import pytest
+
+from eb_pytorch_cuda import standins
+from eb_pytorch_cuda.errors import PluginError
+from eb_pytorch_cuda.testsuite import suiterun
+from eb_pytorch_cuda.testsuite.command import TestCommand as Command  # not a pytest test class
+
+
+@pytest.fixture
+def tree(tmp_path):
+    test_dir = tmp_path / 'test'
+    shutil.copytree(os.path.join(standins.TORCH_SOURCES, 'test'), test_dir)
+    (test_dir / 'test_spawns_and_hangs.py').write_text(
+        'import subprocess, sys, time\n'
+        'child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])\n'
+        'open("child.pid", "w").write(str(child.pid))\n'
+        'time.sleep(600)\n')
+    return test_dir
+
+
+def _command(test_dir):
+    return Command(str(test_dir), {}, [sys.executable, 'run_test.py', '-x', 'test_crash', 'test_hang',
+                                           'test_cudnn'])
+
+
+def test_discovery_lists_the_selected_suites(tree):
+    suites = suiterun.discover_suites(_command(tree), dict(os.environ))
+    assert 'test_flaky' in suites and 'test_cudnn' not in suites and 'distributed/test_c10d_standin' in suites
+
+
+def test_discovery_without_a_list_is_an_error(tmp_path):
+    command = Command(str(tmp_path), {}, [sys.executable, '-c', 'print("nothing")'])
+    with pytest.raises(PluginError, match='--dry-run.* listed no tests'):
+        suiterun.discover_suites(command, dict(os.environ))
+
+
+def test_a_timed_out_suite_takes_its_children_down_and_keeps_its_partial_output(tree, tmp_path):
+    (tmp_path / 'out').mkdir()
+    start = time.time()
+    record = suiterun.run_suite(_command(tree), 'test_spawns_and_hangs', 2, str(tmp_path / 'out'), dict(os.environ))
+    assert time.time() - start < 30
+    assert record['suite']['status'] == 'timed out' and record['suite']['signal'] == 'timeout after 2s'
+    assert 'Running test_spawns_and_hangs 1/1' in record['output_tail']
+    child = int((tree / 'child.pid').read_text())
+    time.sleep(0.5)
+    assert not os.path.exists(f'/proc/{child}') or 'Z' in open(f'/proc/{child}/stat').read().split()[2]
+
+
+def test_the_store_keeps_finished_suites_of_this_build_only_and_ignores_a_torn_line(tmp_path):
+    store = suiterun.ResultStore(str(tmp_path / 'r' / 'results.jsonl'), 'fingerprint-a')
+    store.append({'suite': {'name': 'test_a', 'status': 'passed'}})
+    suiterun.ResultStore(store.path, 'fingerprint-b').append({'suite': {'name': 'test_b', 'status': 'passed'}})
+    with open(store.path, 'a') as handle:
+        handle.write(json.dumps({'suite': {'name': 'test_c'}, 'fingerprint': 'fingerprint-a'})[:20])
+    assert set(store.load()) == {'test_a'}
