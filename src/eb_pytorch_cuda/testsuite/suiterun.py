@@ -147,6 +147,7 @@ def run_all(command, suites, store, output_dir, env, timeout_for, parallel=1, pr
         progress(f'resuming: {len(done)} suite(s) already measured for this build, {len(todo)} to run')
     gpus = gpu_count(env) if parallel > 1 else []
     lock, finished = threading.Lock(), [len(done)]
+    failing = [sum(1 for record in done.values() if record['suite']['status'] != 'passed')]
 
     def one(index_suite):
         index, suite = index_suite
@@ -155,9 +156,11 @@ def run_all(command, suites, store, output_dir, env, timeout_for, parallel=1, pr
         store.append(record)
         with lock:
             finished[0] += 1
+            state = record['suite']['status']
+            failing[0] += state != 'passed'
             if progress:
-                state = record['suite']['status']
-                progress(f"suite {finished[0]}/{len(suites)}: {suite} {state} ({record['seconds']}s)")
+                progress(f"suite {finished[0]}/{len(suites)}: {suite} {state} ({record['seconds']}s; "
+                         f"{failing[0]} suite(s) failed so far)")
         return record
 
     os.makedirs(output_dir, exist_ok=True)
