@@ -10,6 +10,8 @@ import pytest
 
 from eb_pytorch_cuda import standins
 
+pytest_plugins = ['slurm_cluster']  # the session-wide `slurm` fixture
+
 CLEAN_ENV = {k: v for k, v in os.environ.items() if k not in ('LD_LIBRARY_PATH', 'LD_PRELOAD')}
 
 

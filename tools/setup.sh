@@ -8,13 +8,20 @@ cd "$(dirname "$0")/.."
 EB_VERSIONS=${EB_VERSIONS:-"4.9.4 5.4.1"}
 PYTHON=${PYTHON:-python3}
 
-if [ ! -e /usr/share/lmod/lmod/init/bash ] && [ -z "${LMOD_CMD:-}" ]; then
+# Debian packages: Lmod (EasyBuild's modules tool), gcc and make (the stand-ins); Slurm and
+# munge for the job tests (a single-node Slurm is started by the tests themselves)
+missing=""
+[ -e /usr/share/lmod/lmod/init/bash ] || [ -n "${LMOD_CMD:-}" ] || missing="$missing lmod"
+for tool in make:make gcc:gcc slurmctld:slurm-wlm munged:munge; do
+    command -v "${tool%%:*}" >/dev/null || missing="$missing ${tool##*:}"
+done
+if [ -n "$missing" ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
         export DEBIAN_FRONTEND=noninteractive
         apt-get update -qq
-        apt-get install -y -qq lmod make gcc >/dev/null
+        apt-get install -y -qq $missing >/dev/null
     else
-        echo "setup: Lmod not found; install it (Debian: apt-get install lmod) or set LMOD_CMD" >&2
+        echo "setup: missing Debian packages:$missing (apt-get install$missing as root)" >&2
         exit 1
     fi
 fi

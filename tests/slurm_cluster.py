@@ -1,0 +1,127 @@
+"""A real single-node Slurm (Debian's slurm-wlm and munge) started for the tests and stopped after them.
+
+Facts from DESIGN.md: slurm.conf with ProctrackType=proctrack/linuxproc, TaskPlugin=task/none,
+SlurmUser=root, one node with the machine's CPUs; cgroup.conf with CgroupPlugin=cgroup/v1; munged runs
+as the munge user.  The configuration lives in a temporary directory (SLURM_CONF points at it).
+"""
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+import time
+
+import pytest
+
+MUNGE_KEY = '/etc/munge/munge.key'
+
+
+def _running(name):
+    return subprocess.run(['pgrep', '-x', name], capture_output=True).returncode == 0
+
+
+def _write_config(directory):
+    host = socket.gethostname()
+    spool = os.path.join(directory, 'spool')
+    os.makedirs(os.path.join(spool, 'ctld'), exist_ok=True)
+    os.makedirs(os.path.join(spool, 'd'), exist_ok=True)
+    conf = os.path.join(directory, 'slurm.conf')
+    with open(conf, 'w') as handle:
+        handle.write(f'''ClusterName=ebpytorchcuda
+SlurmctldHost={host}
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SchedulerType=sched/backfill
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+StateSaveLocation={spool}/ctld
+SlurmdSpoolDir={spool}/d
+SlurmctldPidFile={directory}/slurmctld.pid
+SlurmdPidFile={directory}/slurmd.pid
+SlurmctldLogFile={directory}/slurmctld.log
+SlurmdLogFile={directory}/slurmd.log
+ReturnToService=2
+NodeName={host} CPUs={os.cpu_count()} State=UNKNOWN
+PartitionName=test Nodes=ALL Default=YES MaxTime=INFINITE State=UP
+''')
+    with open(os.path.join(directory, 'cgroup.conf'), 'w') as handle:
+        handle.write('CgroupPlugin=cgroup/v1\n')
+    return conf
+
+
+@pytest.fixture(scope='session')
+def slurm(tmp_path_factory):
+    """Start munged, slurmctld and slurmd (as root); yield the SLURM_CONF path; stop what was started."""
+    if os.geteuid() != 0 or not shutil.which('slurmctld') or not shutil.which('munged'):
+        pytest.fail('needs root and Debian slurm-wlm + munge: run bash tools/setup.sh as root')
+    directory = str(tmp_path_factory.mktemp('slurm'))
+    conf = _write_config(directory)
+    previous = os.environ.get('SLURM_CONF')
+    os.environ['SLURM_CONF'] = conf
+    started_munge = False
+    if not _running('munged'):
+        if not os.path.exists(MUNGE_KEY):
+            subprocess.run(['mungekey', '--create', '--keyfile', MUNGE_KEY], check=True)
+        for path in ('/run/munge', '/var/log/munge', '/var/lib/munge', '/etc/munge'):
+            os.makedirs(path, exist_ok=True)
+            shutil.chown(path, 'munge', 'munge')
+        shutil.chown(MUNGE_KEY, 'munge', 'munge')
+        os.chmod(MUNGE_KEY, 0o400)
+        subprocess.run(['runuser', '-u', 'munge', '--', 'munged'], check=True)
+        started_munge = True
+    subprocess.run(['slurmctld'], check=True)
+    subprocess.run(['slurmd'], check=True)
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        state = subprocess.run(['sinfo', '-h', '-o', '%t'], capture_output=True, text=True).stdout.strip()
+        if state in ('idle', 'mix', 'alloc'):
+            break
+        time.sleep(1)
+    else:
+        pytest.fail(f'Slurm did not come up (sinfo: {state!r}); see {directory}/slurmctld.log')
+    yield conf
+    subprocess.run(['scontrol', 'shutdown'], capture_output=True)
+    for pidfile in ('slurmctld.pid', 'slurmd.pid'):
+        _wait_gone(os.path.join(directory, pidfile))
+    if started_munge:
+        subprocess.run(['pkill', '-x', 'munged'])
+        deadline = time.time() + 30
+        while _running('munged') and time.time() < deadline:
+            time.sleep(0.5)
+    if previous is None:
+        os.environ.pop('SLURM_CONF', None)
+    else:
+        os.environ['SLURM_CONF'] = previous
+
+
+def _wait_gone(pidfile, timeout=30):
+    try:
+        pid = int(open(pidfile).read().strip())
+    except (OSError, ValueError):
+        return
+    deadline = time.time() + timeout
+    while time.time() < deadline and os.path.exists(f'/proc/{pid}'):
+        time.sleep(0.5)
+    if os.path.exists(f'/proc/{pid}'):
+        os.kill(pid, 9)
+
+
+def submitted_job_ids(eb_output):
+    """Job ids from EasyBuild's 'List of submitted jobs (N): name (module): id; ...' line."""
+    line = next((l for l in eb_output.splitlines() if 'List of submitted jobs' in l), '')
+    return re.findall(r': (\d+)(?:;|$)', line)
+
+
+def wait_for_jobs(job_ids, timeout=600):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        queued = subprocess.run(['squeue', '-h', '-j', ','.join(job_ids), '-o', '%i'], capture_output=True,
+                                text=True).stdout.split()
+        if not queued:
+            return
+        time.sleep(2)
+    raise AssertionError(f'jobs {job_ids} still queued after {timeout}s')
