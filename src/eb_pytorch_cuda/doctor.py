@@ -59,12 +59,12 @@ def _major_suffix(soname):
     return match.group(1) if match else None
 
 
-def dlopen_targets(info, symbols_of):
+def dlopen_targets(info, names_of):
     """Library names an object may dlopen(): its .rodata strings (plus the major-suffixed form of
     unversioned ones, as cuDNN does) and the catalog's edges; its own NEEDED and soname excluded."""
     names = set(CATALOG_EDGES.get(info.soname, ()))
     major = _major_suffix(info.soname)
-    for name in symbols_of(info.path, rodata=True):
+    for name in names_of(info.path):
         names.add(name)
         if major and name.endswith('.so'):
             names.add(f'{name}.{major}')
@@ -266,33 +266,27 @@ def _dependencies_first(infos):
 
 
 class SymbolCache:
-    """Symbol tables and .rodata names read once per file."""
+    """Symbol tables and .rodata names, each read once per file."""
 
     def __init__(self):
         self._symbols, self._names = {}, {}
 
-    def _open(self, path):
-        return ElfSymbols(path)
+    @staticmethod
+    def _cached(store, path, read):
+        key = os.path.realpath(path)
+        if key not in store:
+            elf = ElfSymbols(path)
+            try:
+                store[key] = read(elf)
+            finally:
+                elf.close()
+        return store[key]
 
     def symbols(self, path):
-        key = os.path.realpath(path)
-        if key not in self._symbols:
-            elf = self._open(path)
-            try:
-                self._symbols[key] = elf.symbols()
-            finally:
-                elf.close()
-        return self._symbols[key]
+        return self._cached(self._symbols, path, ElfSymbols.symbols)
 
-    def names(self, path, rodata=True):
-        key = os.path.realpath(path)
-        if key not in self._names:
-            elf = self._open(path)
-            try:
-                self._names[key] = elf.rodata_sonames()
-            finally:
-                elf.close()
-        return self._names[key]
+    def names(self, path):
+        return self._cached(self._names, path, ElfSymbols.rodata_sonames)
 
 
 def collect_objects(paths):
