@@ -56,6 +56,9 @@ PartitionName=test Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 @pytest.fixture(scope='session')
 def slurm(tmp_path_factory):
     """Start munged, slurmctld and slurmd (as root); yield the SLURM_CONF path; stop what was started."""
+    for sbin in ('/usr/sbin', '/sbin'):  # the daemons live there, which a non-login PATH may lack
+        if sbin not in os.environ['PATH'].split(os.pathsep):
+            os.environ['PATH'] += os.pathsep + sbin
     if os.geteuid() != 0 or not shutil.which('slurmctld') or not shutil.which('munged'):
         pytest.fail('needs root and Debian slurm-wlm + munge: run bash tools/setup.sh as root')
     directory = str(tmp_path_factory.mktemp('slurm'))

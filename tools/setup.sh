@@ -6,6 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 EB_VERSIONS=${EB_VERSIONS:-"4.9.4 5.4.1"}
+export PATH="$PATH:/usr/sbin:/sbin"  # slurmctld, slurmd, munged live there
 PYTHON=${PYTHON:-python3}
 
 # Debian packages: Lmod (EasyBuild's modules tool), gcc and make (the stand-ins); Slurm and
