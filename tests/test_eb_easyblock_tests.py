@@ -109,19 +109,25 @@ def test_a_killed_eb_resumes_without_running_any_suite_twice(eb, tmp_path):
     assert 'rerun of test_flaky::TestFlaky.test_sometimes: flaky' in out
 
 
-def test_a_policy_change_rejudges_without_running_a_suite_again(eb, tmp_path):
-    run_log = tmp_path / 'suites-run.log'
-    env = {'STANDIN_RUN_LOG': str(run_log), 'STANDIN_UNKNOWN_FAILURE': '1',
+def test_a_policy_change_rejudges_without_running_a_suite_or_rebuilding(eb, tmp_path):
+    run_log, build_log = tmp_path / 'suites-run.log', tmp_path / 'builds.log'
+    env = {'STANDIN_RUN_LOG': str(run_log), 'STANDIN_UNKNOWN_FAILURE': '1', 'STANDIN_BUILD_LOG': str(build_log),
            'STANDIN_FLAKY_MARKER': str(tmp_path / 'flaky-failed-once')}
     failed, out = run(eb, env=env)
-    assert failed.returncode != 0 and 'suite results kept' in out
-    before = run_log.read_text()
+    assert failed.returncode != 0 and 'results and the tested build are kept' in out
+    before, builds = run_log.read_text(), build_log.read_text()
     known = ("{'': [('test_known_failure::TestKnown.test_always_fails', 'on purpose'), "
              "('test_known_failure::TestKnown.test_new_regression', 'accepted after review')]}")
     passed, out = run(eb, variant(tmp_path, known_test_failures=known), env=env)
     assert passed.returncode == 0, out
     assert run_log.read_text() == before  # judged again, nothing ran
-    assert 'resuming: 5 suite(s) already measured for this build, 0 to run' in out
+    assert build_log.read_text() == builds  # and nothing was built again
+    assert 'nothing is rebuilt' in out and 'installing the reused tested build' in out
+    assert 'rerun of test_flaky::TestFlaky.test_sometimes' not in out  # the kept result has the reruns
+    data = json.loads((eb.installdir('PyTorch', '2.1.2-standin-easyblock') / 'easybuild' /
+                       'pytorch-test-results.json').read_text())
+    assert data['verdict'] == 'pass' and len(data['known_failures']) == 2
+    assert {'suite': 'test_flaky', 'test': 'TestFlaky.test_sometimes'} in data['flaky_failures']
 
 
 def test_parallel_suites_give_the_same_results(eb, tmp_path):

@@ -17,6 +17,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import shutil
 import sys
 import tempfile
 
@@ -106,6 +107,8 @@ class EB_PyTorch(UpstreamPyTorch):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.pytorch_test_report = None
+        self._store = None
+        self._reuse = None
         if self.dry_run:
             self._dry_run_python_version()
 
@@ -157,6 +160,9 @@ class EB_PyTorch(UpstreamPyTorch):
         if self.dry_run:
             self._dry_run_test_plan(context, excluded, policy)
             return
+        if self._reusable_build():
+            self._judge(self._reuse, policy, context)
+            return
         runtest = self._raw_runtest()
         if not runtest or runtest is True:
             raise EasyBuildError("Set 'runtest' to the test command, or use --skip-test-step")
@@ -171,7 +177,7 @@ class EB_PyTorch(UpstreamPyTorch):
             env = dict(os.environ, **command.env)
             env.update({'PYTHONPATH': os.pathsep.join(pylibdirs + [os.environ.get('PYTHONPATH', '')]),
                         'PATH': os.pathsep.join([bindir, os.environ.get('PATH', '')])})
-            store = ResultStore(self._results_store_path(), self._build_fingerprint())
+            store = self._results_store()
             try:
                 suites = suiterun.discover_suites(command, env)
             except PluginError as err:
@@ -192,8 +198,18 @@ class EB_PyTorch(UpstreamPyTorch):
                                              timeout=timeouts.get(suite, timeouts[''])))
             for suite, test, outcome in reruns:
                 print_msg(f"rerun of {suite}{'::' + test if test else ''}: {outcome}", log=self.log)
+            if not judge(result, policy).passed:  # keep what a policy change needs to finish without rebuilding
+                store.save_final(result)
+                if os.path.isdir(store.cache_dir):
+                    shutil.rmtree(store.cache_dir)
+                shutil.copytree(prefix, store.cache_dir, symlinks=True)
         finally:
             remove_dir(prefix)
+        self._judge(result, policy, context)
+        store.remove()
+
+    def _judge(self, result, policy, context):
+        """Print and write the verdict; raise when the policy says the run failed."""
         verdict = judge(result, policy)
         self.pytorch_test_report = (result, verdict, context)
         for line in to_text(result, verdict).splitlines():
@@ -201,9 +217,40 @@ class EB_PyTorch(UpstreamPyTorch):
         self._write_reports(self.builddir)
         if not verdict.passed:
             raise EasyBuildError('PyTorch test suite failed: ' + '; '.join(verdict.reasons) +
-                                 f' (suite results kept: change the policy and rerun to judge again without running '
-                                 f'them: {store.path})')
-        store.remove()
+                                 ' (results and the tested build are kept: change the policy in the easyconfig and '
+                                 f'rerun to judge again without running a suite or rebuilding: {self._store.path})')
+
+    # --- a tested build whose only problem was the verdict is reused, not rebuilt ---
+
+    def _results_store(self):
+        if self._store is None:
+            self._store = ResultStore(self._results_store_path(), self._build_fingerprint())
+        return self._store
+
+    def _reusable_build(self):
+        """The previous run's complete result, when that run kept its tested build (failed on the verdict only)."""
+        if self._reuse is None:
+            store = self._results_store()
+            final = store.load_final()
+            self._reuse = final if final is not None and os.path.isdir(store.cache_dir) else False
+        return self._reuse
+
+    def build_step(self, *args, **kwargs):
+        """Upstream's, unless the previous run of this very build was tested and failed on the verdict only."""
+        if not self.dry_run and self._reusable_build():
+            print_msg(f'reusing the build tested by the previous run ({self._store.cache_dir}): nothing is rebuilt',
+                      log=self.log)
+            return None
+        return super().build_step(*args, **kwargs)
+
+    def install_step(self, *args, **kwargs):
+        """Upstream's, or a copy of the reused tested build (then its kept results are dropped)."""
+        if self.dry_run or not self._reusable_build():
+            return super().install_step(*args, **kwargs)
+        print_msg(f'installing the reused tested build from {self._store.cache_dir}', log=self.log)
+        shutil.copytree(self._store.cache_dir, self.installdir, symlinks=True, dirs_exist_ok=True)
+        self._store.remove()
+        return None
 
     # --- per-suite results that survive a killed eb, keyed by what determines the build ---
 

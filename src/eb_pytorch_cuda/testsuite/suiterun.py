@@ -11,6 +11,7 @@ Opt-in parallelism runs N suites at a time, pinning each to a GPU with CUDA_VISI
 import json
 import os
 import re
+import shutil
 import subprocess
 import threading
 import time
@@ -68,9 +69,34 @@ class ResultStore:
             handle.flush()
             os.fsync(handle.fileno())
 
+    @property
+    def final_path(self):
+        return self.path + '.final.json'
+
+    @property
+    def cache_dir(self):
+        """Where the tested installation of a run whose only problem was the verdict is kept."""
+        return self.path + '.install'
+
+    def save_final(self, result):
+        """The complete, rerun-classified result of this build, for a later re-judging."""
+        with open(self.final_path, 'w') as handle:
+            json.dump({'fingerprint': self.fingerprint, **result.to_dict()}, handle)
+
+    def load_final(self):
+        try:
+            with open(self.final_path) as handle:
+                data = json.load(handle)
+        except (OSError, ValueError):
+            return None
+        return RunResult.from_dict(data) if data.get('fingerprint') == self.fingerprint else None
+
     def remove(self):
-        if os.path.exists(self.path):
-            os.unlink(self.path)
+        for path in (self.path, self.final_path):
+            if os.path.exists(path):
+                os.unlink(path)
+        if os.path.isdir(self.cache_dir):
+            shutil.rmtree(self.cache_dir)
 
 
 def _suite_reports(test_dir, suite):

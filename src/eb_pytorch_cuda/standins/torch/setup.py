@@ -14,6 +14,9 @@ class BuildWithLibrary(build_py):
     """Compile libtorch_cuda.so into the package before the Python files are collected."""
 
     def run(self):
+        if os.environ.get('STANDIN_BUILD_LOG'):  # lets tests see whether a build happened
+            with open(os.environ['STANDIN_BUILD_LOG'], 'a') as log:
+                log.write('build\n')
         if os.environ.get('STANDIN_CPU_ONLY') != '1':
             subprocess.run(['make', '-C', 'csrc', 'OUT=' + os.path.abspath('torch/lib')], check=True)
         super().run()
