@@ -130,7 +130,8 @@ class EB_PyTorch(UpstreamPyTorch):
             raise EasyBuildError(str(err)) from None
 
     def _test_install(self):
-        """Install into a temporary prefix, as PythonPackage's test step does; return (prefix, PYTHONPATH dirs)."""
+        """Install into a temporary prefix, as PythonPackage's test step does; return (prefix, PYTHONPATH dirs,
+        bin dir)."""
         prefix = tempfile.mkdtemp()
         actual = os.path.join(prefix, 'local') if self.using_local_py_install_scheme() else prefix
         pylibdirs = [os.path.join(actual, pylibdir) for pylibdir in self.all_pylibdirs]
