@@ -61,3 +61,23 @@ def test_the_store_keeps_finished_suites_of_this_build_only_and_ignores_a_torn_l
     with open(store.path, 'a') as handle:
         handle.write(json.dumps({'suite': {'name': 'test_c'}, 'fingerprint': 'fingerprint-a'})[:20])
     assert set(store.load()) == {'test_a'}
+
+
+def test_the_fingerprint_ignores_the_policy_but_not_the_build():
+    from eb_pytorch_cuda.testsuite.step import build_fingerprint
+    base = {'name': 'PyTorch', 'sources': ['pytorch-v2.1.2.tar.gz'], 'max_failed_tests': 2,
+            'known_test_failures': {'': [('test_x', 'r')]}}
+    env = {'CFLAGS': '-O2 -march=haswell'}
+    same = build_fingerprint(dict(base, max_failed_tests=5, known_test_failures={}, test_suite_timeout=60), env)
+    assert same == build_fingerprint(base, env)
+    assert build_fingerprint(dict(base, sources=['pytorch-v2.1.3.tar.gz']), env) != build_fingerprint(base, env)
+    assert build_fingerprint(base, {'CFLAGS': '-O2 -march=znver3'}) != build_fingerprint(base, env)
+
+
+def test_timeouts_come_from_the_previous_results_or_a_default(tmp_path):
+    from eb_pytorch_cuda.testsuite.step import suite_timeouts
+    previous = tmp_path / 'results.json'
+    previous.write_text(json.dumps({'suite_seconds': {'test_nn': 1000.0, 'test_fast': 1.0}}))
+    assert suite_timeouts(None, previous) == {'': suiterun.DEFAULT_TIMEOUT, 'test_nn': 4000, 'test_fast': 600}
+    assert suite_timeouts(120, previous) == {'': 120}
+    assert suite_timeouts(None, tmp_path / 'missing.json') == {'': suiterun.DEFAULT_TIMEOUT}

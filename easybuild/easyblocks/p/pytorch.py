@@ -13,7 +13,6 @@ written to <installdir>/easybuild/ as JSON and Markdown.  The upstream module is
 because this one takes its name once included.
 """
 
-import hashlib
 import importlib.util
 import json
 import os
@@ -37,7 +36,7 @@ from easybuild.tools.systemtools import get_cpu_architecture
 
 from eb_pytorch_cuda import easybuild_hooks
 from eb_pytorch_cuda.errors import PluginError
-from eb_pytorch_cuda.testsuite import ecpolicy, runner, suiterun
+from eb_pytorch_cuda.testsuite import ecpolicy, step
 from eb_pytorch_cuda.testsuite.command import parse_runtest
 from eb_pytorch_cuda.testsuite.policy import detect_context, excluded_tests, judge
 from eb_pytorch_cuda.testsuite.report import to_json, to_markdown, to_text
@@ -45,8 +44,6 @@ from eb_pytorch_cuda.testsuite.suiterun import ResultStore
 
 RESULTS_JSON = 'pytorch-test-results.json'
 RESULTS_MARKDOWN = 'pytorch-test-summary.md'
-POLICY_PARAMETERS = ('max_failed_tests', 'known_test_failures', 'rerun_failed_tests', 'flaky_failures_consume_budget',
-                     'test_suite_timeout', 'parallel_test_suites', 'excluded_tests')
 
 
 def _load_upstream():
@@ -180,30 +177,14 @@ class EB_PyTorch(UpstreamPyTorch):
                         'PATH': os.pathsep.join([bindir, os.environ.get('PATH', '')])})
             store = self._results_store()
             try:
-                suites = suiterun.discover_suites(command, env)
+                result = step.run_suites(command, env, store, os.path.join(self.builddir, 'pytorch-test-output'),
+                                         self.python_cmd, self._suite_timeouts(),
+                                         int(self.cfg['parallel_test_suites'] or 1),
+                                         int(self.cfg['rerun_failed_tests'] or 0),
+                                         progress=lambda message: print_msg(message, log=self.log))
             except PluginError as err:
                 raise EasyBuildError(str(err)) from None
-            output_dir = os.path.join(self.builddir, 'pytorch-test-output')
-            parallel = int(self.cfg['parallel_test_suites'] or 1)
-            print_msg(f"running {len(suites)} suites: {' '.join(command.argv)} -i <suite> in {command.cwd} "
-                      f"({parallel} at a time; outputs in {output_dir}; results kept in {store.path})", log=self.log)
-            timeouts = self._suite_timeouts()
-            result, ran = suiterun.run_all(command, suites, store, output_dir, env,
-                                           lambda suite: timeouts.get(suite, timeouts['']), parallel,
-                                           progress=lambda msg: print_msg(msg, log=self.log))
-            self.log.info('suites run in this session: %s', ', '.join(ran) or 'none')
-            rerun_env = env
-            reruns = runner.apply_reruns(result, int(self.cfg['rerun_failed_tests'] or 0),
-                                         lambda suite, test: runner.rerun_isolated(
-                                             command.cwd, self.python_cmd, suite, test, rerun_env,
-                                             timeout=timeouts.get(suite, timeouts[''])))
-            for suite, test, outcome in reruns:
-                print_msg(f"rerun of {suite}{'::' + test if test else ''}: {outcome}", log=self.log)
-            if not judge(result, policy).passed:  # keep what a policy change needs to finish without rebuilding
-                store.save_final(result)
-                if os.path.isdir(store.cache_dir):
-                    shutil.rmtree(store.cache_dir)
-                shutil.copytree(prefix, store.cache_dir, symlinks=True)
+            step.keep_if_only_the_verdict_failed(store, result, policy, prefix)
         finally:
             remove_dir(prefix)
         self._judge(result, policy, context)
@@ -256,16 +237,10 @@ class EB_PyTorch(UpstreamPyTorch):
     # --- per-suite results that survive a killed eb, keyed by what determines the build ---
 
     def _build_fingerprint(self):
-        """sha256 of what the tested build depends on (sources, patches, parameters, compiler flags),
-        leaving out the failure policy, so that a policy change re-judges instead of re-testing."""
+        """Of what the tested build depends on, not of the policy (step.build_fingerprint)."""
         from easybuild.framework.easyconfig.parser import EasyConfigParser
         values = EasyConfigParser(rawcontent=self.cfg.rawtxt).get_config_dict()
-        for key in POLICY_PARAMETERS:
-            values.pop(key, None)
-        flags = {name: os.environ.get(name, '') for name in ('CFLAGS', 'CXXFLAGS', 'LDFLAGS', 'TORCH_CUDA_ARCH_LIST')}
-        text = json.dumps({'easyconfig': values, 'flags': flags,
-                           'cuda_cc': build_option('cuda_compute_capabilities')}, sort_keys=True, default=str)
-        return hashlib.sha256(text.encode()).hexdigest()
+        return step.build_fingerprint(values, os.environ, {'cuda_cc': build_option('cuda_compute_capabilities')})
 
     def _results_store_path(self):
         """Outside the build directory, which EasyBuild empties when a build starts again."""
@@ -274,19 +249,9 @@ class EB_PyTorch(UpstreamPyTorch):
                             f"{self.cfg['versionsuffix']}-{self.toolchain.name}-{self.toolchain.version}.jsonl")
 
     def _suite_timeouts(self):
-        """{suite: seconds}, '' for the rest: test_suite_timeout, else 4x (at least 10 min) each suite's time in
-        the previous installation's results, else a fixed default."""
-        if self.cfg['test_suite_timeout']:
-            return {'': int(self.cfg['test_suite_timeout'])}
-        timeouts = {'': suiterun.DEFAULT_TIMEOUT}
-        previous = os.path.join(self.installdir, 'easybuild', RESULTS_JSON)
-        try:
-            with open(previous) as handle:
-                for suite in json.load(handle).get('suite_seconds', {}).items():
-                    timeouts[suite[0]] = max(600, int(4 * suite[1]))
-        except (OSError, ValueError, AttributeError):
-            pass
-        return timeouts
+        """test_suite_timeout, else derived from the previous installation's results (step.suite_timeouts)."""
+        return step.suite_timeouts(self.cfg['test_suite_timeout'],
+                                   os.path.join(self.installdir, 'easybuild', RESULTS_JSON))
 
     def _write_reports(self, directory):
         if self.pytorch_test_report is None:

@@ -1,0 +1,70 @@
+"""The test step of a PyTorch build, EasyBuild-free: what the easyblock's test_step delegates to.
+
+Given the test command, its environment and the policy, it runs the suites (per-suite processes,
+stored results, reruns), decides what to keep when only the verdict failed, and computes the build
+fingerprint and per-suite timeouts.  The easyblock supplies EasyBuild's facts and prints.
+"""
+
+import hashlib
+import json
+import os
+import shutil
+
+from . import runner, suiterun
+from .policy import judge
+
+# parameters that decide how a run is judged, not what is built and tested: left out of the fingerprint
+POLICY_PARAMETERS = ('max_failed_tests', 'known_test_failures', 'rerun_failed_tests', 'flaky_failures_consume_budget',
+                     'test_suite_timeout', 'parallel_test_suites', 'excluded_tests')
+FLAG_VARIABLES = ('CFLAGS', 'CXXFLAGS', 'LDFLAGS', 'TORCH_CUDA_ARCH_LIST')
+
+
+def build_fingerprint(easyconfig_values, environ, extra=None):
+    """sha256 of what the tested build depends on: the easyconfig's parameters without the policy ones,
+    the compiler flags, and extra facts (e.g. the CUDA compute capabilities)."""
+    values = {k: v for k, v in easyconfig_values.items() if k not in POLICY_PARAMETERS}
+    flags = {name: environ.get(name, '') for name in FLAG_VARIABLES}
+    text = json.dumps({'easyconfig': values, 'flags': flags, 'extra': extra or {}}, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def suite_timeouts(explicit, previous_results):
+    """{suite: seconds}, '' for the rest: the explicit value, else 4x (at least 10 min) each suite's time in
+    a previous results JSON, else suiterun.DEFAULT_TIMEOUT."""
+    if explicit:
+        return {'': int(explicit)}
+    timeouts = {'': suiterun.DEFAULT_TIMEOUT}
+    try:
+        with open(previous_results) as handle:
+            for suite, seconds in json.load(handle).get('suite_seconds', {}).items():
+                timeouts[suite] = max(600, int(4 * seconds))
+    except (OSError, ValueError, AttributeError, TypeError):
+        pass
+    return timeouts
+
+
+def run_suites(command, env, store, output_dir, python, timeouts, parallel=1, reruns=0, progress=None):
+    """Discover and run every suite not yet in store, then rerun failures in isolation; return the RunResult."""
+    progress = progress or (lambda message: None)
+    suites = suiterun.discover_suites(command, env)
+    progress(f"running {len(suites)} suites: {' '.join(command.argv)} -i <suite> in {command.cwd} "
+             f"({parallel} at a time; outputs in {output_dir}; results kept in {store.path})")
+    timeout_of = lambda suite: timeouts.get(suite, timeouts[''])  # noqa: E731 - a one-line lookup
+    result, _ran = suiterun.run_all(command, suites, store, output_dir, env, timeout_of, parallel, progress)
+    for suite, test, outcome in runner.apply_reruns(
+            result, reruns, lambda suite, test: runner.rerun_isolated(command.cwd, python, suite, test, env,
+                                                                      timeout=timeout_of(suite))):
+        progress(f"rerun of {suite}{'::' + test if test else ''}: {outcome}")
+    return result
+
+
+def keep_if_only_the_verdict_failed(store, result, policy, tested_installation):
+    """When the policy fails the run, keep its result and tested installation for a re-judging that
+    neither runs a suite nor rebuilds.  Returns True when something was kept."""
+    if judge(result, policy).passed:
+        return False
+    store.save_final(result)
+    if os.path.isdir(store.cache_dir):
+        shutil.rmtree(store.cache_dir)
+    shutil.copytree(tested_installation, store.cache_dir, symlinks=True)
+    return True
