@@ -92,9 +92,11 @@ def _inside(path, directory):
     return False
 
 
-def load_in_clean_process(path, preload=()):
-    """Load path (after preload) in a fresh Python without LD_LIBRARY_PATH/LD_PRELOAD; return LoadReport."""
-    info = read_elf(path)
+def load_in_clean_process(path, preload=(), info=None):
+    """Load path (after preload) in a fresh Python without LD_LIBRARY_PATH/LD_PRELOAD; return LoadReport.
+
+    info: the ElfInfo of path when the caller has read it already."""
+    info = info or read_elf(path)
     host = read_abi_key(sys.executable)
     if host and host != info.abi_key:
         raise PluginError(path, f'cannot be loaded on this host: it is {info.machine} {info.elf_class}-bit, '
@@ -134,7 +136,7 @@ def check_needed(path, sonames, expect_dir=None, load=False, preload=(), resolve
         checks.append(check)
     report = None
     if load:
-        report = load_in_clean_process(path, preload)
+        report = load_in_clean_process(path, preload, info)
         mapped = {os.path.realpath(p) for p in report.mapped}
         for check in checks:
             check.mapped = check.resolution.found and os.path.realpath(check.resolution.path) in mapped

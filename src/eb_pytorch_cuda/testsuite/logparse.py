@@ -106,8 +106,7 @@ def parse_log_text(text, source='log'):
                                if test_id not in known]
     failed = {}
     for match in SUITE_FAILED_LINE.finditer(text):
-        failed.setdefault(match.group('name'), match.group('signal'))
-        failed[match.group('name')] = failed[match.group('name')] or match.group('signal')
+        failed[match.group('name')] = failed.get(match.group('name')) or match.group('signal')
     if not result.suites and not failed:
         raise PluginError(source, 'no run_test.py output found (no "Running <suite> ..." line and no summary)')
     for name, suite in result.suites.items():

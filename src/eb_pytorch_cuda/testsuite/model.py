@@ -69,6 +69,7 @@ class RunResult:
     def from_dict(cls, data):
         result = cls()
         for item in data['suites']:
+            item = dict(item)
             tests = [TestCase(**test) for test in item.pop('failed_tests', [])]
             suite = Suite(**item)
             suite.failed_tests = tests

@@ -5,6 +5,8 @@ import signal
 import subprocess
 import tempfile
 
+from .model import UNJUDGEABLE
+
 
 def kill_group(process):
     """SIGTERM a process started with start_new_session and its whole group, then SIGKILL what is left."""
@@ -48,7 +50,6 @@ def apply_reruns(result, times, rerun):
     rerun) or 'reproducible' on each failed TestCase, and on suites that could only be rerun whole.
     Returns [(suite, test_id or None, outcome)].
     """
-    from .model import UNJUDGEABLE
     done = []
     if times <= 0:
         return done

@@ -20,11 +20,11 @@ from dataclasses import asdict
 
 from ..errors import PluginError
 from .logparse import parse_log_text
-from .model import SUITE_INCOMPLETE, SUITE_TIMED_OUT, RunResult, Suite, TestCase
+from .model import SUITE_INCOMPLETE, SUITE_TIMED_OUT, RunResult, Suite
+from .results import merge
 from .runner import kill_group
 from .xmlparse import parse_report_files
 
-TIMED_OUT = SUITE_TIMED_OUT
 DEFAULT_TIMEOUT = 3 * 3600  # PyTorch's slowest suites take well under an hour on a build node
 OUTPUT_KEPT = 20000  # characters of a suite's output kept in the results file
 _SELECTED = re.compile(r'^Selected tests:\s*\n((?:[ \t]+\S.*\n?)*)', re.M)
@@ -127,7 +127,7 @@ def run_suite(command, suite, timeout, output_dir, env, gpu=None):
             code, status = process.wait(timeout=timeout), None
         except subprocess.TimeoutExpired:
             kill_group(process)
-            code, status = process.returncode, TIMED_OUT
+            code, status = process.returncode, SUITE_TIMED_OUT
     with open(output_path, errors='replace') as handle:
         text = handle.read()
     suite_result = _judgeable_suite(suite, text, command.cwd, status, timeout)
@@ -142,14 +142,14 @@ def _judgeable_suite(suite, text, test_dir, status, timeout):
     except PluginError:
         parsed = None
     from_xml = _suite_reports(test_dir, suite)
-    result = from_xml or parsed or Suite(suite, status=SUITE_INCOMPLETE, sources=['log'])
     if from_xml and parsed:
-        result.sources = sorted(set(from_xml.sources) | set(parsed.sources))
-        if parsed.status in ('terminated', 'failed without countable summary', SUITE_INCOMPLETE) \
-                and not from_xml.failing_count:
-            result.status, result.signal = parsed.status, parsed.signal
-    if status == TIMED_OUT:
-        result.status, result.signal = TIMED_OUT, f'timeout after {timeout}s'
+        combined = RunResult({suite: from_xml})
+        merge(combined, RunResult({suite: parsed}))
+        result = combined.suites[suite]
+    else:
+        result = from_xml or parsed or Suite(suite, status=SUITE_INCOMPLETE, sources=['log'])
+    if status == SUITE_TIMED_OUT:
+        result.status, result.signal = SUITE_TIMED_OUT, f'timeout after {timeout}s'
     return result
 
 
@@ -196,12 +196,6 @@ def run_all(command, suites, store, output_dir, env, timeout_for, parallel=1, pr
     else:
         for item in enumerate(todo):
             one(item)
-    result = RunResult()
     records = store.load()
-    for record in (records[suite] for suite in suites if suite in records):
-        data = dict(record['suite'])
-        tests = [TestCase(**test) for test in data.pop('failed_tests', [])]
-        suite = Suite(**data)
-        suite.failed_tests = tests
-        result.suites[suite.name] = suite
+    result = RunResult.from_dict({'suites': [records[suite]['suite'] for suite in suites if suite in records]})
     return result, todo
