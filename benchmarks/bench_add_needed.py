@@ -7,7 +7,7 @@ writes straight to the temporary file that is then renamed over the original.
 What it measures, each operation followed by os.sync(), median of --rounds rounds in one run:
   copy        shutil.copyfile of the unpatched library
   patchelf    the bare `patchelf --add-needed X --output OUT LIB` (the floor for any atomic patch)
-  add-needed  eb_pytorch_cuda.needed.add_needed (resolve, patchelf to temp file, verify, rename)
+  add-needed  eb_pytorch_cuda.patch.needed.add_needed (resolve, patchelf to temp file, verify, rename)
 The library is built by gcc: the libtorch_cuda.so stand-in plus --size-mb of data (.incbin), linked
 against the cuDNN stand-in with DT_RPATH, so the soname added resolves as in real use.
 
@@ -23,8 +23,8 @@ import tempfile
 import time
 
 from eb_pytorch_cuda import standins
-from eb_pytorch_cuda.needed import add_needed
-from eb_pytorch_cuda.patchelf import patchelf_binary
+from eb_pytorch_cuda.patch.needed import add_needed
+from eb_pytorch_cuda.elf.patchelf import patchelf_binary
 
 SONAME = 'libcudnn_cnn_train.so.8'
 

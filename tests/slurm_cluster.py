@@ -1,6 +1,6 @@
 """A real single-node Slurm (Debian's slurm-wlm and munge) started for the tests and stopped after them.
 
-Facts from DESIGN.md: slurm.conf with ProctrackType=proctrack/linuxproc, TaskPlugin=task/none,
+Facts from docs/design.md: slurm.conf with ProctrackType=proctrack/linuxproc, TaskPlugin=task/none,
 SlurmUser=root, one node with the machine's CPUs; cgroup.conf with CgroupPlugin=cgroup/v1; munged runs
 as the munge user.  The configuration lives in a temporary directory (SLURM_CONF points at it).
 """

@@ -6,9 +6,9 @@ import stat
 import pytest
 
 from conftest import cli, run_loadcheck
-from eb_pytorch_cuda.elf import read_elf
+from eb_pytorch_cuda.elf.reader import read_elf
 from eb_pytorch_cuda.errors import PluginError
-from eb_pytorch_cuda.needed import add_needed
+from eb_pytorch_cuda.patch.needed import add_needed
 
 
 def test_adds_entry_and_keeps_existing_ones_and_search_paths(standin8):

@@ -101,7 +101,7 @@ def test_values_that_are_not_sonames_are_rejected(standin8, soname):
 
 def test_patchelf_failure_leaves_no_temporary_file(standin8, monkeypatch, tmp_path):
     # a patchelf that fails (real binary, given a bogus option) must not leave a half-written copy
-    from eb_pytorch_cuda import patchelf as writer
+    from eb_pytorch_cuda.elf import patchelf as writer
     from eb_pytorch_cuda.errors import PluginError
     fake = tmp_path / 'patchelf'
     fake.write_text('#!/bin/sh\necho "patchelf: cannot write" >&2\nexit 1\n')

@@ -3,8 +3,8 @@
 import shutil
 
 from conftest import cli
-from eb_pytorch_cuda.elf import read_elf
-from eb_pytorch_cuda.needed import add_needed, check_needed
+from eb_pytorch_cuda.elf.reader import read_elf
+from eb_pytorch_cuda.patch.needed import add_needed, check_needed
 
 
 def test_unpatched_library_fails_naming_file_and_soname(standin8):

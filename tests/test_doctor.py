@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from conftest import cli
-from eb_pytorch_cuda.needed import add_needed
+from eb_pytorch_cuda.patch.needed import add_needed
 
 
 def _doctor(*args, rc):
@@ -134,7 +134,7 @@ def test_planted_faults_in_torch_are_each_found(torch_site):
     real = os.path.realpath(graph)
     graph.unlink()
     subprocess.run(['cp', real, str(graph)], check=True)
-    from eb_pytorch_cuda.patchelf import patchelf_binary
+    from eb_pytorch_cuda.elf.patchelf import patchelf_binary
     subprocess.run([patchelf_binary(), '--remove-rpath', str(graph)], check=True)
     done = cli('doctor', mirror / 'torch', mirror / 'nvidia', '--executable', _torch_python(site), check_rc=1)
     out = done.stdout
@@ -157,7 +157,7 @@ def test_another_architectures_build_is_audited_without_running_it(standin8):
 
 def test_a_dlopen_that_finds_another_copy_than_the_one_next_to_the_opener_is_reported(standin8, tmp_path):
     # as on the H200 image: the search fell through to a system cuDNN of another version
-    from eb_pytorch_cuda.patchelf import patchelf_binary
+    from eb_pytorch_cuda.elf.patchelf import patchelf_binary
     elsewhere = tmp_path / 'system-cudnn'
     elsewhere.mkdir()
     shutil.copy(f'{standin8.cudnn_lib}/libcudnn_cnn_train.so.8', elsewhere)

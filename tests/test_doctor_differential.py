@@ -15,10 +15,10 @@ import subprocess
 import pytest
 
 from conftest import CLEAN_ENV
-from eb_pytorch_cuda.doctor import Process, SymbolCache
-from eb_pytorch_cuda.elf import read_elf
-from eb_pytorch_cuda.lddebug import trace_outcomes
-from eb_pytorch_cuda.resolve import Resolver
+from eb_pytorch_cuda.loader.doctor import Process, SymbolCache
+from eb_pytorch_cuda.elf.reader import read_elf
+from eb_pytorch_cuda.loader.lddebug import trace_outcomes
+from eb_pytorch_cuda.loader.resolve import Resolver
 
 HARNESS = r'''
 #include <dlfcn.h>

@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from eb_pytorch_cuda.elf import read_elf
+from eb_pytorch_cuda.elf.reader import read_elf
 from eb_runner import REPO, EbRunner
 
 EASYBLOCK = REPO / 'easybuild' / 'easyblocks' / 'p' / 'pytorch.py'

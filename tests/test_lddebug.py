@@ -5,8 +5,8 @@ import subprocess
 from pathlib import Path
 
 from conftest import CLEAN_ENV
-from eb_pytorch_cuda.lddebug import failed_requests, trace_outcomes
-from eb_pytorch_cuda.needed import add_needed
+from eb_pytorch_cuda.loader.lddebug import failed_requests, trace_outcomes
+from eb_pytorch_cuda.patch.needed import add_needed
 
 DATA = Path(__file__).parent / 'data'
 

@@ -21,7 +21,7 @@ def test_adding_the_leaf_as_needed_makes_the_real_loader_succeed(standin):
 def test_runpath_on_the_sub_library_also_fixes_it_which_is_why_pip_wheels_never_fail(standin8, tmp_path):
     # NVIDIA's wheels carry RUNPATH=$ORIGIN; we may not patch cuDNN itself, but the loader agrees it works
     import subprocess
-    from eb_pytorch_cuda.patchelf import patchelf_binary
+    from eb_pytorch_cuda.elf.patchelf import patchelf_binary
     sub = f'{standin8.cudnn_lib}/libcudnn_cnn_infer.so.8'
     subprocess.run([patchelf_binary(), '--set-rpath', '$ORIGIN', sub], check=True)
     assert run_loadcheck(standin8.loadcheck, standin8.torch_lib).returncode == 0

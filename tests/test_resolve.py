@@ -5,9 +5,9 @@ import subprocess
 
 import pytest
 
-from eb_pytorch_cuda.elf import read_elf
-from eb_pytorch_cuda.ldcache import load_ld_so_cache
-from eb_pytorch_cuda.resolve import Resolver
+from eb_pytorch_cuda.elf.reader import read_elf
+from eb_pytorch_cuda.loader.ldcache import load_ld_so_cache
+from eb_pytorch_cuda.loader.resolve import Resolver
 
 
 def _lib(path, soname, source='int f(void) { return 1; }\n', flags=()):

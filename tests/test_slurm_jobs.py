@@ -11,8 +11,9 @@ import subprocess
 
 import pytest
 
-from eb_pytorch_cuda import demo, standins
-from eb_pytorch_cuda.elf import read_elf
+from eb_pytorch_cuda.eb import demo
+from eb_pytorch_cuda import standins
+from eb_pytorch_cuda.elf.reader import read_elf
 from eb_runner import EB_VERSIONS, LMOD_CMD, eb_venv
 from slurm_cluster import submitted_job_ids, wait_for_jobs
 

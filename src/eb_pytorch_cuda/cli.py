@@ -8,10 +8,10 @@ import argparse
 import os
 import sys
 
-from . import __version__
-from .cudnn import CATALOG, DEFAULT_NEEDED, ENV_VARIABLE
-from .errors import PluginError
-from .needed import add_needed, check_needed, check_problems
+from eb_pytorch_cuda import __version__
+from eb_pytorch_cuda.cudnn import CATALOG, DEFAULT_NEEDED, ENV_VARIABLE
+from eb_pytorch_cuda.errors import PluginError
+from eb_pytorch_cuda.patch.needed import add_needed, check_needed, check_problems
 
 PROG = 'eb-pytorch-cuda'
 
@@ -56,10 +56,10 @@ def cmd_cudnn_catalog(args):
 
 
 def cmd_report(args):
-    from .testsuite import ecpolicy
-    from .testsuite.policy import detect_context, judge
-    from .testsuite.report import to_json, to_markdown, to_text
-    from .testsuite.results import load_results
+    from eb_pytorch_cuda.eb import ecpolicy
+    from eb_pytorch_cuda.testsuite.policy import detect_context, judge
+    from eb_pytorch_cuda.testsuite.report import to_json, to_markdown, to_text
+    from eb_pytorch_cuda.testsuite.results import load_results
     values = ecpolicy.read_easyconfig(args.easyconfig) if args.easyconfig else {}
     capabilities = args.cuda_compute_capabilities.split(',') if args.cuda_compute_capabilities \
         else values.get('cuda_compute_capabilities') or ()
@@ -78,18 +78,18 @@ def cmd_report(args):
 
 
 def cmd_config(args):
-    from .ebconfig import config_file_text, environment_text
+    from eb_pytorch_cuda.eb.config import config_file_text, environment_text
     sys.stdout.write(environment_text() if args.env else config_file_text())
     return 0
 
 
 def cmd_demo(args):
-    from .demo import run_demo
+    from eb_pytorch_cuda.eb.demo import run_demo
     return run_demo(args.workdir)
 
 
 def cmd_doctor(args):
-    from .doctor import diagnose, to_json, to_text
+    from eb_pytorch_cuda.loader.doctor import diagnose, to_json, to_text
     executable = None if args.executable == 'none' else os.path.realpath(args.executable or sys.executable)
     findings, count = diagnose(args.paths, start=args.start, executable=executable)
     print(to_json(findings, count) if args.format == 'json' else to_text(findings, count))

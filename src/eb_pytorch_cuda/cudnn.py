@@ -1,7 +1,7 @@
 """Catalog of cuDNN sub-libraries per major version, and which of them to add as NEEDED entries.
 
 cuDNN loads its sub-libraries with dlopen().  One dlopen()ed sub-library opening another fails in an
-RPATH-only stack (DESIGN.md section 1), so the ones it opens that way are added as NEEDED entries of
+RPATH-only stack (docs/design.md section 1), so the ones it opens that way are added as NEEDED entries of
 libtorch_cuda.so.  The defaults are the libraries verified to fix the failure on real binaries; a site
 may add others from the catalog.  Whatever is asked for is always filtered by the files present in the
 cuDNN installation: the set differs between cuDNN 9 minor versions, and a NEEDED entry that does not
@@ -20,7 +20,7 @@ CATALOG = {
         'libcudnn_engines_runtime_compiled.so.9', 'libcudnn_engines_tensor_ir.so.9'),
 }
 
-# verified fixes: cuDNN 8.9.2 with PyTorch 2.1.2; cuDNN 9.19 on an H200 with PyTorch 2.11 (DESIGN.md)
+# verified fixes: cuDNN 8.9.2 with PyTorch 2.1.2; cuDNN 9.19 on an H200 with PyTorch 2.11 (docs/design.md)
 DEFAULT_NEEDED = {
     8: ('libcudnn_cnn_train.so.8',),
     9: ('libcudnn_engines_precompiled.so.9', 'libcudnn_engines_runtime_compiled.so.9'),

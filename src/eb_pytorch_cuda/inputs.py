@@ -1,6 +1,6 @@
 """Reading a user-supplied input file whole, with the one-line error the CLI shows for any failure."""
 
-from .errors import PluginError
+from eb_pytorch_cuda.errors import PluginError
 
 
 def read_bytes(path):

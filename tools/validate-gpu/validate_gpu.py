@@ -37,10 +37,10 @@ import sys
 import time
 
 from eb_pytorch_cuda import cudnn
-from eb_pytorch_cuda.elf import read_elf
-from eb_pytorch_cuda.lddebug import failed_requests
-from eb_pytorch_cuda.patchelf import patchelf_binary
-from eb_pytorch_cuda.resolve import Resolver, expand_tokens
+from eb_pytorch_cuda.elf.reader import read_elf
+from eb_pytorch_cuda.loader.lddebug import failed_requests
+from eb_pytorch_cuda.elf.patchelf import patchelf_binary
+from eb_pytorch_cuda.loader.resolve import Resolver, expand_tokens
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, 'cudnn_work.py')

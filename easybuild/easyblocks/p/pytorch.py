@@ -34,9 +34,10 @@ except ImportError:  # EasyBuild 4.x
         return run_cmd(cmd, log_all=True, simple=True)
 from easybuild.tools.systemtools import get_cpu_architecture
 
-from eb_pytorch_cuda import easybuild_hooks
+from eb_pytorch_cuda.eb import hooks as easybuild_hooks
 from eb_pytorch_cuda.errors import PluginError
-from eb_pytorch_cuda.testsuite import ecpolicy, step
+from eb_pytorch_cuda.eb import ecpolicy
+from eb_pytorch_cuda.testsuite import step
 from eb_pytorch_cuda.testsuite.command import parse_runtest
 from eb_pytorch_cuda.testsuite.policy import detect_context, excluded_tests, judge
 from eb_pytorch_cuda.testsuite.report import to_json, to_markdown, to_text

@@ -13,7 +13,7 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
-from ..errors import PluginError
+from eb_pytorch_cuda.errors import PluginError
 
 _ASSIGNMENT = re.compile(r'^[A-Za-z_][A-Za-z0-9_]*=')
 _SHELL_SYNTAX = ('|', ';', '>', '<', '`', '$(', '||', '&')

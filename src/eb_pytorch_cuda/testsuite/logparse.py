@@ -12,9 +12,9 @@ or started and never finished, gets a status of its own: it is never "0 failures
 
 import re
 
-from ..errors import PluginError
-from ..inputs import read_bytes
-from .model import (ERROR, FAILED, SUITE_FAILED, SUITE_INCOMPLETE, SUITE_PASSED, SUITE_TERMINATED,
+from eb_pytorch_cuda.errors import PluginError
+from eb_pytorch_cuda.inputs import read_bytes
+from eb_pytorch_cuda.testsuite.model import (ERROR, FAILED, SUITE_FAILED, SUITE_INCOMPLETE, SUITE_PASSED, SUITE_TERMINATED,
                     SUITE_UNCOUNTED, RunResult, TestCase)
 
 MARKER = re.compile(r'^(?:Running (?P<run>\S+)(?: \d+/\d+)? \.\.\. \[|PRINTING LOG FILE of (?P<log>\S+) \()', re.M)

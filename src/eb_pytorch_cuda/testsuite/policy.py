@@ -13,8 +13,8 @@ import re
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 
-from ..errors import PluginError
-from .model import UNJUDGEABLE
+from eb_pytorch_cuda.errors import PluginError
+from eb_pytorch_cuda.testsuite.model import UNJUDGEABLE
 
 _COMPUTE_CAPABILITY = re.compile(r'^\d+\.\d+$')
 _VENDORS = {'GenuineIntel': 'intel', 'AuthenticAMD': 'amd', 'ARM': 'arm', 'Nvidia': 'nvidia', 'NVIDIA': 'nvidia'}

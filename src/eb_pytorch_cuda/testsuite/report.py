@@ -1,7 +1,7 @@
 """The judged run as a console summary (one screen), a JSON document and a Markdown summary."""
 
-from .model import SUITE_PASSED
-from .results import RESULT_FORMAT
+from eb_pytorch_cuda.testsuite.model import SUITE_PASSED
+from eb_pytorch_cuda.testsuite.results import RESULT_FORMAT
 
 
 def _failure_label(suite, test_id):

@@ -9,10 +9,10 @@ the log says the suite could not be judged.
 import json
 import os
 
-from ..errors import PluginError
-from .logparse import parse_log_file
-from .model import UNJUDGEABLE, RunResult
-from .xmlparse import parse_report_dir
+from eb_pytorch_cuda.errors import PluginError
+from eb_pytorch_cuda.testsuite.logparse import parse_log_file
+from eb_pytorch_cuda.testsuite.model import UNJUDGEABLE, RunResult
+from eb_pytorch_cuda.testsuite.xmlparse import parse_report_dir
 
 RESULT_FORMAT = 'eb-pytorch-cuda-test-results'
 

@@ -5,7 +5,7 @@ import signal
 import subprocess
 import tempfile
 
-from .model import UNJUDGEABLE
+from eb_pytorch_cuda.testsuite.model import UNJUDGEABLE
 
 
 def kill_group(process):

@@ -10,8 +10,9 @@ import json
 import os
 import shutil
 
-from . import runner, suiterun
-from .policy import judge
+from eb_pytorch_cuda.testsuite import runner
+from eb_pytorch_cuda.testsuite import suiterun
+from eb_pytorch_cuda.testsuite.policy import judge
 
 # parameters that decide how a run is judged, not what is built and tested: left out of the fingerprint
 POLICY_PARAMETERS = ('max_failed_tests', 'known_test_failures', 'rerun_failed_tests', 'flaky_failures_consume_budget',

@@ -18,12 +18,12 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 
-from ..errors import PluginError
-from .logparse import parse_log_text
-from .model import SUITE_INCOMPLETE, SUITE_TIMED_OUT, RunResult, Suite
-from .results import merge
-from .runner import kill_group
-from .xmlparse import parse_report_files
+from eb_pytorch_cuda.errors import PluginError
+from eb_pytorch_cuda.testsuite.logparse import parse_log_text
+from eb_pytorch_cuda.testsuite.model import SUITE_INCOMPLETE, SUITE_TIMED_OUT, RunResult, Suite
+from eb_pytorch_cuda.testsuite.results import merge
+from eb_pytorch_cuda.testsuite.runner import kill_group
+from eb_pytorch_cuda.testsuite.xmlparse import parse_report_files
 
 DEFAULT_TIMEOUT = 3 * 3600  # PyTorch's slowest suites take well under an hour on a build node
 OUTPUT_KEPT = 20000  # characters of a suite's output kept in the results file

@@ -21,9 +21,9 @@ import xml.etree.ElementTree as ElementTree
 from xml.parsers import expat
 from xml.sax.saxutils import unescape
 
-from ..errors import PluginError
-from ..inputs import read_bytes
-from .model import (ERROR, FAILED, PASSED, SKIPPED, SUITE_FAILED, SUITE_PASSED, XFAILED, RunResult, TestCase)
+from eb_pytorch_cuda.errors import PluginError
+from eb_pytorch_cuda.inputs import read_bytes
+from eb_pytorch_cuda.testsuite.model import (ERROR, FAILED, PASSED, SKIPPED, SUITE_FAILED, SUITE_PASSED, XFAILED, RunResult, TestCase)
 
 RUNNERS = ('python-pytest', 'python-unittest')
 STATE_COUNT_KEY = {PASSED: 'passed', FAILED: 'failed', ERROR: 'errors', SKIPPED: 'skipped', XFAILED: 'xfailed'}

@@ -1,7 +1,7 @@
 """`eb-pytorch-cuda doctor`: predict "cannot open shared object file" and "undefined symbol" before users do.
 
 It simulates, without running the loader, what glibc does when a process loads each root object
-(with dlopen(), as Python loads torch), following DESIGN.md section 1:
+(with dlopen(), as Python loads torch), following docs/design.md section 1:
 - the NEEDED closure, breadth first, each entry resolved from the object that needs it with the
   RPATH chain of the objects that loaded it as NEEDED; an object loaded by dlopen() starts a new
   chain; RUNPATH is never inherited; a soname already loaded wins;
@@ -21,12 +21,12 @@ import os
 import re
 from dataclasses import asdict, dataclass, field
 
-from .elf import read_elf
-from .elfsym import ElfSymbols
-from .errors import PluginError
-from .resolve import Resolver
+from eb_pytorch_cuda.elf.reader import read_elf
+from eb_pytorch_cuda.elf.symbols import ElfSymbols
+from eb_pytorch_cuda.errors import PluginError
+from eb_pytorch_cuda.loader.resolve import Resolver
 
-# verified dlopen() edges (LD_DEBUG on real cuDNN 8.9.2 and 9.19, DESIGN.md), beyond .rodata strings
+# verified dlopen() edges (LD_DEBUG on real cuDNN 8.9.2 and 9.19, docs/design.md), beyond .rodata strings
 CATALOG_EDGES = {
     'libcudnn_cnn_infer.so.8': ('libcudnn_cnn_train.so.8',),
     'libcudnn_graph.so.9': ('libcudnn_engines_precompiled.so.9', 'libcudnn_engines_runtime_compiled.so.9'),

@@ -1,6 +1,6 @@
 """Find the file glibc would load for a soname requested by a given object, without running ld.so.
 
-The order follows glibc's _dl_map_object (DESIGN.md section 1), with LD_LIBRARY_PATH unset by
+The order follows glibc's _dl_map_object (docs/design.md section 1), with LD_LIBRARY_PATH unset by
 default because RPATH-linked EasyBuild installs (and EESSI) never rely on it:
 
 0. a name with a slash is used as a path;
@@ -22,8 +22,8 @@ import re
 import subprocess
 from dataclasses import dataclass, field
 
-from .elf import read_abi_key
-from .ldcache import load_ld_so_cache
+from eb_pytorch_cuda.elf.reader import read_abi_key
+from eb_pytorch_cuda.loader.ldcache import load_ld_so_cache
 
 _TOKEN = re.compile(r'\$(ORIGIN|LIB|PLATFORM)\b|\$\{(ORIGIN|LIB|PLATFORM)\}')
 

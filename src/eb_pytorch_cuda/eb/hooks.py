@@ -1,6 +1,6 @@
 """EasyBuild hook functions: patch every libtorch_cuda.so before the tests and in the install, then prove it.
 
-Where the patch must happen depends on the EasyBuild version (DESIGN.md section 2): 4.9.4 builds in
+Where the patch must happen depends on the EasyBuild version (docs/design.md section 2): 4.9.4 builds in
 the build step and installs into a temporary prefix inside the test step; 5.x builds inside that same
 temporary install.  The one moment common to both is just before the test command runs, so
 pre_run_shell_cmd_hook patches the test installation the command is about to import (the directories
@@ -18,11 +18,11 @@ import platform
 import re
 import tempfile
 
-from . import cudnn
-from .elf import read_elf
-from .errors import PluginError
-from .needed import add_needed, check_needed, check_problems
-from .resolve import Resolver
+from eb_pytorch_cuda import cudnn
+from eb_pytorch_cuda.elf.reader import read_elf
+from eb_pytorch_cuda.errors import PluginError
+from eb_pytorch_cuda.patch.needed import add_needed, check_needed, check_problems
+from eb_pytorch_cuda.loader.resolve import Resolver
 
 LIBRARY_NAME = 'libtorch_cuda.so'
 

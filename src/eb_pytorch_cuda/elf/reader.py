@@ -15,7 +15,7 @@ from elftools.elf.elffile import ELFFile
 from elftools.elf.dynamic import DynamicSegment
 from elftools.elf.enums import ENUM_E_MACHINE
 
-from .errors import PluginError
+from eb_pytorch_cuda.errors import PluginError
 
 ELF_MAGIC = b'\x7fELF'
 # text a GNU ld linker script (e.g. libc.so, or libfoo.so -> "INPUT(libfoo.so.1)") starts with

@@ -15,10 +15,10 @@ import sys
 import tempfile
 import time
 
-from . import standins
-from .ebconfig import plugin_files
-from .errors import PluginError
-from .patchelf import patchelf_binary
+from eb_pytorch_cuda import standins
+from eb_pytorch_cuda.eb.config import plugin_files
+from eb_pytorch_cuda.errors import PluginError
+from eb_pytorch_cuda.elf.patchelf import patchelf_binary
 
 ROOT_FLAG = '--allow-use-as-root-and-accept-consequences'
 LMOD_CANDIDATES = ('/usr/share/lmod/lmod/libexec/lmod', '/opt/lmod/lmod/libexec/lmod')

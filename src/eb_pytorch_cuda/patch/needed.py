@@ -13,11 +13,11 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 
-from . import loadprobe
-from .elf import read_abi_key, read_elf
-from .errors import PluginError
-from .patchelf import write_needed
-from .resolve import Resolver
+from eb_pytorch_cuda.loader import loadprobe
+from eb_pytorch_cuda.elf.reader import read_abi_key, read_elf
+from eb_pytorch_cuda.errors import PluginError
+from eb_pytorch_cuda.elf.patchelf import write_needed
+from eb_pytorch_cuda.loader.resolve import Resolver
 
 SCRUBBED_ENV = ('LD_LIBRARY_PATH', 'LD_PRELOAD', 'LD_AUDIT')
 

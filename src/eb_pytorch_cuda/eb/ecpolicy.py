@@ -1,7 +1,7 @@
 """Read the test policy parameters from an easyconfig file (EasyBuild's own parser, imported on use)."""
 
-from ..errors import PluginError
-from .policy import Policy, known_failures
+from eb_pytorch_cuda.errors import PluginError
+from eb_pytorch_cuda.testsuite.policy import Policy, known_failures
 
 POLICY_PARAMETERS = ('max_failed_tests', 'excluded_tests', 'known_test_failures', 'rerun_failed_tests',
                      'flaky_failures_consume_budget', 'cuda_compute_capabilities')

@@ -14,8 +14,8 @@ import sys
 import sysconfig
 import tempfile
 
-from .elf import read_elf
-from .errors import PluginError
+from eb_pytorch_cuda.elf.reader import read_elf
+from eb_pytorch_cuda.errors import PluginError
 
 
 def patchelf_binary():

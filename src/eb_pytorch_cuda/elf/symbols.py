@@ -11,7 +11,7 @@ import re
 import struct
 from dataclasses import dataclass, field
 
-from .errors import PluginError
+from eb_pytorch_cuda.errors import PluginError
 
 SHT_DYNSYM, SHT_GNU_VERDEF, SHT_GNU_VERNEED, SHT_GNU_VERSYM = 11, 0x6ffffffd, 0x6ffffffe, 0x6fffffff
 STB_WEAK = 2

@@ -7,7 +7,7 @@ carries copies under <prefix>/share/eb-pytorch-cuda (setup.cfg data_files).
 import os
 import sys
 
-from .errors import PluginError
+from eb_pytorch_cuda.errors import PluginError
 
 RELATIVE = {
     'easyblock': os.path.join('easybuild', 'easyblocks', 'p', 'pytorch.py'),
@@ -23,7 +23,7 @@ SHARED = {
 
 def plugin_files():
     """{'easyblock', 'hooks', 'easyconfigs': absolute path}, from the checkout or the installed share dir."""
-    checkout = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    checkout = os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, os.pardir))
     if all(os.path.exists(os.path.join(checkout, path)) for path in RELATIVE.values()):
         return {key: os.path.join(checkout, path) for key, path in RELATIVE.items()}
     share = os.path.join(sys.prefix, 'share', 'eb-pytorch-cuda')
