@@ -67,14 +67,34 @@ def cmd_report(args):
     policy = ecpolicy.policy_from_values(values, context, args.easyconfig or 'policy', args.max_failed_tests)
     result = load_results(args.paths)
     verdict = judge(result, policy)
+    suggestion = _suggest_policy(args, values, capabilities)
     if args.format == 'json':
         import json
-        print(json.dumps(to_json(result, verdict, context), indent=1))
+        data = to_json(result, verdict, context)
+        if suggestion:
+            data['suggested_policy'] = suggestion[1]
+        print(json.dumps(data, indent=1))
     elif args.format == 'markdown':
-        print(to_markdown(result, verdict))
+        print(to_markdown(result, verdict, context=context, suggestion=suggestion and suggestion[0]))
     else:
-        print(to_text(result, verdict))
+        print(to_text(result, verdict) + (f'\n\n{suggestion[0]}' if suggestion else ''))
     return 0 if verdict.passed else 1
+
+
+def _suggest_policy(args, values, capabilities):
+    """report --suggest-policy: (easyconfig text, JSON data) of the known_test_failures entries that would make
+    each run pass, merged over runs (one per target); None without the option."""
+    if not (args.suggest_policy or args.suggest_scope is not None):
+        return None
+    from eb_pytorch_cuda.eb import ecpolicy
+    from eb_pytorch_cuda.testsuite import suggest
+    scope = None if args.suggest_scope is None else suggest.validate_scope(args.suggest_scope, '--suggest-scope')
+    runs = suggest.runs_from_paths(
+        args.paths, lambda context: ecpolicy.policy_from_values(values, context, args.easyconfig or 'policy',
+                                                                args.max_failed_tests),
+        target=args.target, capabilities=capabilities)
+    merged, outcome = suggest.suggest_runs(runs, scope)
+    return suggest.render(runs, merged, outcome), suggest.to_data(runs, merged, outcome)
 
 
 def cmd_config(args):
@@ -125,6 +145,12 @@ def build_parser():
     report.add_argument('--target', metavar='TARGET',
                         help='CPU target for scoped entries (default: $EESSI_SOFTWARE_SUBDIR or detected)')
     report.add_argument('--cuda-compute-capabilities', metavar='CC[,CC]', help='e.g. 8.0,9.0')
+    report.add_argument('--suggest-policy', action='store_true',
+                        help='print the known_test_failures entries that would make it pass (placeholder reasons); '
+                             'without --target each saved JSON result is a run of its own target, merged')
+    report.add_argument('--suggest-scope', metavar='SCOPE',
+                        help="put every suggested entry in SCOPE ('', a family, a target, a compute capability) "
+                             'instead of the scope of the runs that saw it')
     report.set_defaults(func=cmd_report)
 
     doctor = sub.add_parser('doctor', help='predict "cannot open shared object" and "undefined symbol" failures')

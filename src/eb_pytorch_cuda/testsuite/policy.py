@@ -53,7 +53,9 @@ def detect_target(cpu_family, environ=None):
 
 
 def detect_context(compute_capabilities=(), cpu_family=None, target=None, environ=None, aliases=()):
-    family = cpu_family or platform.machine()
+    """Where the build runs; a target given without a family names its own ('aarch64/neoverse_v1' -> aarch64),
+    so a report judged on another machine applies that target's family scopes."""
+    family = cpu_family or (str(target).split('/', 1)[0] if target else platform.machine())
     return ScopeContext(family, target or detect_target(family, environ), tuple(str(c) for c in compute_capabilities),
                         tuple(aliases))
 
@@ -143,6 +145,7 @@ class Verdict:
     not_run: list  # KnownFailure entries whose suite is not in the results
     budget: int
     reasons: list
+    policy: Policy = None  # the policy it was judged by (report's suggestion re-judges with entries added)
 
 
 def _first(entries, predicate, used=None):
@@ -196,4 +199,5 @@ def judge(result, policy):
             reasons.append(f'{name}: {detail}, and not a known failure')
     if counted > policy.max_failed_tests:
         reasons.append(f'{counted} unknown failure(s), budget {policy.max_failed_tests}')
-    return Verdict(not reasons, known, unknown, flaky, unjudgeable, stale, not_run, policy.max_failed_tests, reasons)
+    return Verdict(not reasons, known, unknown, flaky, unjudgeable, stale, not_run, policy.max_failed_tests, reasons,
+                   policy)

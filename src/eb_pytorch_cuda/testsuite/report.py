@@ -2,6 +2,7 @@
 
 from eb_pytorch_cuda.testsuite.model import SUITE_PASSED
 from eb_pytorch_cuda.testsuite.results import RESULT_FORMAT
+from eb_pytorch_cuda.testsuite.suggest import for_verdict
 
 
 def _failure_label(suite, test_id):
@@ -68,8 +69,8 @@ def to_text(result, verdict):
     return '\n'.join(lines)
 
 
-def to_markdown(result, verdict, title='PyTorch test suite'):
-    """A summary fit for a pull-request comment."""
+def to_markdown(result, verdict, title='PyTorch test suite', context=None, suggestion=None):
+    """A summary fit for a pull-request comment; on FAIL it ends with the suggested policy entries (collapsed)."""
     total = sum(s.failing_count for s in result.suites.values())
     lines = [f"### {title}: {'PASS' if verdict.passed else 'FAIL'}", '',
              f'{len(result.suites)} suites, {total} failed tests: {len(verdict.known)} known, '
@@ -92,4 +93,18 @@ def to_markdown(result, verdict, title='PyTorch test suite'):
     if verdict.stale:
         lines += ['**Stale known failures** (did not fail; consider removing them)', '']
         lines += [f'- `{e.pattern}` (scope `{e.scope or "all"}`): {e.reason}' for e in verdict.stale] + ['']
+    lines += suggestion_block(result, verdict, context, suggestion)
     return '\n'.join(lines)
+
+
+def suggestion_block(result, verdict, context=None, suggestion=None):
+    """Markdown lines: the known_test_failures entries that would make a failed run pass, in a collapsed block.
+
+    suggestion: text from testsuite.suggest.render (several runs merged); default: this run's own entries,
+    scoped to its target.  Nothing for a passing run.
+    """
+    if verdict.passed:
+        return []
+    text = suggestion or for_verdict(result, verdict, context)
+    return ['<details><summary>Suggested known_test_failures entries (review each, fill in the reasons)</summary>',
+            '', '```python', text, '```', '', '</details>', '']

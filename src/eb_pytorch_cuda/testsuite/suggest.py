@@ -1,0 +1,278 @@
+"""From a failed test run to the `known_test_failures` entries that would make it pass, for review.
+
+A bot job fails on a target; the maintainer wants the policy entry, not a raised bare count.  For each
+failure the policy did not cover this proposes one entry: 'suite::Class.test' where the log or XML names
+the test, a suite-level entry with the number of failures it covers where only a count is known, and a
+suite-level entry for a suite that crashed, timed out or never finished, marked as such (such an entry
+excuses the crash itself: read the suite's log first).  The reason is a placeholder to fill in.  Each
+suggestion is proven by judging the run again with it added, which also gives the budget it leaves.
+
+Several runs (one per target) are merged: an entry seen in every run gets scope '', one seen in every
+run of a CPU family gets the family, in every run of a vendor's targets ('x86_64/intel/*') that glob,
+otherwise the scope of each run that saw it (its target; for a CUDA build made for one compute
+capability, that capability: GPU failures differ between GPU nodes); a scope is only widened as far as
+the runs span (runs of Intel targets alone say nothing about AMD ones: they give 'x86_64/intel/*', not
+'x86_64').  Entries only merge when their count is the same, so a merged entry never covers more than a
+run showed.
+"""
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+
+from eb_pytorch_cuda.errors import PluginError
+from eb_pytorch_cuda.testsuite.policy import KnownFailure, Policy, detect_context, judge, known_failures
+from eb_pytorch_cuda.testsuite.results import load_results, load_saved
+
+PLACEHOLDER = 'TODO: why it fails, and the issue or PR URL'
+FAMILIES = ('x86_64', 'aarch64', 'ppc64le', 'riscv64')
+_COMPUTE_CAPABILITY = re.compile(r'^\d+\.\d+$')
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One suggested entry: a test ('suite::Class.test') or a suite with the failures it covers."""
+
+    pattern: str
+    limit: int = None  # suite-level: how many failures it covers; None for a named test
+    unjudgeable: str = None  # 'killed by SIGSEGV', 'timed out', ...: the entry also excuses that
+
+    def as_tuple(self, reason=PLACEHOLDER):
+        return (self.pattern, reason) if self.limit is None else (self.pattern, reason, self.limit)
+
+
+@dataclass
+class Run:
+    """One test run to suggest for: its results, the policy in force there and what scope new entries get."""
+
+    label: str  # where it came from, for the report
+    scope: str  # the target (or compute capability, or family) the entries are scoped to
+    context: object  # policy.ScopeContext of the run
+    result: object  # model.RunResult
+    policy: Policy
+    entries: list = field(default_factory=list)
+
+
+def validate_scope(scope, source='--suggest-policy'):
+    """A scope the policy can apply: '', a CPU family, an EESSI target ('family/...') or a compute capability."""
+    scope = str(scope)
+    if scope in ('',) + FAMILIES or _COMPUTE_CAPABILITY.match(scope) or scope.split('/', 1)[0] in FAMILIES:
+        return scope
+    raise PluginError(source, f"scope {scope!r} is not '', a CPU family ({', '.join(FAMILIES)}), an EESSI target "
+                              f"such as 'x86_64/intel/haswell', or a CUDA compute capability such as '9.0'")
+
+
+def suggest(result, policy):
+    """Entries covering every failure of result that policy leaves unknown, and every suite it cannot judge."""
+    return entries_for(judge(result, policy))
+
+
+def entries_for(verdict):
+    """The entries for a verdict's unknown failures and unexcused unjudgeable suites.
+
+    Named tests come before their suite's count entry, so the count is left for the unnamed failures.
+    Flaky failures (passed on an isolated rerun) are not suggested: they are what the rerun is for.
+    """
+    named, unnamed, crashed = [], {}, {}
+    for suite, test in verdict.unknown:
+        if test is None:
+            unnamed[suite] = unnamed.get(suite, 0) + 1
+        elif f'{suite}::{test}' not in named:
+            named.append(f'{suite}::{test}')
+    for suite, status, signal, entry in verdict.unjudgeable:
+        if entry is None:
+            crashed[suite] = f'killed by {signal}' if signal else status
+    entries = [Entry(pattern) for pattern in sorted(named)]
+    for suite in sorted(set(unnamed) | set(crashed)):
+        entries.append(Entry(suite, max(1, unnamed.get(suite, 0)), crashed.get(suite)))
+    return entries
+
+
+def with_entries(policy, entries, scope):
+    """policy with entries added (placeholder reasons), as the easyconfig would resolve them in that scope."""
+    added = [KnownFailure(e.pattern, PLACEHOLDER, scope, e.limit) for e in entries]
+    return Policy(policy.max_failed_tests, list(policy.known) + added, policy.flaky_consumes_budget)
+
+
+def budget_left(result, policy):
+    """(passes, unknown failures counted against the budget, budget) of result judged by policy."""
+    verdict = judge(result, policy)
+    counted = len(verdict.unknown) + (len(verdict.flaky) if policy.flaky_consumes_budget else 0)
+    return verdict.passed, counted, policy.max_failed_tests
+
+
+def _levels(scope):
+    """The scopes a run's scope lifts to, narrowest first: 'x86_64/intel/haswell' -> 'x86_64/intel/*', 'x86_64'."""
+    if _COMPUTE_CAPABILITY.match(scope) or scope == '':
+        return []
+    parts = scope.split('/')
+    levels = [f'{parts[0]}/{parts[1]}/*'] if len(parts) >= 3 else []
+    return levels + ([parts[0]] if '/' in scope else [])
+
+
+def merge(runs):
+    """{scope: [Entry, ...]} covering every run's entries, lifted to the widest scope all of its runs share."""
+    scopes = [run.scope for run in runs]
+    seen = {}  # Entry -> scopes of the runs that need it
+    for run in runs:
+        for entry in run.entries:
+            seen.setdefault(entry, [])
+            if run.scope not in seen[entry]:
+                seen[entry].append(run.scope)
+    merged = {}
+    for entry, where in seen.items():
+        for scope in _lift(where, scopes):
+            merged.setdefault(scope, [])
+            if entry not in merged[scope]:
+                merged[scope].append(entry)
+    return {scope: sorted(merged[scope], key=_entry_order) for scope in sorted(merged, key=_scope_order)}
+
+
+def _lift(where, scopes):
+    """The fewest scopes covering the runs in where, never covering a run of scopes that is not in where.
+
+    A scope is widened only as far as the runs span: to '' when every run needs the entry and the runs
+    cover more than one CPU family; to a family when every run of it does and they cover more than one
+    of its vendors or targets; to 'family/vendor/*' when every run of that vendor (two or more) does.
+    """
+    distinct, needed = set(scopes), set(where)
+    if needed == distinct and len({_levels(s)[-1] if _levels(s) else s for s in distinct}) > 1:
+        return ['']
+    result = []
+    for depth in ('family', 'vendor'):
+        groups = {}
+        for scope in distinct:
+            levels = _levels(scope)
+            if depth == 'family' and levels:
+                groups.setdefault(levels[-1], set()).add(scope)
+            elif depth == 'vendor' and len(levels) == 2:
+                groups.setdefault(levels[0], set()).add(scope)
+        for group, members in sorted(groups.items()):
+            spread = {_levels(m)[0] if len(_levels(m)) == 2 else m for m in members} if depth == 'family' else members
+            if len(spread) > 1 and members <= needed:
+                result.append(group)
+                needed -= members
+    return result + sorted(needed)
+
+
+def _scope_order(scope):
+    rank = 0 if scope == '' else 3 if _COMPUTE_CAPABILITY.match(scope) else 1 if '/' not in scope else 2
+    return rank, scope
+
+
+def _entry_order(entry):
+    return entry.pattern.split('::', 1)[0], entry.limit is not None, entry.pattern
+
+
+def verify(runs, merged):
+    """For each run: (passes, counted, budget) with the merged entries resolved for that run's context."""
+    setting = {scope: [e.as_tuple() for e in entries] for scope, entries in merged.items()}
+    outcome = []
+    for run in runs:
+        added = known_failures(setting, run.context, 'suggestion')
+        policy = Policy(run.policy.max_failed_tests, list(run.policy.known) + added, run.policy.flaky_consumes_budget)
+        outcome.append(budget_left(run.result, policy))
+    return outcome
+
+
+def render(runs, merged, outcome):
+    """The suggestion as easyconfig text to paste into known_test_failures, with what each entry is and does."""
+    sources = ', '.join(f'{run.label} [{run.scope or "all"}]' for run in runs)
+    lines = [f'# Suggested known_test_failures entries (from {sources}).',
+             '# Replace each TODO with the reason and the issue or pull request; keep the counts.']
+    if not merged:
+        lines.append('# Nothing to add: every failure is known or flaky.')
+    warnings = []
+    lines.append('known_test_failures = {')
+    for scope, entries in merged.items():
+        lines.append(f'    {scope!r}: [')
+        for entry in entries:
+            comment = ''
+            if entry.unjudgeable:
+                comment = f'  # NOT A COUNTED FAILURE: {entry.unjudgeable}; this entry excuses that, read its log first'
+                warnings.append(f'{entry.pattern} ({entry.unjudgeable})')
+            elif entry.limit is not None:
+                comment = f'  # {entry.limit} failure(s) the log counts but does not name'
+            lines.append(f'        {entry.as_tuple()!r},{comment}')
+        lines.append('    ],')
+    lines.append('}')
+    for run, (passes, counted, budget) in zip(runs, outcome):
+        lines.append(f"# {run.label} [{run.scope or 'all'}] with these entries: {'PASS' if passes else 'still FAIL'}, "
+                     f'{counted} unknown failure(s) against max_failed_tests = {budget} '
+                     f'({max(budget - counted, 0)} left)')
+    if warnings:
+        lines.append('# WARNING: suites that crashed, timed out or never finished, not failures that were counted: '
+                     + ', '.join(warnings))
+    return '\n'.join(lines)
+
+
+def to_data(runs, merged, outcome):
+    """The suggestion as JSON-ready data."""
+    return {'known_test_failures': {scope: [{'test': e.pattern, 'reason': PLACEHOLDER, 'max': e.limit,
+                                             'unjudgeable': e.unjudgeable} for e in entries]
+                                    for scope, entries in merged.items()},
+            'runs': [{'source': run.label, 'scope': run.scope, 'passes': passes, 'unknown_failures': counted,
+                      'max_failed_tests': budget, 'budget_left': max(budget - counted, 0)}
+                     for run, (passes, counted, budget) in zip(runs, outcome)]}
+
+
+def suggest_runs(runs, scope=None):
+    """Fill each run's entries, merge them (or put them all in scope when one is forced); (merged, outcome)."""
+    for run in runs:
+        run.entries = suggest(run.result, run.policy)
+        if scope is not None:
+            run.scope = scope
+    if scope is None:
+        merged = merge(runs)
+    else:
+        merged = {scope: sorted({entry for run in runs for entry in run.entries}, key=_entry_order)}
+    merged = {key: entries for key, entries in merged.items() if entries}
+    return merged, verify(runs, merged)
+
+
+def run_scope(context):
+    """The scope a run's new entries get: the one compute capability a CUDA build for one GPU generation was
+    made for (what differs between GPU nodes), else the CPU target."""
+    capabilities = context.compute_capabilities
+    return capabilities[0] if len(capabilities) == 1 else context.target
+
+
+def _saved_scope(path):
+    """The (target, compute capabilities) a saved JSON result recorded, or None (a log, XML or bare result)."""
+    if os.path.isdir(path) or not str(path).endswith('.json'):
+        return None
+    load_saved(path)  # validates, with the one-line error naming the file
+    with open(path) as handle:
+        scope = json.load(handle).get('scope')
+    if isinstance(scope, dict) and scope.get('target'):
+        return str(scope['target']), tuple(str(c) for c in scope.get('compute_capabilities') or ())
+    return None
+
+
+def runs_from_paths(paths, policy_for, target=None, capabilities=()):
+    """The runs to suggest for: with target, all paths are one run for it (as `report` judges them); without,
+    each saved JSON result that recorded its target (the easyblock writes one per build) is a run of its own
+    and the other paths form one run for the detected target.  policy_for(context) gives each run its policy."""
+    groups = {}  # (target, capabilities) -> paths
+    for path in paths:
+        scope = None if target else _saved_scope(path)
+        key = scope or (target, tuple(capabilities))
+        groups.setdefault(key, []).append(path)
+    runs = []
+    for (run_target, run_capabilities), group in groups.items():
+        context = detect_context(run_capabilities, target=run_target)
+        label = ', '.join(os.path.basename(os.path.normpath(str(p))) for p in group)
+        runs.append(Run(label, run_scope(context), context, load_results(group), policy_for(context)))
+    return runs
+
+
+def for_verdict(result, verdict, context, label='this run'):
+    """render() text for one judged run (the Markdown report's block); the scope is the run's target."""
+    scope = run_scope(context) if context is not None else ''
+    policy = verdict.policy or Policy(verdict.budget)
+    run = Run(label, scope, context, result, policy, entries_for(verdict))
+    merged = {scope: sorted(set(run.entries), key=_entry_order)} if run.entries else {}
+    outcome = verify([run], merged) if context is not None else [budget_left(result, with_entries(
+        policy, run.entries, scope))]
+    return render([run], merged, outcome)
