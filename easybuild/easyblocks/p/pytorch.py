@@ -260,7 +260,8 @@ class EB_PyTorch(UpstreamPyTorch):
         result, verdict, context = self.pytorch_test_report
         paths = [os.path.join(directory, RESULTS_JSON), os.path.join(directory, RESULTS_MARKDOWN)]
         write_file(paths[0], json.dumps(to_json(result, verdict, context), indent=1))
-        write_file(paths[1], to_markdown(result, verdict, title=f'{self.name} {self.version} test suite'))
+        write_file(paths[1], to_markdown(result, verdict, title=f'{self.name} {self.version} test suite',
+                                         context=context))
         return paths
 
     def _post_install_with_reports(self, *args, **kwargs):

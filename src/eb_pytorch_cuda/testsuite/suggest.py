@@ -86,7 +86,7 @@ def entries_for(verdict):
     entries = [Entry(pattern) for pattern in sorted(named)]
     for suite in sorted(set(unnamed) | set(crashed)):
         entries.append(Entry(suite, max(1, unnamed.get(suite, 0)), crashed.get(suite)))
-    return entries
+    return sorted(entries, key=_entry_order)
 
 
 def with_entries(policy, entries, scope):

@@ -1,0 +1,199 @@
+"""From a failed run to reviewed known_test_failures entries: suggestion, merge over targets, the main easyconfig.
+
+The runs are shaped like the public field data (tests/field_results.py: counts and the names the posted
+logs give) in the form run_test.py prints; the easyconfig is read with EasyBuild's own parser.
+"""
+
+import ast
+import json
+from pathlib import Path
+
+import pytest
+
+import pytorch_output as out
+from conftest import cli
+from eb_pytorch_cuda.eb.ecpolicy import policy_from_values, read_easyconfig
+from eb_pytorch_cuda.testsuite.logparse import parse_log_text
+from eb_pytorch_cuda.testsuite.policy import Policy, ScopeContext, judge, known_failures
+from eb_pytorch_cuda.testsuite.suggest import PLACEHOLDER, Entry, Run, render, suggest, suggest_runs
+from field_results import A100, FIELD, run_log, suite_log
+
+MAIN_EC = Path(__file__).resolve().parent.parent / 'easyconfigs' / 'p' / 'PyTorch' / \
+    'PyTorch-2.1.2-foss-2023a-CUDA-12.1.1.eb'
+
+
+def field_runs(policy_for=lambda context: Policy(0)):
+    """One Run per target of the field data, and the A100 run (a CUDA build for cc 8.0 on an icelake node)."""
+    runs = []
+    for target, suites in FIELD.items():
+        context = ScopeContext(target.split('/')[0], target)
+        runs.append(Run(target, target, context, parse_log_text(run_log(suites)), policy_for(context)))
+    context = ScopeContext('x86_64', 'x86_64/intel/icelake', (A100[0],))
+    runs.append(Run('A100', A100[0], context, parse_log_text(run_log(A100[1])), policy_for(context)))
+    return runs
+
+
+def as_set(setting):
+    """{(scope, pattern, max)} of a known_test_failures value or a merged suggestion."""
+    found = set()
+    for scope, entries in setting.items():
+        for entry in entries:
+            if isinstance(entry, Entry):
+                found.add((scope, entry.pattern, entry.limit))
+            else:
+                found.add((scope, entry[0], entry[2] if len(entry) > 2 else None))
+    return found
+
+
+def test_one_run_gets_one_entry_per_named_test_and_a_count_for_the_unnamed():
+    suites = FIELD['aarch64/neoverse_v1']
+    entries = suggest(parse_log_text(run_log(suites)), Policy(0))
+    assert entries == [
+        Entry('inductor/test_torchinductor::CpuTests.test_min_max_reduction_nan_cpu'),
+        Entry('test_linalg::TestLinalgCPU.test_pca_lowrank_cpu'), Entry('test_linalg', 1),
+        Entry('test_model_dump', 2),
+        Entry('test_ops::TestCommonCPU.test_python_ref__refs_square_cpu_complex64'), Entry('test_ops', 1),
+        Entry('test_scatter_gather_ops::TestScatterGatherCPU.test_scatter_reduce_prod_cpu_complex128')]
+
+
+def test_field_runs_merge_into_the_per_target_policy_of_the_main_easyconfig():
+    runs = field_runs()
+    merged, outcome = suggest_runs(runs)
+    assert list(merged) == ['aarch64', 'aarch64/neoverse_v1', 'x86_64/intel/*', 'x86_64/intel/haswell',
+                            'x86_64/intel/sapphirerapids', '8.0']
+    # Intel-only runs widen to the vendor, not to x86_64; three aarch64 targets widen to the family
+    assert {e.pattern for e in merged['x86_64/intel/*']} == {'dynamo/test_functions', 'dynamo/test_dynamic_shapes'}
+    # every run passes with the merged entries and keeps its whole budget
+    assert outcome == [(True, 0, 0)] * len(runs)
+    # and the easyconfig holds exactly these entries (with real reasons instead of the placeholder)
+    values = read_easyconfig(MAIN_EC)
+    assert as_set(values['known_test_failures']) == as_set(merged)
+    assert values['max_failed_tests'] == 0
+
+
+def test_a_failure_in_every_run_of_two_families_gets_the_empty_scope():
+    runs = [Run(t, t, ScopeContext(t.split('/')[0], t), parse_log_text(run_log(FIELD.get(t, []), [('test_x', 1, [])])),
+                Policy(0)) for t in ('aarch64/generic', 'x86_64/intel/icelake', 'x86_64/amd/zen3')]
+    merged, _ = suggest_runs(runs)
+    assert Entry('test_x', 1) in merged[''] and Entry('test_x', 1) not in sum(
+        (v for k, v in merged.items() if k), [])
+    # dynamo failed on icelake only here: it stays with that target (zen3 did not show it)
+    assert Entry('dynamo/test_functions', 1) in merged['x86_64/intel/icelake']
+
+
+def test_different_counts_do_not_merge():
+    runs = [Run(t, t, ScopeContext('aarch64', t), parse_log_text(suite_log('test_ops', n, [])), Policy(0))
+            for t, n in (('aarch64/generic', 1), ('aarch64/neoverse_n1', 2))]
+    merged, outcome = suggest_runs(runs)
+    assert merged == {'aarch64/generic': [Entry('test_ops', 1)], 'aarch64/neoverse_n1': [Entry('test_ops', 2)]}
+    assert outcome == [(True, 0, 0), (True, 0, 0)]
+
+
+@pytest.mark.parametrize('run', field_runs(), ids=lambda run: run.label)
+def test_main_easyconfig_passes_each_target_and_fails_on_one_more_failure(run):
+    values = read_easyconfig(MAIN_EC)
+    policy = policy_from_values(values, run.context, str(MAIN_EC))
+    verdict = judge(run.result, policy)
+    assert verdict.passed and verdict.unknown == [], verdict.reasons
+    # one new failure elsewhere
+    suites = A100[1] if run.label == 'A100' else FIELD[run.label]
+    worse = parse_log_text(run_log(suites, [('test_autograd', 1, ['TestAutograd.test_new_regression'])]))
+    verdict = judge(worse, policy)
+    assert not verdict.passed and verdict.unknown == [('test_autograd', 'TestAutograd.test_new_regression')]
+    # one more failure in a suite whose known failures are counted
+    first = next((s, n, names) for s, n, names in suites if n > len(names))
+    more = [(s, n + 1, names) if s == first[0] else (s, n, names) for s, n, names in suites]
+    verdict = judge(parse_log_text(run_log(more)), policy)
+    assert not verdict.passed and verdict.unknown == [(first[0], None)]
+    # the suggestion for that run is that one entry, in the run's own scope
+    assert suggest(worse, policy) == [Entry('test_autograd::TestAutograd.test_new_regression')]
+
+
+def test_crashed_timed_out_and_unfinished_suites_are_suggested_only_with_a_warning():
+    result = parse_log_text(out.SIGNAL + out.CRASH_NO_SUMMARY + out.TRUNCATED_TAIL + out.FAILING_UNITTEST)
+    context = ScopeContext('x86_64', 'x86_64/intel/haswell')
+    run = Run('crash.log', context.target, context, result, Policy(0))
+    merged, outcome = suggest_runs([run])
+    crashed = {e.pattern: e.unjudgeable for e in merged[context.target] if e.unjudgeable}
+    assert crashed == {'test_cuda_expandable_segments': 'killed by SIGIOT',
+                       'test_import_stats': 'failed without countable summary', 'test_ops': 'no summary'}
+    text = render([run], merged, outcome)
+    assert text.count('NOT A COUNTED FAILURE') == 3
+    assert 'WARNING: suites that crashed, timed out or never finished' in text
+    assert outcome == [(True, 0, 0)]
+
+
+def test_suggestion_is_valid_policy_text_that_makes_the_run_pass():
+    context = ScopeContext('aarch64', 'aarch64/neoverse_v1')
+    result = parse_log_text(run_log(FIELD['aarch64/neoverse_v1']))
+    run = Run('v1.log', context.target, context, result, Policy(0))
+    merged, outcome = suggest_runs([run])
+    text = render([run], merged, outcome)
+    setting = ast.literal_eval(text.split('known_test_failures = ', 1)[1].split('\n}\n', 1)[0] + '\n}')
+    assert all(entry[1] == PLACEHOLDER for entries in setting.values() for entry in entries)
+    assert judge(result, Policy(0, known_failures(setting, context))).passed
+    assert '[aarch64/neoverse_v1] with these entries: PASS, 0 unknown failure(s) against max_failed_tests = 0' in text
+
+
+def _write_minimal_easyconfig(path, known, budget):
+    path.write_text("easyblock = 'EB_PyTorch'\nname = 'PyTorch'\nversion = '2.1.2'\nhomepage = 'h'\n"
+                    "description = 'd'\ntoolchain = SYSTEM\n"
+                    f'{known}\nmax_failed_tests = {budget}\n')
+
+
+def test_cli_from_failed_bot_jobs_to_entries_that_pass(tmp_path):
+    # two bot jobs' saved results, each recording its own target (what the easyblock writes)
+    saved = []
+    for target in ('aarch64/neoverse_n1', 'aarch64/neoverse_v1'):
+        log = tmp_path / f"{target.replace('/', '_')}.log"
+        log.write_text(run_log(FIELD[target]))
+        done = cli('report', log, '--target', target, '--format', 'json', '--max-failed-tests', '0', check_rc=1)
+        saved.append(tmp_path / f'{log.stem}.json')
+        saved[-1].write_text(done.stdout)
+    done = cli('report', *saved, '--suggest-policy', '--max-failed-tests', '0')
+    text = done.stdout.split('# Suggested known_test_failures', 1)[1]
+    assert "    'aarch64': [" in text and "    'aarch64/neoverse_v1': [" in text
+    assert text.count('with these entries: PASS') == 2
+    known = 'known_test_failures = ' + text.split('known_test_failures = ', 1)[1].split('\n}\n', 1)[0] + '\n}'
+    ec = tmp_path / 'policy.eb'
+    _write_minimal_easyconfig(ec, known, 0)
+    for path, target in zip(saved, ('aarch64/neoverse_n1', 'aarch64/neoverse_v1')):
+        judged = cli('report', path, '--easyconfig', ec, '--target', target, check_rc=0)
+        assert 'verdict: PASS' in judged.stdout
+    data = json.loads(cli('report', *saved, '--suggest-policy', '--format', 'json', '--max-failed-tests', '0')
+                      .stdout)['suggested_policy']
+    assert [run['budget_left'] for run in data['runs']] == [0, 0] and 'aarch64' in data['known_test_failures']
+
+
+def test_cli_suggestion_is_scoped_to_the_given_target_and_budget_left_is_shown(tmp_path):
+    log = tmp_path / 'sapphirerapids.log'
+    log.write_text(run_log(FIELD['x86_64/intel/sapphirerapids']))
+    done = cli('report', log, '--target', 'x86_64/intel/sapphirerapids', '--suggest-policy', '--max-failed-tests', '3',
+               check_rc=1)
+    assert "    'x86_64/intel/sapphirerapids': [" in done.stdout
+    assert "('dynamo/test_dynamic_shapes', 'TODO" in done.stdout
+    assert 'with these entries: PASS, 0 unknown failure(s) against max_failed_tests = 3 (3 left)' in done.stdout
+    forced = cli('report', log, '--target', 'x86_64/intel/sapphirerapids', '--suggest-scope', 'x86_64',
+                 '--max-failed-tests', '0', check_rc=1)
+    assert "    'x86_64': [" in forced.stdout
+
+
+def test_markdown_report_ends_with_the_collapsed_suggestion_only_on_fail(tmp_path):
+    log = tmp_path / 'run.log'
+    log.write_text(run_log(FIELD['x86_64/intel/icelake']))
+    failed = cli('report', log, '--target', 'x86_64/intel/icelake', '--format', 'markdown', '--max-failed-tests', '0',
+                 check_rc=1).stdout.rstrip()
+    block = failed[failed.rindex('<details><summary>Suggested known_test_failures'):]
+    assert block.endswith('</details>') and "'x86_64/intel/icelake': [" in block
+    assert "('dynamo/test_functions', 'TODO" in block
+    passed = cli('report', log, '--target', 'x86_64/intel/icelake', '--format', 'markdown', '--easyconfig', MAIN_EC,
+                 check_rc=0).stdout
+    assert 'Suggested known_test_failures' not in passed
+
+
+def test_a_scope_that_can_never_apply_is_refused(tmp_path):
+    log = tmp_path / 'run.log'
+    log.write_text(run_log(FIELD['x86_64/intel/icelake']))
+    done = cli('report', log, '--suggest-scope', 'haswell', check_rc=2)
+    assert done.stdout == '' and done.stderr.count('\n') == 1
+    assert "--suggest-scope: scope 'haswell' is not ''" in done.stderr
