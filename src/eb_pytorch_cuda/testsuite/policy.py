@@ -52,12 +52,19 @@ def detect_target(cpu_family, environ=None):
         return f'{cpu_family}/generic'
 
 
+_ALIASES = {'AArch64': 'aarch64', 'POWER': 'ppc64le', 'RISC-V': 'riscv64', 'x86_64': 'x86_64'}
+
+
 def detect_context(compute_capabilities=(), cpu_family=None, target=None, environ=None, aliases=()):
-    """Where the build runs; a target given without a family names its own ('aarch64/neoverse_v1' -> aarch64),
-    so a report judged on another machine applies that target's family scopes."""
-    family = cpu_family or (str(target).split('/', 1)[0] if target else platform.machine())
+    """Where the build runs.  A target ('aarch64/neoverse_v1', given or $EESSI_SOFTWARE_SUBDIR) names its own
+    CPU family, so a dry run or a report made on another machine resolves that target's family scopes (and
+    EasyBuild's family names of another family are dropped)."""
+    environ = os.environ if environ is None else environ
+    target = target or environ.get('EESSI_SOFTWARE_SUBDIR') or None
+    family = cpu_family or (str(target).split('/', 1)[0] if target and '/' in str(target) else platform.machine())
+    aliases = tuple(a for a in aliases if _ALIASES.get(a, family) == family)
     return ScopeContext(family, target or detect_target(family, environ), tuple(str(c) for c in compute_capabilities),
-                        tuple(aliases))
+                        aliases)
 
 
 def excluded_tests(setting, context):
