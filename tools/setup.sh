@@ -35,6 +35,18 @@ if [ ! -x .venvs/torch/bin/python ] || ! .venvs/torch/bin/python -c "import impo
         | grep -v '^WARNING: Location' || true
 fi
 
+# --- PyTorch's own test harness (torch.testing._internal) for report --suggest-policy's tests -------------
+# the torch venv above plus what the harness imports (expecttest, numpy), through a .pth file: small,
+# and the torch venv stays untouched (it may be shared, read-only)
+if [ ! -x .venvs/torch-harness/bin/python ] || ! .venvs/torch-harness/bin/python -c "import expecttest, numpy, torch" 2>/dev/null; then
+    .venvs/torch/bin/python -m venv .venvs/torch-harness
+    .venvs/torch-harness/bin/python -m pip install -q --disable-pip-version-check expecttest numpy 2>&1 \
+        | grep -v '^WARNING: Location' || true
+    .venvs/torch/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])" \
+        > "$(.venvs/torch-harness/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")/torch-venv.pth"
+fi
+# ----------------------------------------------------------------------------------------------------------
+
 for version in $EB_VERSIONS; do
     venv=.venvs/eb-$version
     [ -x "$venv/bin/python" ] || "$PYTHON" -m venv "$venv"
