@@ -13,6 +13,7 @@ import pytest
 
 import pytorch_output as out
 from conftest import cli
+from eb_runner import REPO, TEST_EASYCONFIGS, EbRunner
 from eb_pytorch_cuda.eb.ecpolicy import policy_from_values, read_easyconfig
 from eb_pytorch_cuda.testsuite.logparse import parse_log_text
 from eb_pytorch_cuda.testsuite.policy import Policy, ScopeContext, judge, known_failures
@@ -250,3 +251,27 @@ def test_real_pytorch_harness_failures_become_entries_that_make_the_run_pass(tmp
     assert outcome == [(True, 0, 0)]
     assert judge(result, Policy(0, known_failures({k: [e.as_tuple() for e in v] for k, v in merged.items()},
                                                   context))).passed
+
+
+@pytest.fixture
+def eb(eb_stack, tmp_path, eb_sources):
+    return EbRunner(eb_stack[0], tmp_path / 'eb', eb_sources, modulepath=[eb_stack[1] / 'modules' / 'all'])
+
+
+def test_a_failed_eb_build_leaves_a_summary_and_results_that_suggest_the_entry(eb, tmp_path):
+    """Real eb with our easyblock on the stand-in tree: a new regression fails the test step; the Markdown
+    summary in the build directory ends with the entry for it, scoped to the job's target, and report
+    --suggest-policy on the saved results (no --target: the target recorded in them) prints the same."""
+    done = eb.run('PyTorch-2.1.2-standin-easyblock.eb',
+                  f"--include-easyblocks={REPO / 'easybuild' / 'easyblocks' / 'p' / 'pytorch.py'}",
+                  env={'STANDIN_UNKNOWN_FAILURE': '1', 'EESSI_SOFTWARE_SUBDIR': 'x86_64/intel/skylake_avx512'})
+    assert done.returncode != 0 and '1 unknown failure(s), budget 0' in done.stdout + done.stderr
+    summary = next((tmp_path / 'eb').rglob('pytorch-test-summary.md')).read_text()
+    block = summary[summary.index('<details><summary>Suggested known_test_failures'):]
+    entry = "('test_known_failure::TestKnown.test_new_regression', 'TODO: why it fails, and the issue or PR URL'),"
+    assert "    'x86_64/intel/skylake_avx512': [\n        " + entry in block
+    assert '[x86_64/intel/skylake_avx512] with these entries: PASS' in block
+    results = next((tmp_path / 'eb').rglob('pytorch-test-results.json'))
+    suggested = cli('report', results, '--suggest-policy', '--easyconfig',
+                    TEST_EASYCONFIGS / 'PyTorch-2.1.2-standin-easyblock.eb', check_rc=1).stdout
+    assert "    'x86_64/intel/skylake_avx512': [\n        " + entry in suggested
