@@ -275,3 +275,12 @@ def test_a_failed_eb_build_leaves_a_summary_and_results_that_suggest_the_entry(e
     suggested = cli('report', results, '--suggest-policy', '--easyconfig',
                     TEST_EASYCONFIGS / 'PyTorch-2.1.2-standin-easyblock.eb', check_rc=1).stdout
     assert "    'x86_64/intel/skylake_avx512': [\n        " + entry in suggested
+
+
+def test_known_failures_of_suites_missing_from_the_results_are_pointed_out():
+    context = ScopeContext('x86_64', 'x86_64/intel/icelake')
+    policy = Policy(0, known_failures({'': [('test_never_ran', 'known', 1)]}, context))
+    run = Run('partial.log', context.target, context, parse_log_text(run_log(FIELD[context.target])), policy)
+    merged, outcome = suggest_runs([run])
+    text = render([run], merged, outcome)
+    assert '#   its known failures naming suites missing from its results (did they run?): test_never_ran' in text

@@ -52,6 +52,7 @@ class Run:
     result: object  # model.RunResult
     policy: Policy
     entries: list = field(default_factory=list)
+    not_run: list = field(default_factory=list)  # patterns of known entries whose suite is not in the results
 
 
 def validate_scope(scope, source='--suggest-policy'):
@@ -201,6 +202,9 @@ def render(runs, merged, outcome):
         lines.append(f"# {run.label} [{run.scope or 'all'}] with these entries: {'PASS' if passes else 'still FAIL'}, "
                      f'{counted} unknown failure(s) against max_failed_tests = {budget} '
                      f'({max(budget - counted, 0)} left)')
+        if run.not_run:
+            lines.append('#   its known failures naming suites missing from its results (did they run?): '
+                         + ', '.join(run.not_run))
     if warnings:
         lines.append('# WARNING: suites that crashed, timed out or never finished, not failures that were counted: '
                      + ', '.join(warnings))
@@ -220,7 +224,8 @@ def to_data(runs, merged, outcome):
 def suggest_runs(runs, scope=None):
     """Fill each run's entries, merge them (or put them all in scope when one is forced); (merged, outcome)."""
     for run in runs:
-        run.entries = suggest(run.result, run.policy)
+        verdict = judge(run.result, run.policy)
+        run.entries, run.not_run = entries_for(verdict), [entry.pattern for entry in verdict.not_run]
         if scope is not None:
             run.scope = scope
     if scope is None:
@@ -271,7 +276,7 @@ def for_verdict(result, verdict, context, label='this run'):
     """render() text for one judged run (the Markdown report's block); the scope is the run's target."""
     scope = run_scope(context) if context is not None else ''
     policy = verdict.policy or Policy(verdict.budget)
-    run = Run(label, scope, context, result, policy, entries_for(verdict))
+    run = Run(label, scope, context, result, policy, entries_for(verdict), [e.pattern for e in verdict.not_run])
     merged = {scope: sorted(set(run.entries), key=_entry_order)} if run.entries else {}
     outcome = verify([run], merged) if context is not None else [budget_left(result, with_entries(
         policy, run.entries, scope))]
