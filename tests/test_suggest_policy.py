@@ -284,3 +284,11 @@ def test_known_failures_of_suites_missing_from_the_results_are_pointed_out():
     merged, outcome = suggest_runs([run])
     text = render([run], merged, outcome)
     assert '#   its known failures naming suites missing from its results (did they run?): test_never_ran' in text
+
+
+def test_test_names_with_glob_characters_are_suggested_literally():
+    result = parse_log_text(suite_log('test_nn', 1, ['TestNN.test_conv[cpu-float32]']))
+    entries = suggest(result, Policy(0))
+    assert entries == [Entry('test_nn::TestNN.test_conv[[]cpu-float32]')]
+    context = ScopeContext('x86_64', 'x86_64/intel/icelake')
+    assert judge(result, Policy(0, known_failures({'': [entries[0].as_tuple()]}, context))).passed

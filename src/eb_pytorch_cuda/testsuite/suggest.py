@@ -79,8 +79,8 @@ def entries_for(verdict):
     for suite, test in verdict.unknown:
         if test is None:
             unnamed[suite] = unnamed.get(suite, 0) + 1
-        elif f'{suite}::{test}' not in named:
-            named.append(f'{suite}::{test}')
+        elif f'{suite}::{_literal(test)}' not in named:
+            named.append(f'{suite}::{_literal(test)}')
     for suite, status, signal, entry in verdict.unjudgeable:
         if entry is None:
             crashed[suite] = f'killed by {signal}' if signal else status
@@ -88,6 +88,11 @@ def entries_for(verdict):
     for suite in sorted(set(unnamed) | set(crashed)):
         entries.append(Entry(suite, max(1, unnamed.get(suite, 0)), crashed.get(suite)))
     return sorted(entries, key=_entry_order)
+
+
+def _literal(test_id):
+    """test_id as a pattern matching only itself: policy patterns are globs ('test_x[cpu]' is not literal)."""
+    return re.sub(r'([*?[])', r'[\1]', test_id)
 
 
 def with_entries(policy, entries, scope):
