@@ -12,6 +12,7 @@ import platform
 import re
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
+from typing import Optional
 
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite.model import UNJUDGEABLE
@@ -55,7 +56,8 @@ def detect_target(cpu_family, environ=None):
 _ALIASES = {'AArch64': 'aarch64', 'POWER': 'ppc64le', 'RISC-V': 'riscv64', 'x86_64': 'x86_64'}
 
 
-def detect_context(compute_capabilities=(), cpu_family=None, target=None, environ=None, aliases=()):
+def detect_context(compute_capabilities: tuple = (), cpu_family: Optional[str] = None, target: Optional[str] = None,
+                   environ: Optional[dict] = None, aliases: tuple = ()) -> ScopeContext:
     """Where the build runs.  A target ('aarch64/neoverse_v1', given or $EESSI_SOFTWARE_SUBDIR) names its own
     CPU family, so a dry run or a report made on another machine resolves that target's family scopes (and
     EasyBuild's family names of another family are dropped)."""

@@ -1,6 +1,9 @@
 """The judged run as a console summary (one screen), a JSON document and a Markdown summary."""
 
-from eb_pytorch_cuda.testsuite.model import SUITE_PASSED
+from typing import Optional
+
+from eb_pytorch_cuda.testsuite.model import SUITE_PASSED, RunResult
+from eb_pytorch_cuda.testsuite.policy import ScopeContext, Verdict
 from eb_pytorch_cuda.testsuite.results import RESULT_FORMAT
 from eb_pytorch_cuda.testsuite.suggest import for_verdict
 
@@ -69,7 +72,8 @@ def to_text(result, verdict):
     return '\n'.join(lines)
 
 
-def to_markdown(result, verdict, title='PyTorch test suite', context=None, suggestion=None):
+def to_markdown(result: RunResult, verdict: Verdict, title: str = 'PyTorch test suite',
+                context: Optional[ScopeContext] = None, suggestion: Optional[str] = None) -> str:
     """A summary fit for a pull-request comment; on FAIL it ends with the suggested policy entries (collapsed)."""
     total = sum(s.failing_count for s in result.suites.values())
     lines = [f"### {title}: {'PASS' if verdict.passed else 'FAIL'}", '',
@@ -97,7 +101,8 @@ def to_markdown(result, verdict, title='PyTorch test suite', context=None, sugge
     return '\n'.join(lines)
 
 
-def suggestion_block(result, verdict, context=None, suggestion=None):
+def suggestion_block(result: RunResult, verdict: Verdict, context: Optional[ScopeContext] = None,
+                     suggestion: Optional[str] = None) -> list:
     """Markdown lines: the known_test_failures entries that would make a failed run pass, in a collapsed block.
 
     suggestion: text from testsuite.suggest.render (several runs merged); default: this run's own entries,

@@ -20,9 +20,12 @@ import json
 import os
 import re
 from dataclasses import dataclass, field
+from typing import Callable, Optional
 
 from eb_pytorch_cuda.errors import PluginError
-from eb_pytorch_cuda.testsuite.policy import KnownFailure, Policy, detect_context, judge, known_failures
+from eb_pytorch_cuda.testsuite.model import RunResult
+from eb_pytorch_cuda.testsuite.policy import (KnownFailure, Policy, ScopeContext, Verdict, detect_context, judge,
+                                              known_failures)
 from eb_pytorch_cuda.testsuite.results import load_results, load_saved
 
 PLACEHOLDER = 'TODO: why it fails, and the issue or PR URL'
@@ -38,7 +41,7 @@ class Entry:
     limit: int = None  # suite-level: how many failures it covers; None for a named test
     unjudgeable: str = None  # 'killed by SIGSEGV', 'timed out', ...: the entry also excuses that
 
-    def as_tuple(self, reason=PLACEHOLDER):
+    def as_tuple(self, reason: str = PLACEHOLDER) -> tuple:
         return (self.pattern, reason) if self.limit is None else (self.pattern, reason, self.limit)
 
 
@@ -48,14 +51,14 @@ class Run:
 
     label: str  # where it came from, for the report
     scope: str  # the target (or compute capability, or family) the entries are scoped to
-    context: object  # policy.ScopeContext of the run
-    result: object  # model.RunResult
+    context: ScopeContext
+    result: RunResult
     policy: Policy
     entries: list = field(default_factory=list)
     not_run: list = field(default_factory=list)  # patterns of known entries whose suite is not in the results
 
 
-def validate_scope(scope, source='--suggest-policy'):
+def validate_scope(scope: str, source: str = '--suggest-policy') -> str:
     """A scope the policy can apply: '', a CPU family, an EESSI target ('family/...') or a compute capability."""
     scope = str(scope)
     if scope in ('',) + FAMILIES or _COMPUTE_CAPABILITY.match(scope) or scope.split('/', 1)[0] in FAMILIES:
@@ -64,12 +67,12 @@ def validate_scope(scope, source='--suggest-policy'):
                               f"such as 'x86_64/intel/haswell', or a CUDA compute capability such as '9.0'")
 
 
-def suggest(result, policy):
+def suggest(result: RunResult, policy: Policy) -> list:
     """Entries covering every failure of result that policy leaves unknown, and every suite it cannot judge."""
     return entries_for(judge(result, policy))
 
 
-def entries_for(verdict):
+def entries_for(verdict: Verdict) -> list:
     """The entries for a verdict's unknown failures and unexcused unjudgeable suites.
 
     Named tests come before their suite's count entry, so the count is left for the unnamed failures.
@@ -95,13 +98,13 @@ def _literal(test_id):
     return re.sub(r'([*?[])', r'[\1]', test_id)
 
 
-def with_entries(policy, entries, scope):
+def with_entries(policy: Policy, entries: list, scope: str) -> Policy:
     """policy with entries added (placeholder reasons), as the easyconfig would resolve them in that scope."""
     added = [KnownFailure(e.pattern, PLACEHOLDER, scope, e.limit) for e in entries]
     return Policy(policy.max_failed_tests, list(policy.known) + added, policy.flaky_consumes_budget)
 
 
-def budget_left(result, policy):
+def budget_left(result: RunResult, policy: Policy) -> tuple:
     """(passes, unknown failures counted against the budget, budget) of result judged by policy."""
     verdict = judge(result, policy)
     counted = len(verdict.unknown) + (len(verdict.flaky) if policy.flaky_consumes_budget else 0)
@@ -117,7 +120,7 @@ def _levels(scope):
     return levels + ([parts[0]] if '/' in scope else [])
 
 
-def merge(runs):
+def merge(runs: list) -> dict:
     """{scope: [Entry, ...]} covering every run's entries, lifted to the widest scope all of its runs share."""
     scopes = [run.scope for run in runs]
     seen = {}  # Entry -> scopes of the runs that need it
@@ -171,7 +174,7 @@ def _entry_order(entry):
     return entry.pattern.split('::', 1)[0], entry.limit is not None, entry.pattern
 
 
-def verify(runs, merged):
+def verify(runs: list, merged: dict) -> list:
     """For each run: (passes, counted, budget) with the merged entries resolved for that run's context."""
     setting = {scope: [e.as_tuple() for e in entries] for scope, entries in merged.items()}
     outcome = []
@@ -182,7 +185,7 @@ def verify(runs, merged):
     return outcome
 
 
-def render(runs, merged, outcome):
+def render(runs: list, merged: dict, outcome: list) -> str:
     """The suggestion as easyconfig text to paste into known_test_failures, with what each entry is and does."""
     sources = ', '.join(f'{run.label} [{run.scope or "all"}]' for run in runs)
     lines = [f'# Suggested known_test_failures entries (from {sources}).',
@@ -216,7 +219,7 @@ def render(runs, merged, outcome):
     return '\n'.join(lines)
 
 
-def to_data(runs, merged, outcome):
+def to_data(runs: list, merged: dict, outcome: list) -> dict:
     """The suggestion as JSON-ready data."""
     return {'known_test_failures': {scope: [{'test': e.pattern, 'reason': PLACEHOLDER, 'max': e.limit,
                                              'unjudgeable': e.unjudgeable} for e in entries]
@@ -226,7 +229,7 @@ def to_data(runs, merged, outcome):
                      for run, (passes, counted, budget) in zip(runs, outcome)]}
 
 
-def suggest_runs(runs, scope=None):
+def suggest_runs(runs: list, scope: Optional[str] = None) -> tuple:
     """Fill each run's entries, merge them (or put them all in scope when one is forced); (merged, outcome)."""
     for run in runs:
         verdict = judge(run.result, run.policy)
@@ -241,7 +244,7 @@ def suggest_runs(runs, scope=None):
     return merged, verify(runs, merged)
 
 
-def run_scope(context):
+def run_scope(context: ScopeContext) -> str:
     """The scope a run's new entries get: the one compute capability a CUDA build for one GPU generation was
     made for (what differs between GPU nodes), else the CPU target."""
     capabilities = context.compute_capabilities
@@ -260,7 +263,8 @@ def _saved_scope(path):
     return None
 
 
-def runs_from_paths(paths, policy_for, target=None, capabilities=()):
+def runs_from_paths(paths: list, policy_for: Callable[[ScopeContext], Policy], target: Optional[str] = None,
+                    capabilities: tuple = ()) -> list:
     """The runs to suggest for: with target, all paths are one run for it (as `report` judges them); without,
     each saved JSON result that recorded its target (the easyblock writes one per build) is a run of its own
     and the other paths form one run for the detected target.  policy_for(context) gives each run its policy."""
@@ -277,7 +281,8 @@ def runs_from_paths(paths, policy_for, target=None, capabilities=()):
     return runs
 
 
-def for_verdict(result, verdict, context, label='this run'):
+def for_verdict(result: RunResult, verdict: Verdict, context: Optional[ScopeContext],
+                label: str = 'this run') -> str:
     """render() text for one judged run (the Markdown report's block); the scope is the run's target."""
     scope = run_scope(context) if context is not None else ''
     policy = verdict.policy or Policy(verdict.budget)
