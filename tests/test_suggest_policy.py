@@ -134,7 +134,8 @@ def test_suggestion_is_valid_policy_text_that_makes_the_run_pass():
     setting = ast.literal_eval(text.split('known_test_failures = ', 1)[1].split('\n}\n', 1)[0] + '\n}')
     assert all(entry[1] == PLACEHOLDER for entries in setting.values() for entry in entries)
     assert judge(result, Policy(0, known_failures(setting, context))).passed
-    assert '[aarch64/neoverse_v1] with these entries: PASS, 0 unknown failure(s) against max_failed_tests = 0' in text
+    assert ('[aarch64/neoverse_v1]: FAIL now; with these entries: PASS, 0 unknown failure(s) against '
+            'max_failed_tests = 0') in text
 
 
 def _write_minimal_easyconfig(path, known, budget):
@@ -162,6 +163,9 @@ def test_cli_from_failed_bot_jobs_to_entries_that_pass(tmp_path):
     for path, target in zip(saved, ('aarch64/neoverse_n1', 'aarch64/neoverse_v1')):
         judged = cli('report', path, '--easyconfig', ec, '--target', target, check_rc=0)
         assert 'verdict: PASS' in judged.stdout
+    # several runs: the exit status is theirs, each judged for its own target
+    again = cli('report', *saved, '--suggest-policy', '--easyconfig', ec, check_rc=0).stdout
+    assert again.count(': PASS now; with these entries: PASS') == 2 and '# Nothing to add' in again
     data = json.loads(cli('report', *saved, '--suggest-policy', '--format', 'json', '--max-failed-tests', '0')
                       .stdout)['suggested_policy']
     assert [run['budget_left'] for run in data['runs']] == [0, 0] and 'aarch64' in data['known_test_failures']
@@ -174,7 +178,8 @@ def test_cli_suggestion_is_scoped_to_the_given_target_and_budget_left_is_shown(t
                check_rc=1)
     assert "    'x86_64/intel/sapphirerapids': [" in done.stdout
     assert "('dynamo/test_dynamic_shapes', 'TODO" in done.stdout
-    assert 'with these entries: PASS, 0 unknown failure(s) against max_failed_tests = 3 (3 left)' in done.stdout
+    assert ('FAIL now; with these entries: PASS, 0 unknown failure(s) against max_failed_tests = 3 (3 left)'
+            in done.stdout)
     forced = cli('report', log, '--target', 'x86_64/intel/sapphirerapids', '--suggest-scope', 'x86_64',
                  '--max-failed-tests', '0', check_rc=1)
     assert "    'x86_64': [" in forced.stdout
@@ -270,7 +275,7 @@ def test_a_failed_eb_build_leaves_a_summary_and_results_that_suggest_the_entry(e
     block = summary[summary.index('<details><summary>Suggested known_test_failures'):]
     entry = "('test_known_failure::TestKnown.test_new_regression', 'TODO: why it fails, and the issue or PR URL'),"
     assert "    'x86_64/intel/skylake_avx512': [\n        " + entry in block
-    assert '[x86_64/intel/skylake_avx512] with these entries: PASS' in block
+    assert '[x86_64/intel/skylake_avx512]: FAIL now; with these entries: PASS' in block
     results = next((tmp_path / 'eb').rglob('pytorch-test-results.json'))
     suggested = cli('report', results, '--suggest-policy', '--easyconfig',
                     TEST_EASYCONFIGS / 'PyTorch-2.1.2-standin-easyblock.eb', check_rc=1).stdout

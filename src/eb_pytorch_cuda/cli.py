@@ -78,12 +78,15 @@ def cmd_report(args):
         print(to_markdown(result, verdict, context=context, suggestion=suggestion and suggestion[0]))
     else:
         print(to_text(result, verdict) + (f'\n\n{suggestion[0]}' if suggestion else ''))
+    if suggestion and len(suggestion[2]) > 1:  # several runs, each judged for its own target: all must pass
+        return 0 if all(run.passes_now for run in suggestion[2]) else 1
     return 0 if verdict.passed else 1
 
 
 def _suggest_policy(args, values, capabilities):
-    """report --suggest-policy: (easyconfig text, JSON data) of the known_test_failures entries that would make
-    each run pass, merged over runs (one per target); None without the option."""
+    """report --suggest-policy: (easyconfig text, JSON data, runs) of the known_test_failures entries that would
+    make each run pass, merged over runs (one per target); None without the option.  With several runs the
+    exit status is theirs, each judged for its own target (the report above judges all inputs together)."""
     if not (args.suggest_policy or args.suggest_scope is not None):
         return None
     from eb_pytorch_cuda.eb import ecpolicy
@@ -94,7 +97,7 @@ def _suggest_policy(args, values, capabilities):
                                                                 args.max_failed_tests),
         target=args.target, capabilities=capabilities)
     merged, outcome = suggest.suggest_runs(runs, scope)
-    return suggest.render(runs, merged, outcome), suggest.to_data(runs, merged, outcome)
+    return suggest.render(runs, merged, outcome), suggest.to_data(runs, merged, outcome), runs
 
 
 def cmd_config(args):

@@ -56,6 +56,7 @@ class Run:
     policy: Policy
     entries: list = field(default_factory=list)
     not_run: list = field(default_factory=list)  # patterns of known entries whose suite is not in the results
+    passes_now: bool = None  # its verdict under its own policy, before any suggested entry
 
 
 def validate_scope(scope: str, source: str = '--suggest-policy') -> str:
@@ -207,9 +208,10 @@ def render(runs: list, merged: dict, outcome: list) -> str:
         lines.append('    ],')
     lines.append('}')
     for run, (passes, counted, budget) in zip(runs, outcome):
-        lines.append(f"# {run.label} [{run.scope or 'all'}] with these entries: {'PASS' if passes else 'still FAIL'}, "
-                     f'{counted} unknown failure(s) against max_failed_tests = {budget} '
-                     f'({max(budget - counted, 0)} left)')
+        now = '' if run.passes_now is None else f"{'PASS' if run.passes_now else 'FAIL'} now; "
+        lines.append(f"# {run.label} [{run.scope or 'all'}]: {now}with these entries: "
+                     f"{'PASS' if passes else 'still FAIL'}, {counted} unknown failure(s) against max_failed_tests = "
+                     f'{budget} ({max(budget - counted, 0)} left)')
         if run.not_run:
             lines.append('#   its known failures naming suites missing from its results (did they run?): '
                          + ', '.join(run.not_run))
@@ -224,7 +226,8 @@ def to_data(runs: list, merged: dict, outcome: list) -> dict:
     return {'known_test_failures': {scope: [{'test': e.pattern, 'reason': PLACEHOLDER, 'max': e.limit,
                                              'unjudgeable': e.unjudgeable} for e in entries]
                                     for scope, entries in merged.items()},
-            'runs': [{'source': run.label, 'scope': run.scope, 'passes': passes, 'unknown_failures': counted,
+            'runs': [{'source': run.label, 'scope': run.scope, 'target': run.context.target,
+                      'passes_now': run.passes_now, 'passes': passes, 'unknown_failures': counted,
                       'max_failed_tests': budget, 'budget_left': max(budget - counted, 0)}
                      for run, (passes, counted, budget) in zip(runs, outcome)]}
 
@@ -234,6 +237,7 @@ def suggest_runs(runs: list, scope: Optional[str] = None) -> tuple:
     for run in runs:
         verdict = judge(run.result, run.policy)
         run.entries, run.not_run = entries_for(verdict), [entry.pattern for entry in verdict.not_run]
+        run.passes_now = verdict.passed
         if scope is not None:
             run.scope = scope
     if scope is None:
@@ -286,7 +290,8 @@ def for_verdict(result: RunResult, verdict: Verdict, context: Optional[ScopeCont
     """render() text for one judged run (the Markdown report's block); the scope is the run's target."""
     scope = run_scope(context) if context is not None else ''
     policy = verdict.policy or Policy(verdict.budget)
-    run = Run(label, scope, context, result, policy, entries_for(verdict), [e.pattern for e in verdict.not_run])
+    run = Run(label, scope, context, result, policy, entries_for(verdict), [e.pattern for e in verdict.not_run],
+              verdict.passed)
     merged = {scope: sorted(set(run.entries), key=_entry_order)} if run.entries else {}
     outcome = verify([run], merged) if context is not None else [budget_left(result, with_entries(
         policy, run.entries, scope))]
