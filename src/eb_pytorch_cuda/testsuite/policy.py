@@ -177,8 +177,9 @@ def judge(result, policy):
                 flaky.append((suite.name, None))  # passed when rerun as a whole
             else:
                 unjudgeable.append((suite.name, suite.status, suite.signal, entry))
-        for test in suite.failed_tests:
-            entry = _first(policy.known, lambda e: e.covers_test(suite.name, test.test_id), used)
+        for test in suite.failed_tests:  # an entry naming the test wins over a count for its whole suite
+            entry = (_first(policy.known, lambda e: e.test_pattern and e.covers_test(suite.name, test.test_id), used)
+                     or _first(policy.known, lambda e: e.covers_test(suite.name, test.test_id), used))
             if entry:
                 known.append((suite.name, test.test_id, entry))
                 used[entry] = used.get(entry, 0) + 1
