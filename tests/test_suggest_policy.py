@@ -183,6 +183,13 @@ def test_cli_suggestion_is_scoped_to_the_given_target_and_budget_left_is_shown(t
     forced = cli('report', log, '--target', 'x86_64/intel/sapphirerapids', '--suggest-scope', 'x86_64',
                  '--max-failed-tests', '0', check_rc=1)
     assert "    'x86_64': [" in forced.stdout
+    # a CUDA build for one GPU generation: its entries go to that compute capability
+    gpu = tmp_path / 'a100.log'
+    gpu.write_text(run_log(A100[1]))
+    done = cli('report', gpu, '--target', 'x86_64/intel/icelake', '--cuda-compute-capabilities', '8.0',
+               '--suggest-policy', '--max-failed-tests', '0', check_rc=1)
+    assert "    '8.0': [\n        ('distributed/fsdp/test_fsdp_core', 'TODO" in done.stdout
+    assert ": PASS now" not in done.stdout and 'with these entries: PASS' in done.stdout
 
 
 def test_markdown_report_ends_with_the_collapsed_suggestion_only_on_fail(tmp_path):
