@@ -3,9 +3,11 @@
 add_needed() is idempotent (an entry already present is not added again) and refuses to add an entry
 that would not resolve from the library itself, because such an entry makes the library fail to load
 at all.  It reads the library's entries while holding the file's lock (elf.patchelf.lock_target), so
-two runs at once serialize and the second one sees, and keeps, the first one's entry.  check_needed() proves, for each soname, that it is (a) a NEEDED entry, (b) resolvable through
-the library's own search path (optionally inside an expected directory, e.g. $EBROOTCUDNN), and (c)
-with load=True, really mapped when the library is loaded in a fresh process without LD_LIBRARY_PATH.
+two runs at once serialize and the second one sees, and keeps, the first one's entry.
+
+check_needed() proves, for each soname, that it is (a) a NEEDED entry, (b) resolvable through the
+library's own search path (optionally inside an expected directory, e.g. $EBROOTCUDNN), and (c) with
+load=True, really mapped when the library is loaded in a fresh process without LD_LIBRARY_PATH.
 """
 
 import json
