@@ -318,6 +318,25 @@ def test_owner_group_mode_and_extended_attributes_are_kept_as_root(standin8):
     assert SONAME in read_elf(lib).needed
 
 
+def test_posix_acl_is_kept(standin8):
+    _root_only()
+    import struct
+    lib = standin8.torch_lib
+    # user::rwx, user:nobody:r-x, group::r-x, mask::r-x, other::--- (the kernel's xattr format, version 2)
+    entries = [(0x01, 7, 0xffffffff), (0x02, 5, pwd.getpwnam('nobody').pw_uid), (0x04, 5, 0xffffffff),
+               (0x10, 5, 0xffffffff), (0x20, 0, 0xffffffff)]
+    acl = struct.pack('<I', 2) + b''.join(struct.pack('<HHI', *entry) for entry in entries)
+    try:
+        os.setxattr(lib, 'system.posix_acl_access', acl)
+    except OSError as err:
+        pytest.skip(f'file system of {lib} has no POSIX ACLs ({err.strerror})')
+    mode = stat.S_IMODE(os.stat(lib).st_mode)
+    cli('add-needed', lib, SONAME, check_rc=0)
+    assert os.getxattr(lib, 'system.posix_acl_access') == acl
+    assert stat.S_IMODE(os.stat(lib).st_mode) == mode == 0o750
+    assert SONAME in read_elf(lib).needed
+
+
 @pytest.fixture
 def public_dir():
     """A directory outside pytest's root-only tmp tree, so an unprivileged user can reach it."""

@@ -46,6 +46,7 @@ from eb_pytorch_cuda.errors import PluginError, Terminated
 TEMPORARY_SUFFIX = '.patching'
 LOCK_TIMEOUT_S = 600  # another run patching the same file: patchelf rewrites 739 MB in ~3 s
 _TERMINATING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+_NO_LOCKS = (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS)
 _PR_SET_PDEATHSIG = 1
 # argv: PARENT_PID PROGRAM ARGS...; exit 125 when the parent is already gone (the signal would never come)
 _EXEC_WITH_PDEATHSIG = ('import ctypes, os, signal, sys\n'
@@ -119,6 +120,13 @@ def lock_target(path: str, timeout: float = LOCK_TIMEOUT_S):
                         raise PluginError(path, f'another process has been patching it for more than {timeout:.0f} s '
                                                 f'(advisory lock held); try again later') from None
                     time.sleep(0.05)
+                except OSError as err:
+                    if err.errno not in _NO_LOCKS:
+                        raise PluginError(path, f'cannot lock it: {err.strerror}') from None
+                    # a file system without locks (some NFS set-ups): still atomic, but runs at once are not
+                    # serialized, and a leftover temporary may be another run's, so none is removed
+                    yield fd
+                    return
             try:
                 current = os.stat(path)
             except FileNotFoundError:
