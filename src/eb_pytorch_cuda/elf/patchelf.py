@@ -294,9 +294,9 @@ def write_needed(path, sonames, before=None, break_hardlinks=False, lock_fd=None
 
     `before` is the ElfInfo of path read by the caller (read again when not given); callers that may
     race with other writers hold lock_target(path), read `before` under it and pass its descriptor as
-    lock_fd (patchelf inherits it).  When path is a
-    symlink, the file it points to is patched.  The caller has decided that every soname should be
-    added; this function only makes the write safe (see the module docstring).
+    lock_fd (patchelf inherits it).  When path is a symlink, the file it points to is patched.  The
+    caller has decided that every soname should be added; this function only makes the write safe
+    (see the module docstring).
     """
     path = os.path.realpath(path)  # a symlink to the library stays a symlink; its target is replaced
     before = before or read_elf(path)
