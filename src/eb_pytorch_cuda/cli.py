@@ -159,7 +159,7 @@ def _raise_terminated(signum, frame):
     raise Terminated(signum)
 
 
-def main(argv=None):
+def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     # SIGTERM/SIGHUP become an exception, like SIGINT's KeyboardInterrupt, so every cleanup (the
     # add-needed temporary file above all) runs before the one-line message and exit 128+N

@@ -39,7 +39,7 @@ import sysconfig
 import threading
 import time
 
-from eb_pytorch_cuda.elf.reader import read_elf
+from eb_pytorch_cuda.elf.reader import ElfInfo, read_elf
 from eb_pytorch_cuda.elf.regularfile import open_regular
 from eb_pytorch_cuda.errors import PluginError, Terminated
 
@@ -289,7 +289,8 @@ def _run_patchelf(path, command, hold=()):
         raise PluginError(path, f'patchelf failed (exit {child.returncode}): {message}; nothing modified')
 
 
-def write_needed(path, sonames, before=None, break_hardlinks=False, lock_fd=None):
+def write_needed(path: str, sonames, before: ElfInfo = None, break_hardlinks: bool = False,
+                 lock_fd: int = None) -> ElfInfo:
     """Add sonames (not yet present, in order) as NEEDED entries of path; return the new ElfInfo.
 
     `before` is the ElfInfo of path read by the caller (read again when not given); callers that may

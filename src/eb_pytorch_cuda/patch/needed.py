@@ -123,7 +123,7 @@ def load_in_clean_process(path, preload=(), info=None):
     return LoadReport(report['loaded'], report['error'], report['mapped'], list(preload))
 
 
-def check_needed(path, sonames, expect_dir=None, load=False, preload=(), resolver=None):
+def check_needed(path: str, sonames, expect_dir: str = None, load: bool = False, preload=(), resolver=None) -> tuple:
     """Check every soname of a library; return ([NeededCheck], LoadReport or None)."""
     sonames = validate_sonames(path, sonames)
     require_regular(path)
