@@ -165,21 +165,22 @@ def main(argv=None) -> int:
     # add-needed temporary file above all) runs before the one-line message and exit 128+N
     previous = {signum: signal.signal(signum, _raise_terminated) for signum in (signal.SIGTERM, signal.SIGHUP)}
     try:
-        return args.func(args)
-    except PluginError as err:
-        print(f'{PROG}: error: {err}', file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
+        try:
+            return args.func(args)
+        except PluginError as err:
+            print(f'{PROG}: error: {err}', file=sys.stderr)
+            return 2
+        except OSError as err:  # anything the operations did not turn into a PluginError: still one line, exit 2
+            where = f'{err.filename}: ' if err.filename else ''
+            print(f'{PROG}: error: {where}{err.strerror or err}', file=sys.stderr)
+            return 2
+    except KeyboardInterrupt:  # (also when it arrives while an error above is being printed)
         print(f'{PROG}: interrupted (SIGINT); temporary files removed, no file left half-written', file=sys.stderr)
         return 128 + signal.SIGINT
     except Terminated as err:
         name = signal.Signals(err.signum).name
         print(f'{PROG}: terminated ({name}); temporary files removed, no file left half-written', file=sys.stderr)
         return 128 + err.signum
-    except OSError as err:  # anything the operations did not turn into a PluginError: still one line, exit 2
-        where = f'{err.filename}: ' if err.filename else ''
-        print(f'{PROG}: error: {where}{err.strerror or err}', file=sys.stderr)
-        return 2
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
