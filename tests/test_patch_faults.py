@@ -269,6 +269,55 @@ def test_concurrent_runs_serialize_and_every_entry_survives(big, tmp_path):
     assert os.listdir(tmp_path) == ['libtorch_cuda.so']
 
 
+def _wait_for(condition, what, timeout=60):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f'timed out waiting for {what}'
+        time.sleep(0.002)
+
+
+def _holds_open(pid, path):
+    try:
+        return any(os.readlink(f'/proc/{pid}/fd/{fd}') == path for fd in os.listdir(f'/proc/{pid}/fd'))
+    except OSError:
+        return False
+
+
+def test_a_waiter_whose_file_was_replaced_locks_the_new_file(big, tmp_path):
+    # A patches; B opens the same file and waits for A's lock; A renames its result into place. B must
+    # then lock the file that is really there, not the replaced one, or a third run (here: this test,
+    # taking the lock itself) could patch the new file alongside B and one entry would be lost.
+    # SIGSTOP/SIGCONT of a run's process group make the order certain.
+    from eb_pytorch_cuda.elf.patchelf import lock_target
+    from eb_pytorch_cuda.errors import PluginError
+    target = str(tmp_path / 'libtorch_cuda.so')
+    shutil.copy2(big.original, target)
+
+    def start(soname):
+        return subprocess.Popen([_script(), 'add-needed', target, soname], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, start_new_session=True)
+    first = start('libcudnn_ops_train.so.8')
+    _wait_for(lambda: _temporaries(str(tmp_path)), 'the first run to start patching')
+    os.killpg(first.pid, signal.SIGSTOP)
+    second = start('libcudnn_adv_train.so.8')
+    _wait_for(lambda: _holds_open(second.pid, target), 'the second run to open the library')
+    os.killpg(first.pid, signal.SIGCONT)
+    assert first.wait(timeout=60) == 0
+    _wait_for(lambda: any(f'.{second.pid}.' in name for name in _temporaries(str(tmp_path))),
+              'the second run to start patching')
+    os.killpg(second.pid, signal.SIGSTOP)
+    try:
+        with pytest.raises(PluginError, match='another process has been patching it'):
+            with lock_target(target, timeout=1):
+                pass  # pragma: no cover (reached only when the second run locked the replaced file)
+    finally:
+        os.killpg(second.pid, signal.SIGCONT)
+    assert second.wait(timeout=60) == 0, second.stderr.read()
+    needed = read_elf(target).needed
+    assert 'libcudnn_ops_train.so.8' in needed and 'libcudnn_adv_train.so.8' in needed
+    assert os.listdir(tmp_path) == ['libtorch_cuda.so']
+
+
 def test_stale_temporaries_of_our_naming_are_removed_by_the_next_run_others_kept(standin8):
     directory = os.path.dirname(standin8.torch_lib)
     add_needed(standin8.torch_lib, [SONAME])
