@@ -53,7 +53,7 @@ def add_needed(path: str, sonames, force: bool = False, resolver=None,
     break_hardlinks: patch a file that has other hard links anyway (they keep the old content)."""
     sonames = validate_sonames(path, sonames)
     with lock_target(path) as lock_fd:
-        info = read_elf(os.path.realpath(path))  # under the lock: a concurrent run's entries are seen
+        info = read_elf(path)  # under the lock: a concurrent run's entries are seen (path as given: $ORIGIN)
         resolver = resolver or Resolver()
         resolutions = {soname: resolver.resolve(soname, info) for soname in sonames}
         missing = [s for s in sonames if s not in info.needed]
