@@ -475,6 +475,8 @@ def test_unprivileged_owner_patches_own_library_owner_and_mode_kept(public_dir):
 def test_rename_refused_is_one_line_and_leaves_nothing(tmp_path):
     _root_only()
     library = _small_library(str(tmp_path))
+    if not shutil.which('chattr'):
+        pytest.skip('chattr (e2fsprogs) is not installed')
     if subprocess.run(['chattr', '+i', library], capture_output=True).returncode != 0:
         pytest.skip(f'chattr +i is not supported on the file system of {tmp_path}')
     try:
@@ -495,6 +497,8 @@ def small_tmpfs(tmp_path):
     def mount(size, inodes):
         point = tmp_path / f'tmpfs{len(mounted)}'
         point.mkdir()
+        if os.geteuid() != 0 or not shutil.which('mount'):
+            pytest.skip('mounting a tmpfs needs root and mount(8)')
         done = subprocess.run(['mount', '-t', 'tmpfs', '-o', f'size={size},nr_inodes={inodes},mode=755', 'tmpfs',
                                str(point)], capture_output=True, text=True)
         if done.returncode != 0:
