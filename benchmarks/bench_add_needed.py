@@ -9,7 +9,10 @@ What it measures, each operation followed by os.sync(), median of --rounds round
   patchelf    the bare `patchelf --add-needed X --output OUT LIB` (the floor for any atomic patch)
   add-needed  eb_pytorch_cuda.patch.needed.add_needed (resolve, patchelf to temp file, verify, rename)
 The library is built by gcc: the libtorch_cuda.so stand-in plus --size-mb of data (.incbin), linked
-against the cuDNN stand-in with DT_RPATH, so the soname added resolves as in real use.
+against the cuDNN stand-in with DT_RPATH, so the soname added resolves as in real use.  The same three
+are also timed, without sync, on the small stand-in (--small-rounds rounds): there the file costs
+nothing and what remains is our fixed cost per call (lock, exec wrapper that ties patchelf's life to
+ours, verification, owner/xattr/mode copy), which the large library's noise would hide.
 
     python benchmarks/bench_add_needed.py [--size-mb 700] [--rounds 5] [--workdir DIR]
 """
@@ -42,52 +45,68 @@ def build_large_library(workdir, size_mb):
     with open(source, 'w') as handle:
         handle.write('int cudnnConvolutionForward(int x);\n'
                      'int torch_conv(int x) { return cudnnConvolutionForward(x); }\n'
-                     f'__asm__(".section .rodata\\n.global big_blob\\nbig_blob:\\n.incbin \\"{blob}\\"\\n.previous");\n')
+                     '__asm__(".section .rodata\\n.global big_blob\\nbig_blob:\\n'
+                     f'.incbin \\"{blob}\\"\\n.previous");\n')
     library = os.path.join(workdir, 'original', 'libtorch_cuda.so')
     os.makedirs(os.path.dirname(library))
     subprocess.run(['gcc', '-shared', '-fPIC', '-o', library, source, f'-L{cudnn_prefix}/lib', '-lcudnn',
-                    '-Wl,--disable-new-dtags', f'-Wl,-rpath,{cudnn_prefix}/lib'], check=True)
+                    '-Wl,--disable-new-dtags', f'-Wl,-rpath,{cudnn_prefix}/lib', '-Wl,-z,noexecstack'], check=True)
     os.unlink(blob)
     return library
 
 
-def timed(action):
+def timed(action, sync=True):
     start = time.perf_counter()
     action()
-    os.sync()
+    if sync:
+        os.sync()
     return time.perf_counter() - start
+
+
+def measure(original, target_dir, rounds, sync=True):
+    """{'copy': [...], 'patchelf': [...], 'add-needed': [...]} seconds for the library at original."""
+    target = os.path.join(target_dir, 'libtorch_cuda.so')
+    out = os.path.join(target_dir, 'patched.so')
+    results = {'copy': [], 'patchelf': [], 'add-needed': []}
+    for _ in range(rounds):
+        results['copy'].append(timed(lambda: shutil.copyfile(original, target), sync))
+        results['patchelf'].append(timed(lambda: subprocess.run(
+            [patchelf_binary(), '--add-needed', SONAME, '--output', out, target], check=True), sync))
+        os.unlink(out)
+        results['add-needed'].append(timed(lambda: add_needed(target, [SONAME]), sync))
+        os.unlink(target)
+    return results
+
+
+def show(results):
+    copy = statistics.median(results['copy'])
+    for name, values in results.items():
+        median = statistics.median(values)
+        print(f'  {name:11} {median:7.3f} s   {median / copy:5.2f}x copy   '
+              f'(min {min(values):.3f}, max {max(values):.3f})')
+    overhead = statistics.median(results['add-needed']) - statistics.median(results['patchelf'])
+    print(f'  add-needed minus bare patchelf: {overhead:+.3f} s')
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--size-mb', type=int, default=700)
     parser.add_argument('--rounds', type=int, default=5)
+    parser.add_argument('--small-rounds', type=int, default=30)
     parser.add_argument('--workdir', default=None, help='where to build (default: a temporary directory)')
     args = parser.parse_args()
     workdir = tempfile.mkdtemp(prefix='bench-add-needed-', dir=args.workdir)
     try:
         original = build_large_library(workdir, args.size_mb)
-        size = os.path.getsize(original)
         target_dir = os.path.join(workdir, 'work')
         os.makedirs(target_dir)
-        target = os.path.join(target_dir, 'libtorch_cuda.so')
-        out = os.path.join(target_dir, 'patched.so')
-        results = {'copy': [], 'patchelf': [], 'add-needed': []}
-        for _ in range(args.rounds):
-            results['copy'].append(timed(lambda: shutil.copyfile(original, target)))
-            results['patchelf'].append(timed(lambda: subprocess.run(
-                [patchelf_binary(), '--add-needed', SONAME, '--output', out, target], check=True)))
-            os.unlink(out)
-            results['add-needed'].append(timed(lambda: add_needed(target, [SONAME])))
-            os.unlink(target)
-        print(f'library: {size / 1e6:.0f} MB, {args.rounds} rounds, median seconds (each followed by sync)')
-        copy = statistics.median(results['copy'])
-        for name, values in results.items():
-            median = statistics.median(values)
-            print(f'  {name:11} {median:7.3f} s   {median / copy:5.2f}x copy   '
-                  f'(min {min(values):.3f}, max {max(values):.3f})')
-        overhead = statistics.median(results['add-needed']) - statistics.median(results['patchelf'])
-        print(f'  add-needed minus bare patchelf: {overhead:+.3f} s')
+        print(f'library: {os.path.getsize(original) / 1e6:.0f} MB, {args.rounds} rounds, median seconds '
+              f'(each followed by sync)')
+        show(measure(original, target_dir, args.rounds))
+        small = standins.build_torch_lib(os.path.join(workdir, 'small'), os.path.join(workdir, 'cudnn'))
+        print(f'small stand-in: {os.path.getsize(small) / 1e3:.0f} kB, {args.small_rounds} rounds, median seconds '
+              f'(no sync: the fixed cost per call)')
+        show(measure(small, target_dir, args.small_rounds, sync=False))
     finally:
         shutil.rmtree(workdir)
 

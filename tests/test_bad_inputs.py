@@ -112,3 +112,50 @@ def test_patchelf_failure_leaves_no_temporary_file(standin8, monkeypatch, tmp_pa
         writer.write_needed(standin8.torch_lib, ['libcudnn_cnn_train.so.8'])
     assert open(standin8.torch_lib, 'rb').read() == before
     assert os.listdir(os.path.dirname(standin8.torch_lib)) == ['libtorch_cuda.so']
+
+
+@pytest.mark.parametrize('command', ['add-needed', 'check-needed'])
+def test_fifo_named_like_a_library_is_refused_without_blocking(tmp_path, command):
+    fifo = tmp_path / 'libfifo.so'
+    os.mkfifo(fifo)
+    import shutil
+    import subprocess
+    import sys
+    script = shutil.which('eb-pytorch-cuda', path=os.path.dirname(sys.executable) + os.pathsep + os.environ['PATH'])
+    try:
+        done = subprocess.run([script, command, str(fifo), 'libm.so.6'], capture_output=True, text=True, timeout=30)
+    except subprocess.TimeoutExpired:  # pragma: no cover
+        pytest.fail(f'{command} blocked on a FIFO')
+    _assert_clean_failure(done, fifo, 'is a FIFO (named pipe), not a regular file')
+    assert os.listdir(tmp_path) == ['libfifo.so']
+
+
+def test_missing_expect_dir_is_bad_input_not_a_failed_check(standin8, tmp_path):
+    missing = tmp_path / 'nonexistent'
+    _assert_clean_failure(cli('check-needed', standin8.torch_lib, 'libcudnn.so.8', '--expect-dir', missing),
+                          missing, 'no such directory (given as --expect-dir)')
+    _assert_clean_failure(cli('check-needed', standin8.torch_lib, 'libcudnn.so.8', '--expect-dir',
+                              standin8.torch_lib), standin8.torch_lib, 'is not a directory')
+
+
+def test_missing_preload_is_bad_input_not_a_failed_check(standin8, tmp_path):
+    missing = tmp_path / 'nonexistent' / 'libcuda.so.1'
+    _assert_clean_failure(cli('check-needed', '--load', standin8.torch_lib, 'libcudnn.so.8', '--preload', missing),
+                          missing, 'no such file')
+
+
+@pytest.mark.parametrize('offset,value,problem', [
+    (4, 1, 'but a 32-bit little-endian header is 52 bytes'),  # EI_CLASS 64 -> 32
+    (5, 2, 'but a 64-bit big-endian header is 64 bytes'),  # EI_DATA little -> big
+])
+def test_flipped_ident_byte_is_named_not_called_static(standin8, tmp_path, offset, value, problem):
+    flipped = tmp_path / 'flipped.so'
+    data = bytearray(open(standin8.torch_lib, 'rb').read())
+    data[offset] = value
+    flipped.write_bytes(bytes(data))
+    for command in ('add-needed', 'check-needed'):
+        done = cli(command, flipped, 'libcudnn.so.8')
+        _assert_clean_failure(done, flipped, 'has an inconsistent ELF header')
+        assert problem in done.stderr and 'EI_CLASS or EI_DATA byte corrupt' in done.stderr
+        assert 'statically linked' not in done.stderr
+    assert open(flipped, 'rb').read() == bytes(data)

@@ -1,23 +1,25 @@
 """The `eb-pytorch-cuda` command: the library's operations for people and scripts.
 
 Exit codes: 0 success (report: pass), 1 a check found a problem (report: fail), 2 bad input or a
-failed operation (one line on stderr naming the file and the problem; nothing modified).
+failed operation (one line on stderr naming the file and the problem; nothing modified), 128+N killed
+by signal N (SIGINT 130, SIGTERM 143, SIGHUP 129: one line, temporary files removed).
 """
 
 import argparse
 import os
+import signal
 import sys
 
 from eb_pytorch_cuda import __version__
 from eb_pytorch_cuda.cudnn import CATALOG, DEFAULT_NEEDED, ENV_VARIABLE
-from eb_pytorch_cuda.errors import PluginError
+from eb_pytorch_cuda.errors import PluginError, Terminated
 from eb_pytorch_cuda.patch.needed import add_needed, check_needed, check_problems
 
 PROG = 'eb-pytorch-cuda'
 
 
 def cmd_add_needed(args):
-    result = add_needed(args.library, args.sonames, force=args.force)
+    result = add_needed(args.library, args.sonames, force=args.force, break_hardlinks=args.break_hardlinks)
     for soname in result.added:
         resolution = result.resolutions[soname]
         where = resolution.path if resolution.found else 'UNRESOLVED (forced)'
@@ -128,6 +130,8 @@ def build_parser():
     add.add_argument('library')
     add.add_argument('sonames', nargs='+', metavar='SONAME')
     add.add_argument('--force', action='store_true', help='add entries even if they do not resolve')
+    add.add_argument('--break-hardlinks', action='store_true',
+                     help='patch a library that has other hard links (they keep the old content)')
     add.set_defaults(func=cmd_add_needed)
 
     check = sub.add_parser('check-needed', help='prove NEEDED entries are present, resolve and load')
@@ -180,13 +184,35 @@ def build_parser():
     return parser
 
 
-def main(argv=None):
+def _raise_terminated(signum, frame):
+    raise Terminated(signum)
+
+
+def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    # SIGTERM/SIGHUP become an exception, like SIGINT's KeyboardInterrupt, so every cleanup (the
+    # add-needed temporary file above all) runs before the one-line message and exit 128+N
+    previous = {signum: signal.signal(signum, _raise_terminated) for signum in (signal.SIGTERM, signal.SIGHUP)}
     try:
-        return args.func(args)
-    except PluginError as err:
-        print(f'{PROG}: error: {err}', file=sys.stderr)
-        return 2
+        try:
+            return args.func(args)
+        except PluginError as err:
+            print(f'{PROG}: error: {err}', file=sys.stderr)
+            return 2
+        except OSError as err:  # anything the operations did not turn into a PluginError: still one line, exit 2
+            where = f'{err.filename}: ' if err.filename else ''
+            print(f'{PROG}: error: {where}{err.strerror or err}', file=sys.stderr)
+            return 2
+    except KeyboardInterrupt:  # (also when it arrives while an error above is being printed)
+        print(f'{PROG}: interrupted (SIGINT); temporary files removed, no file left half-written', file=sys.stderr)
+        return 128 + signal.SIGINT
+    except Terminated as err:
+        name = signal.Signals(err.signum).name
+        print(f'{PROG}: terminated ({name}); temporary files removed, no file left half-written', file=sys.stderr)
+        return 128 + err.signum
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 if __name__ == '__main__':

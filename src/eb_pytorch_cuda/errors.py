@@ -12,3 +12,14 @@ class PluginError(Exception):
         self.path = str(path) if path is not None else None
         self.problem = ' '.join(str(problem).split())
         super().__init__(self.path and f'{self.path}: {self.problem}' or self.problem)
+
+
+class Terminated(BaseException):
+    """SIGTERM or SIGHUP arrived: raised from a signal handler so that cleanup (``finally``) runs.
+
+    A BaseException, like KeyboardInterrupt, so that ``except Exception`` does not swallow it.
+    """
+
+    def __init__(self, signum):
+        self.signum = signum
+        super().__init__(f'terminated by signal {signum}')

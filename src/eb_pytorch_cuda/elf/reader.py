@@ -85,6 +85,11 @@ def read_elf(path):
         with open(path, 'rb') as stream:
             elf = ELFFile(stream)
             header = elf.header
+            expected_size = 52 if elf.elfclass == 32 else 64
+            if header['e_ehsize'] != expected_size:  # e.g. a flipped EI_CLASS or EI_DATA byte: nothing else fits
+                raise PluginError(path, f"has an inconsistent ELF header: e_ehsize is {header['e_ehsize']}, but a "
+                                        f"{elf.elfclass}-bit {'little' if elf.little_endian else 'big'}-endian header "
+                                        f"is {expected_size} bytes (EI_CLASS or EI_DATA byte corrupt?)")
             if header['e_type'] not in ('ET_DYN', 'ET_EXEC'):
                 raise PluginError(path, f"is an ELF file of type {header['e_type']}, not a shared object")
             if header['e_phoff'] + header['e_phnum'] * header['e_phentsize'] > size:

@@ -2,9 +2,12 @@
 
 add_needed() is idempotent (an entry already present is not added again) and refuses to add an entry
 that would not resolve from the library itself, because such an entry makes the library fail to load
-at all.  check_needed() proves, for each soname, that it is (a) a NEEDED entry, (b) resolvable through
-the library's own search path (optionally inside an expected directory, e.g. $EBROOTCUDNN), and (c)
-with load=True, really mapped when the library is loaded in a fresh process without LD_LIBRARY_PATH.
+at all.  It reads the library's entries while holding the file's lock (elf.patchelf.lock_target), so
+two runs at once serialize and the second one sees, and keeps, the first one's entry.
+
+check_needed() proves, for each soname, that it is (a) a NEEDED entry, (b) resolvable through the
+library's own search path (optionally inside an expected directory, e.g. $EBROOTCUDNN), and (c) with
+load=True, really mapped when the library is loaded in a fresh process without LD_LIBRARY_PATH.
 """
 
 import json
@@ -16,7 +19,8 @@ from dataclasses import dataclass, field
 from eb_pytorch_cuda.loader import loadprobe
 from eb_pytorch_cuda.elf.reader import read_abi_key, read_elf
 from eb_pytorch_cuda.errors import PluginError
-from eb_pytorch_cuda.elf.patchelf import write_needed
+from eb_pytorch_cuda.elf.patchelf import lock_target, write_needed
+from eb_pytorch_cuda.elf.regularfile import require_regular
 from eb_pytorch_cuda.loader.resolve import Resolver
 
 SCRUBBED_ENV = ('LD_LIBRARY_PATH', 'LD_PRELOAD', 'LD_AUDIT')
@@ -42,22 +46,26 @@ class AddNeededResult:
     resolutions: dict  # soname -> Resolution, from the library's own search path
 
 
-def add_needed(path, sonames, force=False, resolver=None):
-    """Make every soname a NEEDED entry of the library at path; see the module docstring."""
+def add_needed(path: str, sonames, force: bool = False, resolver=None,
+               break_hardlinks: bool = False) -> 'AddNeededResult':
+    """Make every soname a NEEDED entry of the library at path; see the module docstring.
+
+    break_hardlinks: patch a file that has other hard links anyway (they keep the old content)."""
     sonames = validate_sonames(path, sonames)
-    info = read_elf(path)
-    resolver = resolver or Resolver()
-    resolutions = {soname: resolver.resolve(soname, info) for soname in sonames}
-    missing = [s for s in sonames if s not in info.needed]
-    unresolved = [s for s in missing if not resolutions[s].found]
-    if unresolved and not force:
-        soname = unresolved[0]
-        searched = ', '.join(resolutions[soname].tried) or 'no directories'
-        raise PluginError(path, f'refusing to add NEEDED {soname}: it does not resolve from this library '
-                                f'(searched {searched}, then ld.so.cache and system directories), so the '
-                                f'library would fail to load; use --force to add it anyway')
-    if missing:
-        write_needed(path, missing, before=info)
+    with lock_target(path) as lock_fd:
+        info = read_elf(path)  # under the lock: a concurrent run's entries are seen (path as given: $ORIGIN)
+        resolver = resolver or Resolver()
+        resolutions = {soname: resolver.resolve(soname, info) for soname in sonames}
+        missing = [s for s in sonames if s not in info.needed]
+        unresolved = [s for s in missing if not resolutions[s].found]
+        if unresolved and not force:
+            soname = unresolved[0]
+            searched = ', '.join(resolutions[soname].tried) or 'no directories'
+            raise PluginError(path, f'refusing to add NEEDED {soname}: it does not resolve from this library '
+                                    f'(searched {searched}, then ld.so.cache and system directories), so the '
+                                    f'library would fail to load; use --force to add it anyway')
+        if missing:
+            write_needed(path, missing, before=info, break_hardlinks=break_hardlinks, lock_fd=lock_fd)
     return AddNeededResult(path, missing, [s for s in sonames if s not in missing], resolutions)
 
 
@@ -115,9 +123,15 @@ def load_in_clean_process(path, preload=(), info=None):
     return LoadReport(report['loaded'], report['error'], report['mapped'], list(preload))
 
 
-def check_needed(path, sonames, expect_dir=None, load=False, preload=(), resolver=None):
+def check_needed(path: str, sonames, expect_dir: str = None, load: bool = False, preload=(), resolver=None) -> tuple:
     """Check every soname of a library; return ([NeededCheck], LoadReport or None)."""
     sonames = validate_sonames(path, sonames)
+    require_regular(path)
+    if expect_dir is not None and not os.path.isdir(expect_dir):
+        raise PluginError(expect_dir, 'no such directory (given as --expect-dir)' if not os.path.exists(expect_dir)
+                          else 'is not a directory (given as --expect-dir)')
+    for item in preload:
+        require_regular(item)
     info = read_elf(path)
     resolver = resolver or Resolver()
     checks = []

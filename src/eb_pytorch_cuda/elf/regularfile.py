@@ -1,0 +1,58 @@
+"""Open a file only if it is a regular file: never block on a FIFO, never touch a device.
+
+A FIFO named like a library (``libx.so``) makes a plain open() wait for a writer forever; a device
+file may have side effects when opened.  stat() first refuses anything that is not a regular file,
+and the open itself is non-blocking with the type checked again on the descriptor (the name could
+have been replaced in between).
+"""
+
+import os
+import stat
+
+from eb_pytorch_cuda.errors import PluginError
+
+_KINDS = ((stat.S_ISDIR, 'a directory'), (stat.S_ISFIFO, 'a FIFO (named pipe)'), (stat.S_ISSOCK, 'a socket'),
+          (stat.S_ISCHR, 'a character device'), (stat.S_ISBLK, 'a block device'))
+
+
+def file_kind(mode: int) -> str:
+    """'a regular file', 'a FIFO (named pipe)', ... for an st_mode."""
+    for test, name in _KINDS:
+        if test(mode):
+            return name
+    return 'a regular file' if stat.S_ISREG(mode) else 'not a regular file'
+
+
+def _refuse(path, mode):
+    raise PluginError(path, f'is {file_kind(mode)}, not a regular file')
+
+
+def open_regular(path: str) -> int:
+    """Return a read-only descriptor (close-on-exec) of path, which must be a regular file (symlinks followed).
+
+    Raises PluginError naming the path: no such file, not a regular file, or not readable.
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise PluginError(path, 'no such file') from None
+    except OSError as err:
+        raise PluginError(path, f'cannot be read: {err.strerror}') from None
+    if not stat.S_ISREG(mode):
+        _refuse(path, mode)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise PluginError(path, 'no such file') from None
+    except OSError as err:
+        raise PluginError(path, f'cannot be read: {err.strerror}') from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        _refuse(path, mode)
+    return fd
+
+
+def require_regular(path: str) -> None:
+    """Raise PluginError unless path is a readable regular file (checked without blocking)."""
+    os.close(open_regular(path))
