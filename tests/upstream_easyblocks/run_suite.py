@@ -43,10 +43,10 @@ def check_deployment(easyblock_file):
     from easybuild.framework.easyconfig.easyconfig import get_easyblock_class
     from easybuild.tools.version import VERSION
     cls = get_easyblock_class('EB_PyTorch')
-    source = inspect.getsourcefile(cls)
+    source = os.path.realpath(inspect.getsourcefile(cls))  # an included easyblock is a symlink
     with open(source) as handle:
         assert MARKER in handle.read(), f'EB_PyTorch comes from {source}, not from our easyblock'
-    upstream_source = inspect.getsourcefile(cls.__mro__[1])
+    upstream_source = os.path.realpath(inspect.getsourcefile(cls.__mro__[1]))
     with open(upstream_source) as handle:
         assert MARKER not in handle.read(), f'our easyblock extends itself ({upstream_source})'
     module = importlib.import_module('easybuild.easyblocks.pytorch')

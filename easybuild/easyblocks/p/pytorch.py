@@ -342,21 +342,23 @@ class EB_PyTorch(UpstreamPyTorch):
     def _dry_run_python_facts(self):
         """For one dry-run step: Python's version from the Python dependency (a dry run runs no command).
 
-        PythonPackage asks det_python_version() of the module it was defined in (upstream's, or a site's
-        included copy); that one function is replaced for the duration of the step, then restored.
+        PythonPackage asks det_python_version() of the module its methods were defined in (upstream's,
+        or a site's included copy, which need not be what sys.modules holds under that name); that one
+        name is replaced in those globals for the duration of the step, then restored.
         """
         base = next((cls for cls in type(self).__mro__ if cls.__name__ == 'PythonPackage'), None)
-        module = sys.modules.get(base.__module__) if base is not None else None
-        original = getattr(module, 'det_python_version', None)
+        method = getattr(base, 'configure_step', None) if base is not None else None
+        namespace = getattr(method, '__globals__', {})
+        original = namespace.get('det_python_version')
         if original is None:
             yield
             return
         version = self._python_dependency_version()
-        module.det_python_version = lambda python_cmd: original(python_cmd) or version
+        namespace['det_python_version'] = lambda python_cmd: original(python_cmd) or version
         try:
             yield
         finally:
-            module.det_python_version = original
+            namespace['det_python_version'] = original
 
     def run_step(self, step, step_methods):
         """EasyBuild's; in a dry run, each step with the Python facts of the Python dependency."""
