@@ -44,7 +44,7 @@ from easybuild.tools.systemtools import get_cpu_architecture
 
 from eb_pytorch_cuda.eb import hooks as easybuild_hooks
 from eb_pytorch_cuda.errors import PluginError
-from eb_pytorch_cuda.eb import ecpolicy
+from eb_pytorch_cuda.eb import ecpolicy, testinstall
 from eb_pytorch_cuda.testsuite import step
 from eb_pytorch_cuda.testsuite.command import parse_runtest
 from eb_pytorch_cuda.testsuite.policy import detect_context, excluded_tests, judge
@@ -172,8 +172,9 @@ class EB_PyTorch(UpstreamPyTorch):
             raise EasyBuildError(str(err)) from None
 
     def _test_install(self):
-        """Install into a temporary prefix, as PythonPackage's test step does; return (prefix, PYTHONPATH dirs,
-        bin dir)."""
+        """Install into a temporary prefix, as PythonPackage's test step does; return (prefix, PYTHONPATH
+        entries, bin dir).  The entries make the package importable whatever the installer made: pip's
+        site-packages, the posix_local scheme's local/, or an egg that only easy-install.pth names."""
         prefix = tempfile.mkdtemp()
         actual = os.path.join(prefix, 'local') if self.using_local_py_install_scheme() else prefix
         pylibdirs = [os.path.join(actual, pylibdir) for pylibdir in self.all_pylibdirs]
@@ -182,7 +183,7 @@ class EB_PyTorch(UpstreamPyTorch):
         extrapath = f"export PYTHONPATH={os.pathsep.join(pylibdirs + ['$PYTHONPATH'])} && "
         run_shell_cmd(self.compose_install_command(prefix, extrapath=extrapath))
         self.py_post_install_shenanigans(prefix)
-        return prefix, pylibdirs, os.path.join(actual, 'bin')
+        return prefix, testinstall.import_paths(prefix, pylibdirs), os.path.join(actual, 'bin')
 
     def _set_test_environment(self):
         """What upstream's test step sets: cache dirs, FB-CI mode, no bottleneck test, MAX_JOBS, OMP threads."""
