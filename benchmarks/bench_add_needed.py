@@ -42,7 +42,8 @@ def build_large_library(workdir, size_mb):
     with open(source, 'w') as handle:
         handle.write('int cudnnConvolutionForward(int x);\n'
                      'int torch_conv(int x) { return cudnnConvolutionForward(x); }\n'
-                     f'__asm__(".section .rodata\\n.global big_blob\\nbig_blob:\\n.incbin \\"{blob}\\"\\n.previous");\n')
+                     '__asm__(".section .rodata\\n.global big_blob\\nbig_blob:\\n'
+                     f'.incbin \\"{blob}\\"\\n.previous");\n')
     library = os.path.join(workdir, 'original', 'libtorch_cuda.so')
     os.makedirs(os.path.dirname(library))
     subprocess.run(['gcc', '-shared', '-fPIC', '-o', library, source, f'-L{cudnn_prefix}/lib', '-lcudnn',

@@ -18,7 +18,8 @@ from eb_runner import REPO, eb_venv
 
 STOCK_PYTHON = REPO / '.venvs' / 'stock-4.9.4' / 'bin' / 'python'
 DEBIAN_PYTHON = Path('/usr/bin/python3')
-SETUP_PY = "from setuptools import setup\nsetup(name='probepkg', version='0.1', packages=['probepkg'], zip_safe=False)\n"
+SETUP_PY = ("from setuptools import setup\n"
+            "setup(name='probepkg', version='0.1', packages=['probepkg'], zip_safe=False)\n")
 PYLIBDIR = os.path.join('lib', 'python%d.%d' % tuple(map(int, sysconfig.get_python_version().split('.'))),
                         'site-packages')
 
