@@ -29,13 +29,20 @@ SUITE_REF = {'4.9.4': 'v4.9.4', '5.4.1': 'develop-2026-03-13'}
 
 
 def stock_venv(version):
-    """The stock venv of tools/setup.sh, checked to carry the current easyblock (else: rerun setup)."""
+    """The stock venv of tools/setup.sh, checked to carry the current package (else: rerun setup)."""
     venv = Path(os.environ.get('EB_PYTORCH_CUDA_VENVS', REPO / '.venvs')) / f'stock-{version}'
-    installed = venv / 'share' / 'eb-pytorch-cuda' / 'easyblocks' / 'pytorch.py'
-    if not installed.exists():
+    share = venv / 'share' / 'eb-pytorch-cuda'
+    if not (share / 'easyblocks' / 'pytorch.py').exists():
         pytest.fail(f'{venv} has no pip-installed eb-pytorch-cuda: run bash tools/setup.sh')
-    if not filecmp.cmp(installed, OURS, shallow=False):
-        pytest.fail(f'{installed} is older than {OURS}: run bash tools/setup.sh (it reinstalls the package)')
+    site_packages = next((venv / 'lib').glob('python3*/site-packages'))
+    copies = {OURS: share / 'easyblocks' / 'pytorch.py',
+              REPO / 'hooks' / 'eb_hooks.py': share / 'hooks' / 'eb_hooks.py'}
+    for source in (REPO / 'src').rglob('*.py'):
+        copies[source] = site_packages / source.relative_to(REPO / 'src')
+    stale = [str(source) for source, copy in copies.items()
+             if not copy.exists() or not filecmp.cmp(source, copy, shallow=False)]
+    if stale:
+        pytest.fail(f'{venv} holds an older eb-pytorch-cuda ({stale[0]} changed): run bash tools/setup.sh')
     return venv
 
 

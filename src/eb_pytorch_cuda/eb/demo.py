@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Dict, Optional
 
 from eb_pytorch_cuda import standins
 from eb_pytorch_cuda.eb.config import plugin_files
@@ -27,7 +28,7 @@ SHOWN = ('== building and installing', '== patched', '== suite', '== rerun', '==
          '== verdict', '== test results', '== sanity check:', '== COMPLETED', '== FAILED', 'ERROR:', 'WARNING: lib')
 
 
-def find_eb():
+def find_eb() -> str:
     """The `eb` of this Python's environment, else the one on PATH."""
     beside = os.path.join(os.path.dirname(sys.executable), 'eb')
     found = beside if os.access(beside, os.X_OK) else shutil.which('eb')
@@ -36,7 +37,7 @@ def find_eb():
     return found
 
 
-def find_lmod():
+def find_lmod() -> str:
     candidates = [os.environ.get('LMOD_CMD'), *LMOD_CANDIDATES, shutil.which('lmod')]
     for candidate in candidates:
         if candidate and os.access(candidate, os.X_OK):
@@ -44,7 +45,7 @@ def find_lmod():
     raise PluginError(None, 'Lmod not found: install it (Debian: apt-get install lmod) or set $LMOD_CMD')
 
 
-def eb_environment(workdir, lmod):
+def eb_environment(workdir: str, lmod: str) -> Dict[str, str]:
     """EasyBuild settings for the demo prefix: ours (easyblock, hooks) plus an EESSI-like RPATH stack."""
     files = plugin_files()
     env = {k: v for k, v in os.environ.items()
@@ -67,7 +68,7 @@ def eb_environment(workdir, lmod):
     return env
 
 
-def show_prevented_error(library, workdir):
+def show_prevented_error(library: str, workdir: str) -> None:
     """Run the loader harness on the installed library and on a copy without the NEEDED entry."""
     harness = standins.build_loadcheck(os.path.join(workdir, 'loadcheck'))
     unpatched = os.path.join(os.path.dirname(library), '.demo-unpatched-libtorch_cuda.so')
@@ -84,7 +85,7 @@ def show_prevented_error(library, workdir):
         os.unlink(unpatched)
 
 
-def run_demo(workdir=None):
+def run_demo(workdir: Optional[str] = None) -> int:
     """Run the demo; return the exit code (0 when the build passed for the right reasons)."""
     start = time.time()
     workdir = os.path.abspath(workdir or tempfile.mkdtemp(prefix='eb-pytorch-cuda-demo-'))
@@ -100,7 +101,7 @@ def run_demo(workdir=None):
     with open(os.path.join(workdir, 'eb-output.log'), 'w') as log, \
             subprocess.Popen(command, env=eb_environment(workdir, lmod), stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True, cwd=workdir) as process:
-        for line in process.stdout:
+        for line in process.stdout or ():
             log.write(line)
             if line.startswith(SHOWN):
                 print(line.rstrip())
