@@ -43,3 +43,13 @@ def test_upstream_flake8_configuration_accepts_our_easyblock(version):
     done = subprocess.run([str(eb_venv('5.4.1') / 'bin' / 'flake8'), f'--config={config}', str(OURS)],
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize('version', EB_VERSIONS)
+def test_easybuild_style_check_accepts_our_easyblock(version):
+    # EasyBuild's own style check (pycodestyle, line length 120, its extra rules), as `eb --check-style` runs it
+    script = ('import sys\nfrom easybuild.framework.easyconfig.style import check_easyconfigs_style\n'
+              'sys.exit(check_easyconfigs_style([sys.argv[1]]))\n')
+    done = subprocess.run([str(eb_venv(version) / 'bin' / 'python'), '-c', script, str(OURS)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
