@@ -50,8 +50,10 @@ def check_deployment(easyblock_file):
     with open(upstream_source) as handle:
         assert MARKER not in handle.read(), f'our easyblock extends itself ({upstream_source})'
     module = importlib.import_module('easybuild.easyblocks.pytorch')
-    missing = [name for name in UPSTREAM_API[int(str(VERSION).split('.')[0])] if not hasattr(module, name)]
-    assert not missing, f'upstream names not reachable as easybuild.easyblocks.pytorch: {missing}'
+    upstream = sys.modules[cls.__mro__[1].__module__]
+    names = UPSTREAM_API[int(str(VERSION).split('.')[0])]
+    missing = [name for name in names if getattr(module, name, None) is not getattr(upstream, name)]
+    assert not missing, f'upstream names not reachable (as the same objects) as easybuild.easyblocks.pytorch: {missing}'
     print(f'deployment: EB_PyTorch from {source}, extending {upstream_source}; upstream API reachable')
 
 
