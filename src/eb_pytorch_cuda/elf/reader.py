@@ -34,14 +34,11 @@ class ElfInfo:
     elf_class: int  # 32 or 64
     little_endian: bool
     machine: str  # e.g. 'EM_X86_64', 'EM_AARCH64'
-    osabi: str
-    elf_type: str  # 'ET_DYN' or 'ET_EXEC'
     soname: Optional[str] = None
     needed: tuple = ()
     rpath: tuple = ()  # DT_RPATH entries, unexpanded ($ORIGIN kept)
     runpath: tuple = ()  # DT_RUNPATH entries, unexpanded
     flags_1: int = 0
-    interpreter: Optional[str] = None
 
     @property
     def nodeflib(self) -> bool:
@@ -91,15 +88,12 @@ def read_elf(path: Union[str, 'os.PathLike[str]']) -> ElfInfo:
             if header['e_phoff'] + header['e_phnum'] * header['e_phentsize'] > size:
                 raise PluginError(path, 'is a truncated ELF file (program headers past the end)')
             dynamic = None
-            interpreter = None
             segments: Iterable[Any] = elf.iter_segments()  # pyelftools sets some attributes at run time
             for segment in segments:
                 if segment['p_offset'] + segment['p_filesz'] > size:
                     raise PluginError(path, f"is a truncated ELF file ({segment['p_type']} past the end)")
                 if isinstance(segment, DynamicSegment):
                     dynamic = segment
-                elif segment['p_type'] == 'PT_INTERP':
-                    interpreter = segment.get_interp_name()
             if dynamic is None:
                 raise PluginError(path, 'has no dynamic section (statically linked?)')
             values: dict = {'DT_NEEDED': [], 'DT_SONAME': None, 'DT_RPATH': None, 'DT_RUNPATH': None, 'DT_FLAGS_1': 0}
@@ -123,14 +117,11 @@ def read_elf(path: Union[str, 'os.PathLike[str]']) -> ElfInfo:
                 elf_class=elf.elfclass,
                 little_endian=elf.little_endian,
                 machine=header['e_machine'],
-                osabi=header['e_ident']['EI_OSABI'],
-                elf_type=header['e_type'],
                 soname=values['DT_SONAME'],
                 needed=tuple(values['DT_NEEDED']),
                 rpath=_split_path_list(values['DT_RPATH']),
                 runpath=_split_path_list(values['DT_RUNPATH']),
                 flags_1=values['DT_FLAGS_1'],
-                interpreter=interpreter,
             )
     except PluginError:
         raise

@@ -26,7 +26,6 @@ class SymbolTable:
     defined: dict = field(default_factory=dict)  # name (bytes) -> set of version names ('' for unversioned)
     undefined: list = field(default_factory=list)  # (name, version or '', library expected to define it or ''),
     # names as bytes: decoded only when reported
-    weak_undefined: int = 0
 
 
 class ElfSymbols:
@@ -139,8 +138,7 @@ class ElfSymbols:
             version_index = versym[index] & 0x7fff if index < len(versym) else 1
             if shndx == 0:
                 if info >> 4 == STB_WEAK:
-                    table.weak_undefined += 1
-                    continue
+                    continue  # a weak reference may stay undefined: the loader never fails on it
                 library, version = needed_versions.get(version_index, ('', ''))
                 table.undefined.append((name, version, library))
             elif version_index != 0:  # 0: local
