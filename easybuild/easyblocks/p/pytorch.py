@@ -361,12 +361,12 @@ class EB_PyTorch(UpstreamPyTorch):
         finally:
             namespace['det_python_version'] = original
 
-    def run_step(self, step, step_methods):
+    def run_step(self, step_name, step_methods):
         """EasyBuild's; in a dry run, each step with the Python facts of the Python dependency."""
         if not self.dry_run:
-            return super().run_step(step, step_methods)
+            return super().run_step(step_name, step_methods)
         with self._dry_run_python_facts():
-            return super().run_step(step, step_methods)
+            return super().run_step(step_name, step_methods)
 
     def prepare_python(self):
         """Upstream's; in a dry run, the Python of the Python dependency, without running it."""
