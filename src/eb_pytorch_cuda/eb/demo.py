@@ -85,12 +85,32 @@ def show_prevented_error(library: str, workdir: str) -> None:
         os.unlink(unpatched)
 
 
+def check_wheel_building(python: str = sys.executable) -> None:
+    """EasyBuild 5 installs the stand-in with `pip install --no-build-isolation` run by this Python (the
+    stand-ins have no Python dependency), which needs a setuptools that builds wheels: >= 70.1, or the
+    `wheel` package.  A venv made by `python3 -m venv` on Python 3.11 has neither (setuptools 65.5,
+    docs/design.md section 2); say so up front instead of letting eb fail on `invalid command 'bdist_wheel'`."""
+    try:
+        from easybuild.tools.version import VERSION
+    except ImportError:
+        return
+    if int(str(VERSION).split('.')[0]) < 5:
+        return  # 4.x runs setup.py install
+    probe = 'import importlib.util as u; raise SystemExit(0 if u.find_spec("wheel") or ' \
+            'u.find_spec("setuptools.command.bdist_wheel") else 1)'
+    if subprocess.run([python, '-c', probe], capture_output=True).returncode != 0:
+        raise PluginError(python, f'cannot build wheels (no `wheel` package, setuptools older than 70.1), '
+                                  f'which EasyBuild {VERSION} needs to install the stand-ins: '
+                                  f'`{python} -m pip install wheel`')
+
+
 def run_demo(workdir: Optional[str] = None) -> int:
     """Run the demo; return the exit code (0 when the build passed for the right reasons)."""
     start = time.time()
+    eb, lmod = find_eb(), find_lmod()
+    check_wheel_building()  # before anything is written
     workdir = os.path.abspath(workdir or tempfile.mkdtemp(prefix='eb-pytorch-cuda-demo-'))
     os.makedirs(workdir, exist_ok=True)
-    eb, lmod = find_eb(), find_lmod()
     command = [eb, '--robot', EASYCONFIG]
     if os.geteuid() == 0:
         command.append(ROOT_FLAG)
