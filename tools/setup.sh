@@ -53,6 +53,13 @@ done
 # the easyblock/hooks are the copies under <venv>/share/eb-pytorch-cuda.  The demo and the easyblock
 # deployment tests run there too.  EasyBuild is installed once (cached); the package is reinstalled
 # every time, so the copy matches the checkout.
+# Debian's own Python (its default install scheme is posix_local) with pip, for the test installation tests
+if [ -x /usr/bin/python3 ] && ! /usr/bin/python3 -c 'import pip, setuptools' 2>/dev/null; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-pip python3-setuptools >/dev/null \
+            || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-pip python3-setuptools >/dev/null; }
+    fi
+fi
 for version in $EB_VERSIONS; do
     venv=.venvs/stock-$version
     [ -x "$venv/bin/python" ] || "$PYTHON" -m venv "$venv"
