@@ -74,8 +74,8 @@ def main():
                                       args.parallel, workdir)
         print(f'{args.suites} suites of {args.seconds}s on {os.cpu_count()} CPUs')
         print(f'  serial:             {serial_time:6.1f} s')
-        print(f'  {args.parallel} at a time:        {parallel_time:6.1f} s   speed-up {serial_time / parallel_time:.2f}x '
-              f'(ideal {args.parallel:.2f}x)')
+        print(f'  {args.parallel} at a time:        {parallel_time:6.1f} s   '
+              f'speed-up {serial_time / parallel_time:.2f}x (ideal {args.parallel:.2f}x)')
         print(f"  same results: {serial == parallel} ({sum(s == 'failed' for s, _ in serial.values())} failed suites)")
     finally:
         shutil.rmtree(workdir)

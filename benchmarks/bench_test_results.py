@@ -48,7 +48,8 @@ verdict = judge(result, Policy(10, []))
 elapsed = time.perf_counter() - start
 counts = [s.counts for s in result.suites.values()]
 total = sum(c['failed'] + c['errors'] + c['passed'] + c['skipped'] + c['xfailed'] + c['xpassed'] for c in counts)
-print(elapsed, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, sum(c['failed'] + c['errors'] for c in counts), total)
+failed = sum(c['failed'] + c['errors'] for c in counts)
+print(elapsed, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, failed, total)
 """
 
 
@@ -61,7 +62,7 @@ def generate(directory, suites, tests, seed=1):
     for index in range(suites):
         suite = f'area{index % 37}/test_module_{index}'
         dotted = suite.replace('/', '.')
-        cases, counts = [], dict(failed=0, passed=0, skipped=0, xfailed=0, rerun=0)
+        cases, counts = [], {'failed': 0, 'passed': 0, 'skipped': 0, 'xfailed': 0, 'rerun': 0}
         failed_names = []
         for number in range(per_suite + (1 if index < tests % suites else 0)):
             name, cls = f'test_case_{number}', f'Test{index % 11}'
@@ -120,7 +121,8 @@ def main():
         ours = measure(OURS, reports, log, args.rounds)
         print(f'{args.suites} XML files, {ours[3]} test cases (upstream counts {upstream[3]}), '
               f'failed: ours {ours[2]}, upstream {upstream[2]}; median of {args.rounds} fresh processes')
-        print(f'  upstream get_test_results+parse_test_log: {upstream[0]:6.2f} s, peak RSS {upstream[1] / 1024:6.0f} MB')
+        print(f'  upstream get_test_results+parse_test_log: {upstream[0]:6.2f} s, '
+              f'peak RSS {upstream[1] / 1024:6.0f} MB')
         print(f'  ours load_results+judge:                  {ours[0]:6.2f} s, peak RSS {ours[1] / 1024:6.0f} MB')
         print(f'  speed-up {upstream[0] / ours[0]:.1f}x, peak memory ratio {ours[1] / upstream[1]:.2f}')
         saved = os.path.join(workdir, 'saved.json')

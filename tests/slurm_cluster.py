@@ -115,7 +115,7 @@ def _wait_gone(pidfile, timeout=30):
 
 def submitted_job_ids(eb_output):
     """Job ids from EasyBuild's 'List of submitted jobs (N): name (module): id; ...' line."""
-    line = next((l for l in eb_output.splitlines() if 'List of submitted jobs' in l), '')
+    line = next((text for text in eb_output.splitlines() if 'List of submitted jobs' in text), '')
     return re.findall(r': (\d+)(?:;|$)', line)
 
 

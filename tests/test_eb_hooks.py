@@ -105,3 +105,29 @@ def test_cpu_only_build_is_skipped_with_one_info_line(eb):
     assert not list(eb.installdir('PyTorch', '2.1.2-standin-cpu').rglob('libtorch_cuda.so'))
     assert done.stdout.count('(CPU-only build)') == 1
     assert 'patched' not in done.stdout
+
+
+SITE_HOOKS = '''
+from eb_pytorch_cuda.eb.hooks import PyTorchCudaHooks
+
+site = PyTorchCudaHooks(cudnn_needed={8: ['libcudnn_ops_train.so.8']})
+
+
+def post_install_hook(self, *args, **kwargs):
+    site.post_install_hook(self, *args, **kwargs)
+
+
+def pre_sanitycheck_hook(self, *args, **kwargs):
+    site.pre_sanitycheck_hook(self, *args, **kwargs)
+'''
+
+
+def test_a_site_hooks_file_forwards_to_its_own_hooks_object_with_its_settings(eb, tmp_path):
+    hooks_file = tmp_path / 'site_hooks.py'
+    hooks_file.write_text(SITE_HOOKS)
+    done = eb.run(PYTORCH_EC, '--skip-test-step', f'--hooks={hooks_file}', hooks=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    library = installed_library(eb)
+    needed = read_elf(library).needed
+    assert 'libcudnn_ops_train.so.8' in needed and 'libcudnn_cnn_train.so.8' not in needed
+    assert f'sanity check: {library} has NEEDED libcudnn_ops_train.so.8 -> ' in done.stdout

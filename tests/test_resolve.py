@@ -42,7 +42,8 @@ def test_runpath_and_origin(tree):
 
 def test_rpath_is_inherited_by_needed_objects_but_runpath_is_not(tree):
     rpath_loader = _lib(tree / 'a' / 'liba.so', 'liba.so', flags=['-Wl,--disable-new-dtags', f'-Wl,-rpath,{tree}/deps'])
-    runpath_loader = _lib(tree / 'b' / 'libb.so', 'libb.so', flags=['-Wl,--enable-new-dtags', f'-Wl,-rpath,{tree}/deps'])
+    runpath_loader = _lib(tree / 'b' / 'libb.so', 'libb.so',
+                          flags=['-Wl,--enable-new-dtags', f'-Wl,-rpath,{tree}/deps'])
     middle = _lib(tree / 'm' / 'libm1.so', 'libm1.so')
     resolver = Resolver(use_system=False)
     assert resolver.resolve('libdep.so.1', middle, loader_chain=[rpath_loader]).found

@@ -85,8 +85,8 @@ def test_jobs_for_two_targets_each_apply_their_own_policy(slurm, tmp_path, versi
     wait_for_jobs(jobs)
     for target, workdir in workdirs.items():
         _check_installation(workdir)
-        job_output = (workdir / 'PyTorch-2.1.2-standin-easyblock-{}.out'.format(jobs[2 if 'haswell' in target
-                                                                                      else 5])).read_text()
+        job = jobs[2 if 'haswell' in target else 5]
+        job_output = (workdir / f'PyTorch-2.1.2-standin-easyblock-{job}.out').read_text()
         assert 'sanity check:' in job_output and 'mapped by a real load' in job_output  # our hooks ran in the job
         assert 'patched' in job_output
         report = _report(workdir)

@@ -23,8 +23,8 @@ def test_passing_unittest_suite_counts(log_result):
 def test_unittest_failures_with_names_from_py311_and_older_formats(log_result):
     suite = log_result.suites['test_nn']
     assert suite.status == 'failed' and (suite.counts['failed'], suite.counts['errors']) == (1, 1)
-    assert {(t.test_id, t.state) for t in suite.failed_tests} == {('TestNN.test_conv_tf32', 'failed'),
-                                                                    ('TestNNDeviceTypeCUDA.test_lstm_cuda', 'error')}
+    expected = {('TestNN.test_conv_tf32', 'failed'), ('TestNNDeviceTypeCUDA.test_lstm_cuda', 'error')}
+    assert {(t.test_id, t.state) for t in suite.failed_tests} == expected
 
 
 def test_pytest_summary_with_xfailed_and_rerun(log_result):

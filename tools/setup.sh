@@ -53,8 +53,32 @@ for version in $EB_VERSIONS; do
     "$venv/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip setuptools wheel 2>&1 \
         | grep -v '^WARNING: Location' || true
     "$venv/bin/python" -m pip install -q --disable-pip-version-check \
-        "easybuild-framework==$version" "easybuild-easyblocks==$version" "easybuild-easyconfigs==$version" -e '.[test]' 2>&1 \
+        "easybuild-framework==$version" "easybuild-easyblocks==$version" "easybuild-easyconfigs==$version" -e '.[test,lint]' 2>&1 \
         | grep -v '^WARNING: Location' || true
     "$venv/bin/eb-pytorch-cuda" --version >/dev/null
     PATH="$PWD/$venv/bin:$PATH" "$venv/bin/eb" --version
+done
+
+# --- stock environments (issue 14 item 7, issue 18 deployment 3) -------------------------------------
+# .venvs/stock-X: a venv made as a user makes one: `python3 -m venv`, then `pip install easybuild==X .`
+# (setuptools as venv brings it, no wheel, nothing upgraded), so eb_pytorch_cuda is a plain install and
+# the easyblock/hooks are the copies under <venv>/share/eb-pytorch-cuda.  The demo and the easyblock
+# deployment tests run there too.  EasyBuild is installed once (cached); the package is reinstalled
+# every time, so the copy matches the checkout.
+# Debian's own Python (its default install scheme is posix_local) with pip, for the test installation tests
+if [ -x /usr/bin/python3 ] && ! /usr/bin/python3 -c 'import pip, setuptools' 2>/dev/null; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-pip python3-setuptools >/dev/null \
+            || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-pip python3-setuptools >/dev/null; }
+    fi
+fi
+for version in $EB_VERSIONS; do
+    venv=.venvs/stock-$version
+    [ -x "$venv/bin/python" ] || "$PYTHON" -m venv "$venv"
+    "$venv/bin/python" -c "import easybuild.easyblocks" 2>/dev/null \
+        || "$venv/bin/python" -m pip install -q --disable-pip-version-check "easybuild==$version" 2>&1 \
+        | grep -v '^WARNING: Location' || true
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps --force-reinstall . 2>&1 \
+        | grep -v '^WARNING: Location' || true
+    "$venv/bin/eb-pytorch-cuda" --version >/dev/null
 done

@@ -10,6 +10,10 @@ resolve makes `import torch` itself fail.
 
 import os
 import re
+from typing import Any, Iterable, List, Mapping, Optional, Tuple
+
+# a setting: a list of sonames, or {cuDNN major version (int or str): list of sonames}
+SonameSetting = Any
 
 CATALOG = {
     8: ('libcudnn_ops_infer.so.8', 'libcudnn_ops_train.so.8', 'libcudnn_cnn_infer.so.8',
@@ -31,7 +35,7 @@ ENV_VARIABLE = 'EB_PYTORCH_CUDA_CUDNN_NEEDED'
 _MAIN_SONAME = re.compile(r'^libcudnn\.so\.(\d+)$')
 
 
-def cudnn_major(needed):
+def cudnn_major(needed: Iterable[str]) -> Optional[int]:
     """The cuDNN major version a library links against, from its NEEDED libcudnn.so.N; None if none."""
     for soname in needed:
         match = _MAIN_SONAME.match(soname)
@@ -40,12 +44,14 @@ def cudnn_major(needed):
     return None
 
 
-def parse_soname_list(value):
+def parse_soname_list(value: Optional[str]) -> List[str]:
     """Split a site setting ('a.so.9,b.so.9' or 'a.so.9 b.so.9') into sonames."""
     return [item for item in re.split(r'[\s,]+', value or '') if item]
 
 
-def requested_sonames(major, easyconfig_value=None, site_value=None, environ=None):
+def requested_sonames(major: Optional[int], easyconfig_value: Optional[SonameSetting] = None,
+                      site_value: Optional[SonameSetting] = None,
+                      environ: Optional[Mapping[str, str]] = None) -> List[str]:
     """The sonames asked for, before filtering: easyconfig parameter, else environment, else site, else default.
 
     Each source may be a list of sonames or a {major: list} dict, so one setting can cover cuDNN 8 and 9;
@@ -58,25 +64,26 @@ def requested_sonames(major, easyconfig_value=None, site_value=None, environ=Non
             continue
         if isinstance(source, dict):
             if major in source or str(major) in source:
-                return list(source.get(major, source.get(str(major))))
+                return list(source[major] if major in source else source[str(major)])
             continue
         if not source:
             return []  # an explicit empty list switches the patch off
         for_this_major = [s for s in source if not major or s.endswith(f'.so.{major}')]
         if for_this_major:
             return for_this_major
-    return list(DEFAULT_NEEDED.get(major, ()))
+    return list(DEFAULT_NEEDED.get(major, ())) if major is not None else []
 
 
-def unknown_sonames(major, sonames):
+def unknown_sonames(major: int, sonames: Iterable[str]) -> List[str]:
     """Sonames outside the catalog of that major version (allowed, but worth a warning)."""
     known = set(CATALOG.get(major, ()))
     return [s for s in sonames if s not in known]
 
 
-def filter_present(sonames, cudnn_dirs):
+def filter_present(sonames: Iterable[str], cudnn_dirs: Iterable[str]) -> Tuple[List[str], List[str]]:
     """Split sonames into (present, absent) by whether a file of that name exists in any cudnn_dirs."""
-    present, absent = [], []
+    present: List[str] = []
+    absent: List[str] = []
     for soname in sonames:
         found = any(os.path.exists(os.path.join(d, soname)) for d in cudnn_dirs)
         (present if found else absent).append(soname)

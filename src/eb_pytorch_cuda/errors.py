@@ -8,7 +8,7 @@ EasyBuild adapters can show it unchanged.
 class PluginError(Exception):
     """A problem with an input file or an operation on it; str() is a one-line message."""
 
-    def __init__(self, path, problem):
+    def __init__(self, path: object, problem: object) -> None:
         self.path = str(path) if path is not None else None
         self.problem = ' '.join(str(problem).split())
         super().__init__(self.path and f'{self.path}: {self.problem}' or self.problem)

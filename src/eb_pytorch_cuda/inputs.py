@@ -1,9 +1,12 @@
 """Reading a user-supplied input file whole, with the one-line error the CLI shows for any failure."""
 
+import os
+from typing import Union
+
 from eb_pytorch_cuda.errors import PluginError
 
 
-def read_bytes(path):
+def read_bytes(path: Union[str, 'os.PathLike[str]']) -> bytes:
     """The bytes of path, or PluginError naming the file and why it cannot be read."""
     try:
         with open(path, 'rb') as handle:

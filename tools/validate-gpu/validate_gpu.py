@@ -190,7 +190,8 @@ def summary_markdown(report):
              f"- machine: {report.get('gpu', 'no GPU')}, driver {report.get('driver', '?')}",
              f"- torch {report.get('torch')}, CUDA {report.get('cuda')}, cuDNN {report.get('cudnn')}",
              f"- defaults added: {', '.join(report['sonames'])}", '',
-             '| phase | conv2d fp32 | conv2d bf16 | conv3d-transpose | LSTM | dlopen() by name that failed (LD_DEBUG) |',
+             '| phase | conv2d fp32 | conv2d bf16 | conv3d-transpose | LSTM '
+             '| dlopen() by name that failed (LD_DEBUG) |',
              '| --- | --- | --- | --- | --- | --- |']
     for label, phase in report['phases'].items():
         cells = [('ok' if w['ok'] else 'FAIL') for w in phase['workloads'].values()] or ['-'] * 4
@@ -232,16 +233,19 @@ def main():
         if query.returncode == 0 and query.stdout.strip():
             report['gpu'], report['driver'] = [s.strip() for s in query.stdout.splitlines()[0].split(',')][:2]
     report['doctor_unpatched'] = cli('doctor', '--from', library, scratch_lib, '--executable', 'none')
-    phase = report['phases']['unpatched'] = run_work('unpatched', scratch_site, args.workdir, args.out, preloads, debug=True)
+    phase = report['phases']['unpatched'] = run_work('unpatched', scratch_site, args.workdir, args.out, preloads,
+                                                     debug=True)
     for key in ('torch', 'cuda', 'cudnn'):
         report[key] = phase.get(key)
     for soname in sonames:
         shutil.copy2(unpatched_copy, library)
-        report['phases'][f'only {soname}'] = {'add_needed': cli('add-needed', library, soname),
-                                               **run_work(f'only-{soname}', scratch_site, args.workdir, args.out, preloads)}
+        report['phases'][f'only {soname}'] = {
+            'add_needed': cli('add-needed', library, soname),
+            **run_work(f'only-{soname}', scratch_site, args.workdir, args.out, preloads)}
     shutil.copy2(unpatched_copy, library)
-    report['phases']['all defaults'] = {'add_needed': cli('add-needed', library, *sonames),
-                                        **run_work('patched', scratch_site, args.workdir, args.out, preloads, debug=True)}
+    report['phases']['all defaults'] = {
+        'add_needed': cli('add-needed', library, *sonames),
+        **run_work('patched', scratch_site, args.workdir, args.out, preloads, debug=True)}
     report['doctor_patched'] = cli('doctor', '--from', library, scratch_lib, '--executable', 'none')
     preload_args = [arg for path in preloads for arg in ('--preload', path)]
     report['check_needed'] = cli('check-needed', library, *sonames, '--expect-dir', cudnn_lib, '--load', *preload_args)

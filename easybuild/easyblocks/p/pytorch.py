@@ -9,10 +9,18 @@ EB_PyTorch (configure logic, BLAS selection, CUDA capabilities stay upstream's) 
 test step is run and judged: tests run against a temporary installation whose libtorch_cuda.so has
 the cuDNN NEEDED fix, without a shell, with progress on the console; the results are judged by a
 policy with a budget, named known failures per scope, and isolated reruns; the verdict is printed and
-written to <installdir>/easybuild/ as JSON and Markdown.  The upstream module is loaded from its file
-because this one takes its name once included.
+written to <installdir>/easybuild/ as JSON and Markdown.
+
+This file takes the name of upstream's module (easybuild.easyblocks.pytorch), however a site deploys
+it: --include-easyblocks (with or without other included easyblocks), a site easyblocks tree in
+place of upstream's p/pytorch.py, or the copy a pip install puts in share/eb-pytorch-cuda.  So
+upstream's module is found by content, not by where another easyblock's file lies: the first
+pytorch.py on easybuild.easyblocks' search path that is not a copy of this file (EXTENDS_UPSTREAM
+below marks every copy).  Upstream's module-level API (get_test_results, parse_test_log, TestState,
+...) is re-exported at the end, so code importing it from easybuild.easyblocks.pytorch keeps working.
 """
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -20,7 +28,7 @@ import shutil
 import sys
 import tempfile
 
-import easybuild.easyblocks.generic.pythonpackage as _pythonpackage
+import easybuild.easyblocks
 from easybuild.framework.easyconfig import CUSTOM
 from easybuild.tools.build_log import EasyBuildError, print_msg
 from easybuild.tools.config import build_option, build_path
@@ -28,15 +36,15 @@ from easybuild.tools.filetools import mkdir, remove_dir, write_file
 try:
     from easybuild.tools.run import run_shell_cmd
 except ImportError:  # EasyBuild 4.x
-    from easybuild.tools.run import run_cmd
+    from easybuild.tools.run import run_cmd as _run_cmd
 
     def run_shell_cmd(cmd):
-        return run_cmd(cmd, log_all=True, simple=True)
+        return _run_cmd(cmd, log_all=True, simple=True)
 from easybuild.tools.systemtools import get_cpu_architecture
 
 from eb_pytorch_cuda.eb import hooks as easybuild_hooks
 from eb_pytorch_cuda.errors import PluginError
-from eb_pytorch_cuda.eb import ecpolicy
+from eb_pytorch_cuda.eb import ecpolicy, testinstall
 from eb_pytorch_cuda.testsuite import step
 from eb_pytorch_cuda.testsuite.command import parse_runtest
 from eb_pytorch_cuda.testsuite.policy import detect_context, excluded_tests, judge
@@ -46,19 +54,57 @@ from eb_pytorch_cuda.testsuite.suiterun import ResultStore
 RESULTS_JSON = 'pytorch-test-results.json'
 RESULTS_MARKDOWN = 'pytorch-test-summary.md'
 
+# every copy of this file carries this line; upstream's pytorch.py never does
+EXTENDS_UPSTREAM = 'eb-pytorch-cuda easyblock: extends the EB_PyTorch of easybuild-easyblocks'
+UPSTREAM_MODULE = 'easybuild.easyblocks.pytorch_upstream'
 
-def _load_upstream():
-    """The EB_PyTorch class of the installed easybuild-easyblocks (shadowed by this file when included)."""
-    easyblocks_dir = os.path.dirname(os.path.dirname(os.path.abspath(_pythonpackage.__file__)))
-    path = os.path.join(easyblocks_dir, 'p', 'pytorch.py')
-    spec = importlib.util.spec_from_file_location('easybuild.easyblocks.upstream_pytorch', path)
+
+def _is_this_easyblock(path):
+    """True for this file and any copy of it (included, in a site tree, installed by pip)."""
+    try:
+        if os.path.samefile(path, __file__):
+            return True
+        with open(path, encoding='utf-8', errors='replace') as handle:
+            return EXTENDS_UPSTREAM in handle.read()
+    except OSError:
+        return False
+
+
+def upstream_easyblock_paths():
+    """Every pytorch.py on easybuild.easyblocks' search path (and sys.path) that is not this easyblock, in order."""
+    dirs = list(easybuild.easyblocks.__path__)
+    dirs += [os.path.join(entry, 'easybuild', 'easyblocks') for entry in sys.path if entry]
+    found = []
+    for directory in dirs:
+        for candidate in (os.path.join(directory, 'pytorch.py'), os.path.join(directory, 'p', 'pytorch.py')):
+            real = os.path.realpath(candidate)
+            if os.path.isfile(real) and real not in found and not _is_this_easyblock(real):
+                found.append(real)
+    return found
+
+
+def _load_upstream_module():
+    """Upstream's easyblock module, loaded once under its own name (never this file)."""
+    if UPSTREAM_MODULE in sys.modules:
+        return sys.modules[UPSTREAM_MODULE]
+    paths = upstream_easyblock_paths()
+    if not paths:
+        raise EasyBuildError("eb-pytorch-cuda: upstream EB_PyTorch (easybuild-easyblocks' p/pytorch.py) not found on "
+                             "the easyblocks search path %s; install easybuild-easyblocks",
+                             ':'.join(easybuild.easyblocks.__path__[:3]))
+    spec = importlib.util.spec_from_file_location(UPSTREAM_MODULE, paths[0])
     module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # EasyBuild's reproducibility copy inspects the class's source file
-    spec.loader.exec_module(module)
-    return module.EB_PyTorch
+    sys.modules[UPSTREAM_MODULE] = module  # EasyBuild's reproducibility copy inspects the class's source file
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[UPSTREAM_MODULE]
+        raise
+    return module
 
 
-UpstreamPyTorch = _load_upstream()
+_UPSTREAM = _load_upstream_module()
+UpstreamPyTorch = _UPSTREAM.EB_PyTorch
 # EasyBuild 5 renamed the post-install step (the old name still works there, with a deprecation warning)
 _POST_INSTALL = 'post_processing_step' if hasattr(UpstreamPyTorch, 'post_processing_step') else 'post_install_step'
 
@@ -107,8 +153,6 @@ class EB_PyTorch(UpstreamPyTorch):
         self.pytorch_test_report = None
         self._store = None
         self._reuse = None
-        if self.dry_run:
-            self._dry_run_python_version()
 
     def _raw_runtest(self):
         """runtest as written: %(python)s and %(excluded_tests)s are filled in by parse_runtest, without a shell."""
@@ -120,16 +164,17 @@ class EB_PyTorch(UpstreamPyTorch):
         return detect_context(capabilities, aliases=(get_cpu_architecture(),))
 
     def _policy(self, context):
-        values = {key: self.cfg[key] for key in ('max_failed_tests', 'known_test_failures',
-                                                  'flaky_failures_consume_budget')}
+        keys = ('max_failed_tests', 'known_test_failures', 'flaky_failures_consume_budget')
+        values = {key: self.cfg[key] for key in keys}
         try:
             return ecpolicy.policy_from_values(values, context, source=self.cfg.path or 'known_test_failures')
         except PluginError as err:
             raise EasyBuildError(str(err)) from None
 
     def _test_install(self):
-        """Install into a temporary prefix, as PythonPackage's test step does; return (prefix, PYTHONPATH dirs,
-        bin dir)."""
+        """Install into a temporary prefix, as PythonPackage's test step does; return (prefix, PYTHONPATH
+        entries, bin dir).  The entries make the package importable whatever the installer made: pip's
+        site-packages, the posix_local scheme's local/, or an egg that only easy-install.pth names."""
         prefix = tempfile.mkdtemp()
         actual = os.path.join(prefix, 'local') if self.using_local_py_install_scheme() else prefix
         pylibdirs = [os.path.join(actual, pylibdir) for pylibdir in self.all_pylibdirs]
@@ -138,7 +183,7 @@ class EB_PyTorch(UpstreamPyTorch):
         extrapath = f"export PYTHONPATH={os.pathsep.join(pylibdirs + ['$PYTHONPATH'])} && "
         run_shell_cmd(self.compose_install_command(prefix, extrapath=extrapath))
         self.py_post_install_shenanigans(prefix)
-        return prefix, pylibdirs, os.path.join(actual, 'bin')
+        return prefix, testinstall.import_paths(prefix, pylibdirs), os.path.join(actual, 'bin')
 
     def _set_test_environment(self):
         """What upstream's test step sets: cache dirs, FB-CI mode, no bottleneck test, MAX_JOBS, OMP threads."""
@@ -295,17 +340,34 @@ class EB_PyTorch(UpstreamPyTorch):
         python = next((dep for dep in self.cfg.dependencies() if dep['name'] == 'Python'), None)
         return python['version'] if python else '%d.%d.%d' % sys.version_info[:3]
 
-    def _dry_run_python_version(self):
-        """A dry run runs no command, so Python's version comes from the Python dependency instead."""
-        original = _pythonpackage.det_python_version
-        if getattr(original, 'dry_run_aware', False):
+    @contextlib.contextmanager
+    def _dry_run_python_facts(self):
+        """For one dry-run step: Python's version from the Python dependency (a dry run runs no command).
+
+        PythonPackage asks det_python_version() of the module its methods were defined in (upstream's,
+        or a site's included copy, which need not be what sys.modules holds under that name); that one
+        name is replaced in those globals for the duration of the step, then restored.
+        """
+        base = next((cls for cls in type(self).__mro__ if cls.__name__ == 'PythonPackage'), None)
+        method = getattr(base, 'configure_step', None) if base is not None else None
+        namespace = getattr(method, '__globals__', {})
+        original = namespace.get('det_python_version')
+        if original is None:
+            yield
             return
         version = self._python_dependency_version()
+        namespace['det_python_version'] = lambda python_cmd: original(python_cmd) or version
+        try:
+            yield
+        finally:
+            namespace['det_python_version'] = original
 
-        def det_python_version(python_cmd):
-            return original(python_cmd) or version
-        det_python_version.dry_run_aware = True
-        _pythonpackage.det_python_version = det_python_version
+    def run_step(self, step_name, step_methods):
+        """EasyBuild's; in a dry run, each step with the Python facts of the Python dependency."""
+        if not self.dry_run:
+            return super().run_step(step_name, step_methods)
+        with self._dry_run_python_facts():
+            return super().run_step(step_name, step_methods)
 
     def prepare_python(self):
         """Upstream's; in a dry run, the Python of the Python dependency, without running it."""
@@ -375,3 +437,17 @@ class EB_PyTorch(UpstreamPyTorch):
 
 EB_PyTorch._post_install_with_reports.__name__ = _POST_INSTALL  # as the dry run names the step
 setattr(EB_PyTorch, _POST_INSTALL, EB_PyTorch._post_install_with_reports)
+
+
+def _reexport_upstream_api(namespace, upstream):
+    """Upstream's module-level names (get_test_results, parse_test_log, TestState, ...) where code expects them:
+    this module shadows upstream's as easybuild.easyblocks.pytorch.  Names defined here win."""
+    exported = []
+    for name, value in vars(upstream).items():
+        if not name.startswith('__') and name not in namespace:
+            namespace[name] = value
+            exported.append(name)
+    return exported
+
+
+UPSTREAM_API = _reexport_upstream_api(globals(), _UPSTREAM)

@@ -6,6 +6,7 @@ carries copies under <prefix>/share/eb-pytorch-cuda (setup.cfg data_files).
 
 import os
 import sys
+from typing import Dict, List
 
 from eb_pytorch_cuda.errors import PluginError
 
@@ -21,7 +22,7 @@ SHARED = {
 }
 
 
-def plugin_files():
+def plugin_files() -> Dict[str, str]:
     """{'easyblock', 'hooks', 'easyconfigs': absolute path}, from the checkout or the installed share dir."""
     checkout = os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, os.pardir))
     if all(os.path.exists(os.path.join(checkout, path)) for path in RELATIVE.values()):
@@ -32,7 +33,7 @@ def plugin_files():
     raise PluginError(share, 'eb-pytorch-cuda files not found (neither a source checkout nor an installed share dir)')
 
 
-def upstream_robot_paths():
+def upstream_robot_paths() -> List[str]:
     """The easybuild-easyconfigs directories EasyBuild would use by default (its DEFAULT_ROBOT_PATHS)."""
     try:
         from easybuild.framework.easyconfig.tools import get_paths_for
@@ -46,7 +47,7 @@ def upstream_robot_paths():
         os.environ['PATH'] = path
 
 
-def config_file_text():
+def config_file_text() -> str:
     """An EasyBuild configuration file (for eb --configfiles) using our easyblock, hooks and easyconfigs."""
     files = plugin_files()
     return '\n'.join([
@@ -60,7 +61,7 @@ def config_file_text():
     ])
 
 
-def environment_text():
+def environment_text() -> str:
     """The same as `export EASYBUILD_...` lines, the upstream robot paths spelled out."""
     files = plugin_files()
     robot = [files['easyconfigs'], *upstream_robot_paths()]

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Dict, Optional
 
 from eb_pytorch_cuda import standins
 from eb_pytorch_cuda.eb.config import plugin_files
@@ -27,7 +28,7 @@ SHOWN = ('== building and installing', '== patched', '== suite', '== rerun', '==
          '== verdict', '== test results', '== sanity check:', '== COMPLETED', '== FAILED', 'ERROR:', 'WARNING: lib')
 
 
-def find_eb():
+def find_eb() -> str:
     """The `eb` of this Python's environment, else the one on PATH."""
     beside = os.path.join(os.path.dirname(sys.executable), 'eb')
     found = beside if os.access(beside, os.X_OK) else shutil.which('eb')
@@ -36,7 +37,7 @@ def find_eb():
     return found
 
 
-def find_lmod():
+def find_lmod() -> str:
     candidates = [os.environ.get('LMOD_CMD'), *LMOD_CANDIDATES, shutil.which('lmod')]
     for candidate in candidates:
         if candidate and os.access(candidate, os.X_OK):
@@ -44,7 +45,7 @@ def find_lmod():
     raise PluginError(None, 'Lmod not found: install it (Debian: apt-get install lmod) or set $LMOD_CMD')
 
 
-def eb_environment(workdir, lmod):
+def eb_environment(workdir: str, lmod: str) -> Dict[str, str]:
     """EasyBuild settings for the demo prefix: ours (easyblock, hooks) plus an EESSI-like RPATH stack."""
     files = plugin_files()
     env = {k: v for k, v in os.environ.items()
@@ -67,7 +68,7 @@ def eb_environment(workdir, lmod):
     return env
 
 
-def show_prevented_error(library, workdir):
+def show_prevented_error(library: str, workdir: str) -> None:
     """Run the loader harness on the installed library and on a copy without the NEEDED entry."""
     harness = standins.build_loadcheck(os.path.join(workdir, 'loadcheck'))
     unpatched = os.path.join(os.path.dirname(library), '.demo-unpatched-libtorch_cuda.so')
@@ -84,12 +85,32 @@ def show_prevented_error(library, workdir):
         os.unlink(unpatched)
 
 
-def run_demo(workdir=None):
+def check_wheel_building(python: str = sys.executable) -> None:
+    """EasyBuild 5 installs the stand-in with `pip install --no-build-isolation` run by this Python (the
+    stand-ins have no Python dependency), which needs a setuptools that builds wheels: >= 70.1, or the
+    `wheel` package.  A venv made by `python3 -m venv` on Python 3.11 has neither (setuptools 65.5,
+    docs/design.md section 2); say so up front instead of letting eb fail on `invalid command 'bdist_wheel'`."""
+    try:
+        from easybuild.tools.version import VERSION
+    except ImportError:
+        return
+    if int(str(VERSION).split('.')[0]) < 5:
+        return  # 4.x runs setup.py install
+    probe = 'import importlib.util as u; raise SystemExit(0 if u.find_spec("wheel") or ' \
+            'u.find_spec("setuptools.command.bdist_wheel") else 1)'
+    if subprocess.run([python, '-c', probe], capture_output=True).returncode != 0:
+        raise PluginError(python, f'cannot build wheels (no `wheel` package, setuptools older than 70.1), '
+                                  f'which EasyBuild {VERSION} needs to install the stand-ins: '
+                                  f'`{python} -m pip install wheel`')
+
+
+def run_demo(workdir: Optional[str] = None) -> int:
     """Run the demo; return the exit code (0 when the build passed for the right reasons)."""
     start = time.time()
+    eb, lmod = find_eb(), find_lmod()
+    check_wheel_building()  # before anything is written
     workdir = os.path.abspath(workdir or tempfile.mkdtemp(prefix='eb-pytorch-cuda-demo-'))
     os.makedirs(workdir, exist_ok=True)
-    eb, lmod = find_eb(), find_lmod()
     command = [eb, '--robot', EASYCONFIG]
     if os.geteuid() == 0:
         command.append(ROOT_FLAG)
@@ -100,7 +121,7 @@ def run_demo(workdir=None):
     with open(os.path.join(workdir, 'eb-output.log'), 'w') as log, \
             subprocess.Popen(command, env=eb_environment(workdir, lmod), stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True, cwd=workdir) as process:
-        for line in process.stdout:
+        for line in process.stdout or ():
             log.write(line)
             if line.startswith(SHOWN):
                 print(line.rstrip())

@@ -8,6 +8,7 @@ segment are read, never the whole file.  Every way a file can fail to be a usabl
 
 import os
 import struct
+from typing import Any, Iterable, Optional, Tuple, Union
 from dataclasses import dataclass
 
 from elftools.common.exceptions import ELFError, ELFParseError
@@ -33,22 +34,19 @@ class ElfInfo:
     elf_class: int  # 32 or 64
     little_endian: bool
     machine: str  # e.g. 'EM_X86_64', 'EM_AARCH64'
-    osabi: str
-    elf_type: str  # 'ET_DYN' or 'ET_EXEC'
-    soname: str = None
+    soname: Optional[str] = None
     needed: tuple = ()
     rpath: tuple = ()  # DT_RPATH entries, unexpanded ($ORIGIN kept)
     runpath: tuple = ()  # DT_RUNPATH entries, unexpanded
     flags_1: int = 0
-    interpreter: str = None
 
     @property
-    def nodeflib(self):
+    def nodeflib(self) -> bool:
         """True when linked with -z nodeflib: ld.so.cache and default dirs are not searched."""
         return bool(self.flags_1 & DF_1_NODEFLIB)
 
     @property
-    def abi_key(self):
+    def abi_key(self) -> Tuple[int, bool, str]:
         """What must match for glibc to accept this file as a dependency of another."""
         return (self.elf_class, self.little_endian, self.machine)
 
@@ -76,7 +74,7 @@ def _sniff(path):
         raise PluginError(path, 'is a truncated ELF file (incomplete ELF header)')
 
 
-def read_elf(path):
+def read_elf(path: Union[str, 'os.PathLike[str]']) -> ElfInfo:
     """Return the ElfInfo of the shared object or executable at path, or raise PluginError."""
     path = os.fspath(path)
     _sniff(path)
@@ -95,18 +93,17 @@ def read_elf(path):
             if header['e_phoff'] + header['e_phnum'] * header['e_phentsize'] > size:
                 raise PluginError(path, 'is a truncated ELF file (program headers past the end)')
             dynamic = None
-            interpreter = None
-            for segment in elf.iter_segments():
+            segments: Iterable[Any] = elf.iter_segments()  # pyelftools sets some attributes at run time
+            for segment in segments:
                 if segment['p_offset'] + segment['p_filesz'] > size:
                     raise PluginError(path, f"is a truncated ELF file ({segment['p_type']} past the end)")
                 if isinstance(segment, DynamicSegment):
                     dynamic = segment
-                elif segment['p_type'] == 'PT_INTERP':
-                    interpreter = segment.get_interp_name()
             if dynamic is None:
                 raise PluginError(path, 'has no dynamic section (statically linked?)')
-            values = {'DT_NEEDED': [], 'DT_SONAME': None, 'DT_RPATH': None, 'DT_RUNPATH': None, 'DT_FLAGS_1': 0}
-            for tag in dynamic.iter_tags():
+            values: dict = {'DT_NEEDED': [], 'DT_SONAME': None, 'DT_RPATH': None, 'DT_RUNPATH': None, 'DT_FLAGS_1': 0}
+            tags: Iterable[Any] = dynamic.iter_tags()
+            for tag in tags:
                 kind = tag.entry.d_tag
                 if kind == 'DT_NEEDED':
                     values['DT_NEEDED'].append(tag.needed)
@@ -125,14 +122,11 @@ def read_elf(path):
                 elf_class=elf.elfclass,
                 little_endian=elf.little_endian,
                 machine=header['e_machine'],
-                osabi=header['e_ident']['EI_OSABI'],
-                elf_type=header['e_type'],
                 soname=values['DT_SONAME'],
                 needed=tuple(values['DT_NEEDED']),
                 rpath=_split_path_list(values['DT_RPATH']),
                 runpath=_split_path_list(values['DT_RUNPATH']),
                 flags_1=values['DT_FLAGS_1'],
-                interpreter=interpreter,
             )
     except PluginError:
         raise
@@ -142,7 +136,7 @@ def read_elf(path):
         raise PluginError(path, f'is a truncated or corrupt ELF file ({type(err).__name__})') from None
 
 
-def read_abi_key(path):
+def read_abi_key(path: Union[str, 'os.PathLike[str]']) -> Optional[Tuple[int, bool, Union[str, int]]]:
     """Return (class, little_endian, machine) from the ELF header alone, or None if not a usable ELF.
 
     Used while searching directories: glibc skips a candidate file whose header does not match the

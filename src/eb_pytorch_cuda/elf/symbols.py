@@ -9,6 +9,7 @@ struct.iter_unpack.  Any class and byte order works: nothing here runs the loade
 import mmap
 import re
 import struct
+from typing import Set
 from dataclasses import dataclass, field
 
 from eb_pytorch_cuda.errors import PluginError
@@ -25,13 +26,12 @@ class SymbolTable:
     defined: dict = field(default_factory=dict)  # name (bytes) -> set of version names ('' for unversioned)
     undefined: list = field(default_factory=list)  # (name, version or '', library expected to define it or ''),
     # names as bytes: decoded only when reported
-    weak_undefined: int = 0
 
 
 class ElfSymbols:
     """Section-level view of one ELF file, opened with mmap."""
 
-    def __init__(self, path):
+    def __init__(self, path: str) -> None:
         self.path = path
         try:
             with open(path, 'rb') as handle:
@@ -55,7 +55,7 @@ class ElfSymbols:
             raise PluginError(path, 'is a truncated ELF file (section headers past the end)')
         self.sections = self._read_sections()
 
-    def close(self):
+    def close(self) -> None:
         self.map.close()
 
     def _read_sections(self):
@@ -88,7 +88,8 @@ class ElfSymbols:
         if verdef:
             data, offset = self._bytes(verdef), 0
             for _ in range(verdef['info']):
-                _v, _flags, index, count, _hash, aux, following = struct.unpack_from(self.order + 'HHHHIII', data, offset)
+                _v, _flags, index, count, _hash, aux, following = struct.unpack_from(self.order + 'HHHHIII', data,
+                                                                                     offset)
                 if count:
                     name = struct.unpack_from(self.order + 'I', data, offset + aux)[0]
                     defined[index] = _cstring(strings, name)
@@ -113,7 +114,7 @@ class ElfSymbols:
                 offset += following
         return defined, needed
 
-    def symbols(self):
+    def symbols(self) -> SymbolTable:
         """SymbolTable of .dynsym, with GNU symbol versions."""
         table = SymbolTable()
         dynsym = self._section(SHT_DYNSYM)
@@ -137,15 +138,14 @@ class ElfSymbols:
             version_index = versym[index] & 0x7fff if index < len(versym) else 1
             if shndx == 0:
                 if info >> 4 == STB_WEAK:
-                    table.weak_undefined += 1
-                    continue
+                    continue  # a weak reference may stay undefined: the loader never fails on it
                 library, version = needed_versions.get(version_index, ('', ''))
                 table.undefined.append((name, version, library))
             elif version_index != 0:  # 0: local
                 table.defined.setdefault(name, set()).add(defined_versions.get(version_index, ''))
         return table
 
-    def rodata_sonames(self):
+    def rodata_sonames(self) -> Set[str]:
         """Library names (lib*.so[.N]) that appear as NUL-terminated strings in .rodata: dlopen() candidates."""
         rodata = self._section(name='.rodata')
         if rodata is None or rodata['type'] == 8:  # SHT_NOBITS
@@ -153,7 +153,8 @@ class ElfSymbols:
         end = rodata['offset'] + rodata['size']
         if end > len(self.map):
             raise PluginError(self.path, 'is a truncated ELF file (.rodata past the end)')
-        found, data, position = set(), self.map, rodata['offset']
+        found: Set[str] = set()
+        data, position = self.map, rodata['offset']
         while True:  # bytes.find runs at memchr speed; a regex over hundreds of MB would not
             position = data.find(b'.so', position, end)
             if position < 0:

@@ -235,7 +235,6 @@ class Process:
                     {'symbol': name.decode('utf-8', 'replace'), 'version': version, 'library': library,
                      'resolved': supplier.path if supplier else None}))
 
-
     def _supplier_by_name(self, entry, name):
         """For an unversioned symbol: the NEEDED library whose name it carries (ncclX -> libnccl.so.2)."""
         lowered = name.decode('utf-8', 'replace').lower()

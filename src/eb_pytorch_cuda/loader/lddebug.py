@@ -60,7 +60,8 @@ def failed_requests(lines):
     for probes in groups.values():
         if any(outcome['stayed'] for _, outcome in probes):
             continue
-        name, outcome = max(probes, key=lambda item: (bool(re.search(r'\.so\.\d+$', item[0])), item[1]['path'] is not None))
+        name, outcome = max(probes, key=lambda item: (bool(re.search(r'\.so\.\d+$', item[0])),
+                                                      item[1]['path'] is not None))
         failures[name] = {'requested_by': outcome['requested_by'],
                           'outcome': f"found {outcome['path']}, then unloaded" if outcome['path'] else 'not found'}
     return failures

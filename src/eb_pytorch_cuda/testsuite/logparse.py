@@ -14,8 +14,8 @@ import re
 
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.inputs import read_bytes
-from eb_pytorch_cuda.testsuite.model import (ERROR, FAILED, SUITE_FAILED, SUITE_INCOMPLETE, SUITE_PASSED, SUITE_TERMINATED,
-                    SUITE_UNCOUNTED, RunResult, TestCase)
+from eb_pytorch_cuda.testsuite.model import (ERROR, FAILED, SUITE_FAILED, SUITE_INCOMPLETE, SUITE_PASSED,
+                                             SUITE_TERMINATED, SUITE_UNCOUNTED, RunResult, TestCase)
 
 MARKER = re.compile(r'^(?:Running (?P<run>\S+)(?: \d+/\d+)? \.\.\. \[|PRINTING LOG FILE of (?P<log>\S+) \()', re.M)
 SUITE_FAILED_LINE = re.compile(
@@ -54,8 +54,8 @@ def _count(chunk, counts):
     found = False
     for match in UNITTEST_SUMMARY.finditer(chunk):
         found = True
-        details = dict((k.strip(), int(v)) for k, v in
-                       (item.split('=') for item in (match.group('details') or '').split(',') if '=' in item))
+        details = {k.strip(): int(v) for k, v in
+                   (item.split('=') for item in (match.group('details') or '').split(',') if '=' in item)}
         failed, errors = details.get('failures', 0), details.get('errors', 0)
         skipped, xfailed = details.get('skipped', 0), details.get('expected failures', 0)
         xpassed = details.get('unexpected successes', 0)

@@ -23,7 +23,8 @@ from xml.sax.saxutils import unescape
 
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.inputs import read_bytes
-from eb_pytorch_cuda.testsuite.model import (ERROR, FAILED, PASSED, SKIPPED, SUITE_FAILED, SUITE_PASSED, XFAILED, RunResult, TestCase)
+from eb_pytorch_cuda.testsuite.model import (ERROR, FAILED, PASSED, SKIPPED, SUITE_FAILED, SUITE_PASSED, XFAILED,
+                                             RunResult, TestCase)
 
 RUNNERS = ('python-pytest', 'python-unittest')
 STATE_COUNT_KEY = {PASSED: 'passed', FAILED: 'failed', ERROR: 'errors', SKIPPED: 'skipped', XFAILED: 'xfailed'}

@@ -8,6 +8,7 @@ import subprocess
 
 from setuptools import setup
 from setuptools.command.build_py import build_py
+from setuptools.command.install import install as setuptools_install
 
 
 class BuildWithLibrary(build_py):
@@ -22,11 +23,19 @@ class BuildWithLibrary(build_py):
         super().run()
 
 
+class Install(setuptools_install):
+    """PyTorch 2.x's setup.py overrides install the same way; with setuptools < 80 that makes
+    `setup.py install --prefix` a plain install, where the base command would make an egg."""
+
+    def run(self):
+        super().run()
+
+
 setup(
     name='torch',
     version=os.environ.get('TORCH_STANDIN_VERSION', '2.1.2'),
     packages=['torch'],
     package_data={'torch': ['lib/*.so']},
-    cmdclass={'build_py': BuildWithLibrary},
+    cmdclass={'build_py': BuildWithLibrary, 'install': Install},
     zip_safe=False,
 )
