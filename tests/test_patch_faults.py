@@ -96,9 +96,9 @@ def big(tmp_path_factory, loadcheck):
         done = run_loadcheck(loadcheck, path)
         assert 'load failed' not in done.stdout, done.stdout  # both are loadable
         verdicts[_digest(path)] = (done.returncode, done.stdout)
-    return type('Big', (), dict(root=root, original=original, patched=patched, verdicts=verdicts,
-                                original_digest=_digest(original), patched_digest=_digest(patched),
-                                loadcheck=loadcheck))
+    return type('Big', (), {'root': root, 'original': original, 'patched': patched, 'verdicts': verdicts,
+                            'original_digest': _digest(original), 'patched_digest': _digest(patched),
+                            'loadcheck': loadcheck})
 
 
 def _temporary_size(directory):

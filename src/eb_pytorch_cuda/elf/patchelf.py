@@ -38,6 +38,7 @@ import sys
 import sysconfig
 import threading
 import time
+from typing import Optional
 
 from eb_pytorch_cuda.elf.reader import ElfInfo, read_elf
 from eb_pytorch_cuda.elf.regularfile import open_regular
@@ -81,7 +82,7 @@ def remove_stale_temporaries(path: str) -> list:
     """
     directory = os.path.dirname(path)
     pattern = _temporary_pattern(path)
-    removed = []
+    removed: list = []
     try:
         names = os.listdir(directory)
     except OSError:
@@ -289,8 +290,8 @@ def _run_patchelf(path, command, hold=()):
         raise PluginError(path, f'patchelf failed (exit {child.returncode}): {message}; nothing modified')
 
 
-def write_needed(path: str, sonames, before: ElfInfo = None, break_hardlinks: bool = False,
-                 lock_fd: int = None) -> ElfInfo:
+def write_needed(path: str, sonames, before: Optional[ElfInfo] = None, break_hardlinks: bool = False,
+                 lock_fd: Optional[int] = None) -> ElfInfo:
     """Add sonames (not yet present, in order) as NEEDED entries of path; return the new ElfInfo.
 
     `before` is the ElfInfo of path read by the caller (read again when not given); callers that may

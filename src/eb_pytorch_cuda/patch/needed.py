@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 from dataclasses import dataclass, field
+from typing import Any, Optional
 
 from eb_pytorch_cuda.loader import loadprobe
 from eb_pytorch_cuda.elf.reader import read_abi_key, read_elf
@@ -75,10 +76,10 @@ class NeededCheck:
 
     soname: str
     present: bool
-    resolution: object
-    inside_expected: bool = None
-    mapped: bool = None
-    problem: str = None
+    resolution: Any  # loader.resolve's Resolution
+    inside_expected: Optional[bool] = None
+    mapped: Optional[bool] = None
+    problem: Optional[str] = None
 
 
 @dataclass
@@ -123,7 +124,8 @@ def load_in_clean_process(path, preload=(), info=None):
     return LoadReport(report['loaded'], report['error'], report['mapped'], list(preload))
 
 
-def check_needed(path: str, sonames, expect_dir: str = None, load: bool = False, preload=(), resolver=None) -> tuple:
+def check_needed(path: str, sonames, expect_dir: Optional[str] = None, load: bool = False, preload=(),
+                 resolver=None) -> tuple:
     """Check every soname of a library; return ([NeededCheck], LoadReport or None)."""
     sonames = validate_sonames(path, sonames)
     require_regular(path)

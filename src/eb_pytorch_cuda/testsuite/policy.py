@@ -61,8 +61,8 @@ def detect_context(compute_capabilities: tuple = (), cpu_family: Optional[str] =
     """Where the build runs.  A target ('aarch64/neoverse_v1', given or $EESSI_SOFTWARE_SUBDIR) names its own
     CPU family, so a dry run or a report made on another machine resolves that target's family scopes (and
     EasyBuild's family names of another family are dropped)."""
-    environ = os.environ if environ is None else environ
-    target = target or environ.get('EESSI_SOFTWARE_SUBDIR') or None
+    env = os.environ if environ is None else environ
+    target = target or env.get('EESSI_SOFTWARE_SUBDIR') or None
     family = cpu_family or (str(target).split('/', 1)[0] if target and '/' in str(target) else platform.machine())
     aliases = tuple(a for a in aliases if _ALIASES.get(a, family) == family)
     return ScopeContext(family, target or detect_target(family, environ), tuple(str(c) for c in compute_capabilities),

@@ -38,8 +38,8 @@ class Entry:
     """One suggested entry: a test ('suite::Class.test') or a suite with the failures it covers."""
 
     pattern: str
-    limit: int = None  # suite-level: how many failures it covers; None for a named test
-    unjudgeable: str = None  # 'killed by SIGSEGV', 'timed out', ...: the entry also excuses that
+    limit: Optional[int] = None  # suite-level: how many failures it covers; None for a named test
+    unjudgeable: Optional[str] = None  # 'killed by SIGSEGV', 'timed out', ...: the entry also excuses that
 
     def as_tuple(self, reason: str = PLACEHOLDER) -> tuple:
         return (self.pattern, reason) if self.limit is None else (self.pattern, reason, self.limit)
@@ -51,7 +51,7 @@ class Run:
 
     label: str  # where it came from, for the report
     scope: str  # the target (or compute capability, or family) the entries are scoped to
-    context: ScopeContext
+    context: Optional[ScopeContext]
     result: RunResult
     policy: Policy
     entries: list = field(default_factory=list)
