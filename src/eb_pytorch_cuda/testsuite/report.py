@@ -1,6 +1,6 @@
 """The judged run as a console summary (one screen), a JSON document and a Markdown summary."""
 
-from eb_pytorch_cuda.testsuite.model import SUITE_PASSED
+from eb_pytorch_cuda.testsuite.model import SUITE_FAILED, SUITE_PASSED
 from eb_pytorch_cuda.testsuite.results import RESULT_FORMAT
 
 
@@ -42,9 +42,11 @@ def to_text(result, verdict):
     for suite in sorted(result.suites.values(), key=lambda s: s.name):
         if suite.status == SUITE_PASSED:
             continue
-        detail = suite.summary() if suite.status == 'failed' else suite.status
+        detail = suite.summary() if suite.status == SUITE_FAILED else suite.status
         if suite.signal:
             detail = f'killed by {suite.signal}'
+        if suite.note:
+            detail += f': {suite.note}'
         lines.append(f'{suite.name} ({detail})')
     terminated = ', '.join(f"{name} ({signal or status}, {'known' if entry else 'UNKNOWN'})"
                            for name, status, signal, entry in verdict.unjudgeable) or 'none'
@@ -79,7 +81,7 @@ def to_markdown(result, verdict, title='PyTorch test suite'):
     failed = [s for s in sorted(result.suites.values(), key=lambda s: s.name) if s.status != SUITE_PASSED]
     if failed:
         lines += ['| suite | outcome |', '| --- | --- |']
-        lines += [f'| `{s.name}` | {s.summary() if s.status == "failed" else s.status}'
+        lines += [f'| `{s.name}` | {s.summary() if s.status == SUITE_FAILED else s.status}'
                   f'{" (" + s.signal + ")" if s.signal else ""} |' for s in failed]
         lines.append('')
     if verdict.known:
