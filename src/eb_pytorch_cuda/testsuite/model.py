@@ -79,6 +79,7 @@ class RunResult:
         for item in data['suites']:
             item = dict(item)
             tests = [TestCase(**test) for test in item.pop('failed_tests', [])]
+            item['counts'] = {**dict.fromkeys(COUNT_KEYS, 0), **item.get('counts', {})}  # a count left out is 0
             suite = Suite(**item)
             suite.failed_tests = tests
             result.suites[suite.name] = suite
