@@ -25,8 +25,8 @@ def test_passing_unittest_suite_counts(log_result):
 def test_unittest_failures_with_names_from_py311_and_older_formats(log_result):
     suite = log_result.suites['test_nn']
     assert suite.status == 'failed' and (suite.counts['failed'], suite.counts['errors']) == (1, 1)
-    assert {(t.test_id, t.state) for t in suite.failed_tests} == {('TestNN.test_conv_tf32', 'failed'),
-                                                                    ('TestNNDeviceTypeCUDA.test_lstm_cuda', 'error')}
+    assert {(t.test_id, t.state) for t in suite.failed_tests} == {
+        ('TestNN.test_conv_tf32', 'failed'), ('TestNNDeviceTypeCUDA.test_lstm_cuda', 'error')}
 
 
 def test_pytest_summary_with_xfailed_and_rerun(log_result):
@@ -192,7 +192,8 @@ LOG_CASES = {
         'failed', None, '2 failed, 0 passed',
         ['DistributedDataParallelTest.test_find_unused_parameters_kwarg_debug_detail',
          'DistributedDataParallelTest.test_find_unused_parameters_kwarg_grad_is_view_debug_detail'])},
-    'excerpt-unittest-failed-line.log': {'test_fx': ('failed', None, '10 errors, 13 passed, 190 skipped, 6 xfailed', [])},
+    'excerpt-unittest-failed-line.log': {
+        'test_fx': ('failed', None, '10 errors, 13 passed, 190 skipped, 6 xfailed', [])},
     'excerpt-runtimeerror-signal.log': {'test_jit': ('terminated', 'SIGIOT', '0 passed', [])},
     # cut between shards: shard 2 of test_autograd never started
     'truncated-between-shards.log': {'test_autograd': ('no summary', None, '60 passed', [])},

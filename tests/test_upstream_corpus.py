@@ -181,16 +181,16 @@ def test_skipped_and_failed_at_once_is_a_failure_never_a_negative_pass_count(cor
 
 def test_python_c_subprocess_reports_are_ignored(tmp_path):
     root = tmp_path / 'test-reports'
-    shutil.copytree(os.path.join(REPORTS, 'python-unittest', '-c'), root / 'python-unittest' / '-c')
-    shutil.copytree(os.path.join(REPORTS, 'python-unittest', 'test_autoload'), root / 'python-unittest' / 'test_autoload')
+    for suite in ('-c', 'test_autoload'):
+        shutil.copytree(os.path.join(REPORTS, 'python-unittest', suite), root / 'python-unittest' / suite)
     assert list(parse_report_dir(root).suites) == ['test_autoload']
 
 
 def test_a_failure_under_one_backend_survives_a_pass_under_another(tmp_path):
     root = tmp_path / 'test-reports'
-    for relative, xml in [
-            out.junit('distributed.test_c10d_common', [('CommTest', 'test_x', '<failure message="x"/>')], runner='dist-gloo'),
-            out.junit('distributed.test_c10d_common', [('CommTest', 'test_x', '')], runner='dist-nccl')]:
+    failing, passing = [('CommTest', 'test_x', '<failure message="x"/>')], [('CommTest', 'test_x', '')]
+    for relative, xml in [out.junit('distributed.test_c10d_common', failing, runner='dist-gloo'),
+                          out.junit('distributed.test_c10d_common', passing, runner='dist-nccl')]:
         (root / relative).parent.mkdir(parents=True)
         (root / relative).write_text(xml)
     verdict = judge(parse_report_dir(root), Policy(0, []))
