@@ -9,6 +9,7 @@ each in a fresh process (median of --rounds; peak RSS from getrusage of that pro
   upstream  easybuild.easyblocks.pytorch: get_test_results(dir) + parse_test_log(log) + find_failed_test_names(log)
   ours      eb_pytorch_cuda: load_results([dir, log]) + judge(...)
   report    `eb-pytorch-cuda report saved.json` on our saved JSON result (whole command, Python start included)
+  long line the time our log parser takes on one 160 KB line of '= ' + '1 passed, ' * 16000 (linear patterns)
 
     python benchmarks/bench_test_results.py [--suites 1000] [--tests 207000] [--rounds 3]
 """
@@ -48,7 +49,8 @@ verdict = judge(result, Policy(10, []))
 elapsed = time.perf_counter() - start
 counts = [s.counts for s in result.suites.values()]
 total = sum(c['failed'] + c['errors'] + c['passed'] + c['skipped'] + c['xfailed'] + c['xpassed'] for c in counts)
-print(elapsed, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, sum(c['failed'] + c['errors'] for c in counts), total)
+failed = sum(c['failed'] + c['errors'] for c in counts)
+print(elapsed, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, failed, total)
 """
 
 
@@ -107,6 +109,15 @@ def measure(script, reports, log, rounds):
     return (statistics.median(r[0] for r in runs), max(r[1] for r in runs), runs[0][2], runs[0][3])
 
 
+def long_line_seconds():
+    """Time to parse a log whose only summary-like line is 160 KB long and has no ' in Xs ===' tail."""
+    from eb_pytorch_cuda.testsuite.logparse import parse_log_text
+    text = 'Running test_x 1/1 ... [2024-01-10 10:00:00.000000]\n= ' + '1 passed, ' * 16000 + '\n'
+    start = time.perf_counter()
+    parse_log_text(text)
+    return time.perf_counter() - start
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--suites', type=int, default=1000)
@@ -120,7 +131,8 @@ def main():
         ours = measure(OURS, reports, log, args.rounds)
         print(f'{args.suites} XML files, {ours[3]} test cases (upstream counts {upstream[3]}), '
               f'failed: ours {ours[2]}, upstream {upstream[2]}; median of {args.rounds} fresh processes')
-        print(f'  upstream get_test_results+parse_test_log: {upstream[0]:6.2f} s, peak RSS {upstream[1] / 1024:6.0f} MB')
+        print(f'  upstream get_test_results+parse_test_log: {upstream[0]:6.2f} s, '
+              f'peak RSS {upstream[1] / 1024:6.0f} MB')
         print(f'  ours load_results+judge:                  {ours[0]:6.2f} s, peak RSS {ours[1] / 1024:6.0f} MB')
         print(f'  speed-up {upstream[0] / ours[0]:.1f}x, peak memory ratio {ours[1] / upstream[1]:.2f}')
         saved = os.path.join(workdir, 'saved.json')
@@ -136,6 +148,8 @@ def main():
         size = os.path.getsize(saved) / 1e6
         print(f'  report re-judging the saved JSON ({size:.1f} MB): {statistics.median(times):.2f} s (whole command)')
         json.load(open(saved))
+        print(f'  one 160 KB pytest-summary-like line (\'= \' + \'1 passed, \' * 16000, no tail): '
+              f'{long_line_seconds():.4f} s to parse (the pattern is linear in the line length)')
     finally:
         shutil.rmtree(workdir)
 
