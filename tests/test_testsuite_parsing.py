@@ -246,3 +246,24 @@ def test_the_saved_result_round_trips_through_strict_validation(tmp_path):
     assert again.to_dict() == result.to_dict()
     assert again.suites['test_torch'].status == 'missing'
     assert 'test_torch: missing, and not a known failure' in judge(again, Policy(100, [])).reasons
+
+
+def test_the_logs_word_on_a_suite_reaches_each_of_its_backend_variants(tmp_path):
+    root = _write_reports(tmp_path / 'test-reports', [
+        out.junit('distributed.test_c10d_common', [('CommTest', 'test_x', '')], runner='dist-gloo'),
+        out.junit('distributed.test_c10d_common', [('CommTest', 'test_x', '')], runner='dist-nccl')])
+    log = tmp_path / 'run.log'
+    log.write_text('Running distributed/test_c10d_common 1/1 ... [2024-01-10 10:00:00.000000]\n'
+                   'distributed/test_c10d_common 1/1 failed! Received signal: SIGSEGV\n')
+    result = load_results([str(root), str(log)])
+    assert sorted(result.suites) == ['dist-gloo/distributed/test_c10d_common', 'dist-nccl/distributed/test_c10d_common']
+    assert {(s.status, s.signal) for s in result.suites.values()} == {('terminated', 'SIGSEGV')}
+
+
+def test_failures_only_the_log_counted_survive_the_merge(tmp_path):
+    root = _write_reports(tmp_path / 'test-reports', [out.junit('test_x', [('TestX', 'test_a', '')])])
+    log = tmp_path / 'run.log'
+    log.write_text('Running test_x 1/1 ... [2024-01-10 10:00:00.000000]\nRan 2 tests in 0.1s\n\nFAILED (failures=1)\n'
+                   'test_x 1/1 failed!\n')
+    suite = load_results([str(root), str(log)]).suites['test_x']
+    assert suite.status == 'failed' and suite.counts['failed'] == 1 and suite.counts['passed'] == 1
