@@ -184,6 +184,19 @@ LOG_CASES = {
         'test_autograd': ('passed', None, '110 passed, 7 skipped, 3 xfailed', []),
         'test_nn': ('failed', None, '1 failed, 2949 passed, 50 skipped', ['TestNN.test_conv_tf32']),
         'test_torch': ('passed', None, '50 passed', [])},
+    # the real run_test.py of PyTorch 2.6.0 (see CASES.md): pool output interleaved, pool suites announced twice
+    'real-run_test-2.6.0-plain.log': {
+        'test_show_pickle': ('passed', None, '1 passed', []),
+        'test_ebdemo_abort': ('terminated', 'SIGIOT', '0 passed', []),
+        'test_ebdemo_fail': ('failed', None, '1 failed, 0 passed, 2 rerun', ['TestEbDemo.test_fails']),
+        'test_function_schema': ('failed', None, '1 failed, 10 passed, 2 rerun',
+                                 ['TestFunctionSchema.test_serialize_and_deserialize'])},
+    'real-run_test-2.6.0-pipe-logs.log': {
+        'test_show_pickle': ('passed', None, '0 passed', []),
+        'test_ebdemo_abort': ('terminated', 'SIGIOT', '0 passed', []),
+        'test_ebdemo_fail': ('failed', None, '1 failed, 0 passed, 2 rerun', ['TestEbDemo.test_fails']),
+        'test_function_schema': ('failed', None, '1 failed, 10 passed, 2 rerun',
+                                 ['TestFunctionSchema.test_serialize_and_deserialize'])},
     # excerpts as quoted in real issue threads and upstream's comments: no start marker at all
     'excerpt-pytest-failed-line.log': {'test_quantization': ('failed', None, '2 failed, 128 passed, 2 skipped', [])},
     'excerpt-pytest-finished-marker.log': {
@@ -205,6 +218,17 @@ def test_run_test_logs_of_both_versions_credit_every_count_to_its_suite(name):
     result = parse_log_file(os.path.join(LOGS, name))
     assert {n: (s.status, s.signal, s.summary(), [t.test_id for t in s.failed_tests])
             for n, s in result.suites.items()} == LOG_CASES[name]
+
+
+def test_a_pool_suite_announced_again_and_cut_is_not_a_pass():
+    # 2.6 runs a pool suite alone first (-m serial, all deselected), then in the pool: the second run must end too
+    with open(os.path.join(LOGS, 'real-run_test-2.6.0-plain.log')) as handle:
+        text = handle.read()
+    pool = text.index('Running test_ebdemo_abort 1/1 ... [2026-11-29 19:51:28')
+    cut = text[:text.index('Running test_function_schema 1/1', pool)]
+    cut += 'Running test_function_schema 1/1 ... [2026-11-29 19:51:28.074822]\n'
+    suite = parse_log_text(cut).suites['test_function_schema']
+    assert suite.status == 'no summary'
 
 
 def test_a_log_cut_between_shards_fails_the_verdict():
