@@ -43,7 +43,6 @@ from eb_pytorch_cuda.testsuite.model import (ERROR, FAILED, SUITE_FAILED, SUITE_
 
 _NAME = r'(?P<name>[\w./-]+)(?: (?P<shard>\d+)/(?P<shards>\d+))?'
 START, FINISHED, FAILED_LINE, SUCCESS = 'start', 'finished', 'failed', 'success'
-END_KINDS = (FINISHED, FAILED_LINE, SUCCESS)
 MARKERS = {
     START: re.compile(rf'^(?:Running {_NAME} \.\.\. \[|(?:##\[group\])?PRINTING (?:BEGINNING OF )?LOG FILE of '
                       rf'{_NAME.replace("(?P<", "(?P<p_")} \()', re.M),
