@@ -71,7 +71,6 @@ _PROLOG_ONLY = re.compile(rb'\s*(?:<\?[^?]*(?:\?(?!>)[^?]*)*\?>\s*)?(?:<!--(?:[^
 _ROOT_TAG = re.compile(rb'\s*(?:<\?[^?]*(?:\?(?!>)[^?]*)*\?>\s*)?(?:<!--(?:[^-]|-(?!->))*-->\s*)*<([\w:.-]+)')
 _TAG_REST = re.compile(rb'(?:[^>"\']|"[^"]*"|\'[^\']*\')*>')  # the rest of a tag, '>' inside values allowed
 _ATTRIBUTE = re.compile(rb'\b([\w:.-]+)\s*=\s*(?:"([^"]*)"|\'([^\']*)\')')
-_TESTSUITE_TAG = re.compile(rb'<testsuite[\s/>]')
 _FAILING_CHILD = re.compile(rb'<(failure|error|rerun)[\s/>]')
 _SKIPPED = re.compile(rb'<skipped[\s/>]')
 _XFAIL = re.compile(rb'<skipped[^>]*pytest\.xfail')
@@ -124,7 +123,11 @@ def _case_count(data, start=0, end=None):
 def _check_testsuite_counts(data, total):
     """Refuse a <testsuite> whose counts cannot be true (upstream's "Invalid test count" and "no test");
     return (the sum of the `tests` attributes, the number of name attributes outside test cases)."""
-    starts = [match.start() for match in _TESTSUITE_TAG.finditer(data)]
+    starts, position = [], data.find(b'<testsuite')
+    while position >= 0:  # bytes.find: a few hits in megabytes, faster than a regex scan
+        if data[position + 10:position + 11] in (b' ', b'\t', b'\n', b'\r', b'/', b'>'):
+            starts.append(position)
+        position = data.find(b'<testsuite', position + 10)
     declared = 0
     for index, start in enumerate(starts):
         values = _attributes(data, start)
