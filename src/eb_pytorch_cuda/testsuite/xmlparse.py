@@ -255,7 +255,7 @@ def _add_cases(cases, anonymous, found):
                 previous[0] = state
 
 
-def report_files(root):
+def report_files(root: str) -> list:
     """Every *.xml below root, sorted (regular or not: reading refuses what is not a regular file)."""
     return sorted(os.path.join(d, f) for d, _, names in os.walk(root) for f in names if f.endswith('.xml'))
 
