@@ -291,3 +291,25 @@ def test_failures_only_the_log_counted_survive_the_merge(tmp_path):
                    'test_x 1/1 failed!\n')
     suite = load_results([str(root), str(log)]).suites['test_x']
     assert suite.status == 'failed' and suite.counts['failed'] == 1 and suite.counts['passed'] == 1
+
+
+REAL_CI = os.path.join(os.path.dirname(__file__), 'data', 'pytorch_corpus', 'real-2.6.0-ci')
+
+
+def test_real_run_test_2_6_reports_and_log_together():
+    # real run_test.py 2.6.0 with CI=1 (XML reports written, --pipe-logs); see CASES.md
+    result = load_results([os.path.join(REAL_CI, 'test-reports'), os.path.join(REAL_CI, 'run_test.log')])
+    outcomes = {n: (s.status, s.signal, s.summary(), [t.test_id for t in s.failed_tests])
+                for n, s in result.suites.items()}
+    assert outcomes == {
+        'test_ebdemo_abort': ('terminated', 'SIGIOT', '0 passed', []),
+        'test_ebdemo_fail': ('failed', None, '1 failed, 0 passed, 2 rerun', ['TestEbDemo.test_fails']),
+        'test_function_schema': ('failed', None, '1 failed, 10 passed, 2 rerun',
+                                 ['TestFunctionSchema.test_serialize_and_deserialize']),
+        'test_show_pickle': ('passed', None, '1 passed', [])}
+
+
+def test_real_reports_of_a_suite_killed_in_the_pool_are_not_a_pass():
+    # the killed suite left only the tests="0" report of its `-m serial` pass: without the log it must not pass
+    suite = parse_report_dir(os.path.join(REAL_CI, 'test-reports')).suites['test_ebdemo_abort']
+    assert suite.status == 'incomplete report' and 'hold no test case' in suite.note

@@ -53,8 +53,8 @@ def merge(primary: RunResult, secondary: RunResult) -> RunResult:
             for source in suite.sources:
                 if source not in target.sources:
                     target.sources.append(source)
-            if target.status in UNJUDGEABLE:
-                continue
+            if target.status in UNJUDGEABLE and suite.status != SUITE_TERMINATED:
+                continue  # the reports already say it cannot be judged; a signal from the log says more
             if suite.status in UNJUDGEABLE and not (suite.status != SUITE_TERMINATED and xml_failing):
                 target.status, target.signal, target.note = suite.status, suite.signal, suite.note
         if not xml_failing and (suite.failing_count or suite.failed_tests):
