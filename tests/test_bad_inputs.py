@@ -159,3 +159,100 @@ def test_flipped_ident_byte_is_named_not_called_static(standin8, tmp_path, offse
         assert problem in done.stderr and 'EI_CLASS or EI_DATA byte corrupt' in done.stderr
         assert 'statically linked' not in done.stderr
     assert open(flipped, 'rb').read() == bytes(data)
+
+
+# `report`: bad input of every class the issue lists gives one line and exit 2, and never hangs
+
+def _saved(tmp_path, suites, name='saved.json', **extra):
+    import json
+    path = tmp_path / name
+    path.write_text(json.dumps({'format': 'eb-pytorch-cuda-test-results', 'suites': suites, **extra}))
+    return path
+
+
+GOOD_SUITE = {'name': 'test_nn', 'status': 'failed', 'counts': {'failed': 1, 'passed': 10},
+              'failed_tests': [{'test_id': 'TestNN.test_a', 'state': 'failed'}]}
+
+
+@pytest.mark.parametrize('suites,problem', [
+    ([{'status': 'passed'}], 'suites[0]: needs a name'),  # was a KeyError traceback
+    ([dict(GOOD_SUITE, counts={'failed': '1'})], "suites[0].counts.failed: must be an integer from 0"),  # TypeError
+    ([dict(GOOD_SUITE, counts={'failed': -3})], 'suites[0].counts.failed: must be an integer from 0'),
+    ([dict(GOOD_SUITE, counts={'failed': True})], 'suites[0].counts.failed: must be an integer from 0'),
+    ([dict(GOOD_SUITE, seconds=-1.0)], 'suites[0].seconds: must be a finite number of seconds'),
+    ([dict(GOOD_SUITE, status='fine')], "suites[0].status: 'fine' is not one of"),
+    ([dict(GOOD_SUITE, failed_tests=[{'test_id': 'x'}])], 'suites[0].failed_tests[0]: needs test_id and state'),
+    ([dict(GOOD_SUITE, failed_tests=[{'test_id': 'x', 'state': 'failed', 'reruns': 1.5}])],
+     'suites[0].failed_tests[0].reruns: must be an integer'),
+    ([GOOD_SUITE, GOOD_SUITE], "suites[1].name: 'test_nn' appears twice"),
+    ([dict(GOOD_SUITE, extra=1)], 'suites[0]: needs a name and no unknown key (unknown: extra)'),
+    ([dict(GOOD_SUITE, note={'a': {'b': {'c': {'d': {'e': {'f': 1}}}}}})], 'document: nested deeper than 8 levels'),
+    ('all', 'suites: must be a list'),
+])
+def test_a_saved_result_of_the_wrong_shape_is_refused_in_one_line(tmp_path, suites, problem):
+    path = _saved(tmp_path, suites)
+    _assert_clean_failure(cli('report', path), path, problem)
+
+
+@pytest.mark.parametrize('text,problem', [
+    ('{"format": "eb-pytorch-cuda-test-results", "suites": [{"name": "a", "seconds": NaN}]}', 'NaN is not a number'),
+    ('{"format": "eb-pytorch-cuda-test-results", "suites": [{"name": "a", "seconds": 1e999}]}',
+     'suites[0].seconds: must be a finite number'),
+    ('{"format": "eb-pytorch-cuda-test-results", "suites": ' + '[' * 100000 + ']' * 100000 + '}', 'nested deeper'),
+    ('{"format": "eb-pytorch-cuda-test-results", "suites": [], "x": ' + '[' * 20 + ']' * 20 + '}', 'nested deeper'),
+    ('{"format": "other", "suites": []}', 'is not a saved eb-pytorch-cuda-test-results JSON file'),
+])
+def test_saved_json_with_non_finite_numbers_or_deep_nesting_is_refused(tmp_path, text, problem):
+    path = tmp_path / 'saved.json'
+    path.write_text(text)
+    _assert_clean_failure(cli('report', path), path, problem)
+
+
+def test_a_negative_budget_is_refused(tmp_path):
+    path = _saved(tmp_path, [GOOD_SUITE])
+    _assert_clean_failure(cli('report', path, '--max-failed-tests', '-1'), '--max-failed-tests',
+                          'must be a non-negative integer')
+
+
+def test_a_fifo_named_xml_in_a_report_directory_is_refused_not_waited_on(tmp_path):
+    import shutil
+    import subprocess
+    import sys
+    reports = tmp_path / 'test-reports' / 'python-pytest' / 'test_x'
+    reports.mkdir(parents=True)
+    os.mkfifo(reports / 'test_x-1.xml')
+    script = shutil.which('eb-pytorch-cuda', path=os.path.dirname(sys.executable))
+    done = subprocess.run([script, 'report', str(tmp_path / 'test-reports')], capture_output=True, text=True,
+                          timeout=120)  # a hang would raise TimeoutExpired here: the test fails, it does not hang
+    _assert_clean_failure(done, reports / 'test_x-1.xml', 'is a FIFO, not a regular file')
+
+
+@pytest.mark.parametrize('kind', ['fifo', 'device', 'socket'])
+def test_a_log_that_is_not_a_regular_file_is_refused(tmp_path, kind):
+    import socket
+    path = tmp_path / 'run.log'
+    if kind == 'fifo':
+        os.mkfifo(path)
+        problem = 'is a FIFO'
+    elif kind == 'device':
+        path = '/dev/zero'
+        problem = 'is a character device'
+    else:
+        server = socket.socket(socket.AF_UNIX)
+        server.bind(str(path))
+        problem = 'is a socket'
+    _assert_clean_failure(cli('report', path), path, problem)
+
+
+def test_an_expected_suite_without_outcome_fails_the_verdict(tmp_path):
+    path = _saved(tmp_path, [dict(GOOD_SUITE, status='passed', counts={'passed': 10}, failed_tests=[])])
+    expected = tmp_path / 'expected.txt'
+    expected.write_text('Selected tests:\n test_nn\n test_torch\n')
+    done = cli('report', path, '--expected-suites', expected)
+    assert done.returncode == 1 and 'test_torch: missing, and not a known failure' in done.stdout
+    # the saved result holds the missing suite: re-judging it applies the same rule
+    saved = tmp_path / 'judged.json'
+    saved.write_text(cli('report', path, '--expected-suites', expected, '--format', 'json', check_rc=1).stdout)
+    done = cli('report', saved, '--max-failed-tests', '100')
+    assert done.returncode == 1 and 'test_torch: missing, and not a known failure' in done.stdout
+    assert cli('report', path).returncode == 0  # without the expectation, the same result passes

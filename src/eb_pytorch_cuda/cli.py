@@ -61,13 +61,17 @@ def cmd_report(args):
     from eb_pytorch_cuda.eb import ecpolicy
     from eb_pytorch_cuda.testsuite.policy import detect_context, judge
     from eb_pytorch_cuda.testsuite.report import to_json, to_markdown, to_text
-    from eb_pytorch_cuda.testsuite.results import load_results
+    from eb_pytorch_cuda.testsuite.results import load_results, mark_missing, read_expected_suites
+    if args.max_failed_tests is not None and args.max_failed_tests < 0:
+        raise PluginError('--max-failed-tests', f'must be a non-negative integer, got {args.max_failed_tests}')
+    expected = read_expected_suites(args.expected_suites) if args.expected_suites else []
     values = ecpolicy.read_easyconfig(args.easyconfig) if args.easyconfig else {}
     capabilities = args.cuda_compute_capabilities.split(',') if args.cuda_compute_capabilities \
         else values.get('cuda_compute_capabilities') or ()
     context = detect_context(capabilities, target=args.target)
     policy = ecpolicy.policy_from_values(values, context, args.easyconfig or 'policy', args.max_failed_tests)
     result = load_results(args.paths)
+    mark_missing(result, expected)
     verdict = judge(result, policy)
     suggestion = _suggest_policy(args, values, capabilities)
     if args.format == 'json':
@@ -158,6 +162,9 @@ def build_parser():
     report.add_argument('--suggest-scope', metavar='SCOPE',
                         help="put every suggested entry in SCOPE ('', a family, a target, a compute capability) "
                              'instead of the scope of the runs that saw it')
+    report.add_argument('--expected-suites', metavar='FILE',
+                        help='suites that must have an outcome, one a line (e.g. run_test.py --dry-run --verbose '
+                             'output); any without one is "missing" and fails the verdict unless known')
     report.set_defaults(func=cmd_report)
 
     doctor = sub.add_parser('doctor', help='predict "cannot open shared object" and "undefined symbol" failures')

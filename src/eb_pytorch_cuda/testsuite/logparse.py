@@ -1,36 +1,70 @@
 """Parse the console output of PyTorch's test/run_test.py (2.x) into the result model.
 
-The log is cut into one chunk per suite at the lines run_test.py prints when it starts a suite
-("Running test_nn 1/1 ... [time]") or replays a suite's log ("PRINTING LOG FILE of test_nn (...)").
-Inside a chunk, every countable summary is added up (unittest "Ran N tests" + "OK"/"FAILED (...)",
-pytest "=== 2 failed, 128 passed, ... in 3.4s ===") and failed test names are collected (unittest
-"FAIL: test_x (mod.Class)", pytest "FAILED file.py::Class::test_x - ...", "AssertionError: N unit
-test(s) failed:" lists).  The "<suite> [i/n] failed![ Received signal: SIGx]" lines decide which suites
-failed, wherever they appear.  A suite that failed without anything countable, was killed by a signal,
-or started and never finished, gets a status of its own: it is never "0 failures".
+The markers, as run_test.py prints them (read from its source: 2.6.0 from Debian's source package, a
+2.1-era file from the code index; 2.6.0 also run for real, its output in tests/data/pytorch_corpus/logs;
+`X` is `suite i/n`, the suite and its shard):
+- `Running X ... [date]` when a suite starts; with the pool (two or three suites at a time) these come
+  before any of their output; 2.6 runs each pool suite once alone first (`-m serial`, usually all
+  deselected), so it is announced twice;
+- 2.1: the log of a suite once it ended, between `##[group]PRINTING LOG FILE of X (path)` and
+  `FINISHED PRINTING LOG FILE of X (path)`; for a failed suite only its last 100 lines, after
+  `##[group]PRINTING BEGINNING OF LOG FILE of X (path)` ... `##[endgroup]`, or, for a short log, with
+  no start marker at all;
+- 2.6 with --pipe-logs (CI): `PRINTING LOG FILE of X (path)` ... `FINISHED PRINTING LOG FILE of X (path)`
+  for a failed or rerun suite, `X was successful, full logs can be found in artifacts with path ...`
+  for a passed one; without it (EasyBuild) the suites' own output, interleaved in the pool;
+- `X failed!`, `X failed! Received signal: SIGx` or `X failed! <exception>` when a suite failed,
+  printed when it ends and again at the end of the run (and inside `RuntimeError: ...` when run_test.py stops).
+
+The log is cut at these markers.  A piece of text belongs to the suite whose end marker (`FINISHED
+PRINTING LOG FILE of X`, `X failed!`, `X was successful`) directly follows it, else to the suite whose
+start marker directly precedes it, else to none: so a summary is tied to the lines that follow it as
+well as those before, and a missing start marker loses nothing.  Inside a piece, a summary goes to the
+suite whose test file pytest named last before it (`test_x.py::Class::test`), when that suite was
+announced: interleaved output of a pool is sorted out.  Every countable summary is added up (unittest
+"Ran N tests" + "OK"/"FAILED (...)", pytest "=== 2 failed, 128 passed, ... in 3.4s ===", run_test.py's
+"AssertionError: N unit test(s) failed:" list) and failed test names are collected.  Every run that
+was announced must end with an outcome (an end marker or a countable summary), and every shard 1..n
+of an `i/n` must have run: a suite with a run or shard left open is SUITE_INCOMPLETE, as is a suite
+that was announced and never summarised: never "0 failures".
+
+Every pattern is linear in the line length (no nested or adjacent unbounded quantifiers that can
+backtrack over one line, look-behinds where a search could restart inside a long run): a 160 KB
+summary line parses in milliseconds.
 """
 
 import re
+from bisect import bisect_right
 
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.inputs import read_bytes
 from eb_pytorch_cuda.testsuite.model import (ERROR, FAILED, SUITE_FAILED, SUITE_INCOMPLETE, SUITE_PASSED,
                                              SUITE_TERMINATED, SUITE_UNCOUNTED, RunResult, TestCase)
 
-MARKER = re.compile(r'^(?:Running (?P<run>\S+)(?: \d+/\d+)? \.\.\. \[|PRINTING LOG FILE of (?P<log>\S+) \()', re.M)
-SUITE_FAILED_LINE = re.compile(
-    r'^(?P<name>[\w./-]+) (?:\d+/\d+ )?failed!(?: Received signal: (?P<signal>\w+))?[^\n]*$', re.M)
+_NAME = r'(?P<name>[\w./-]+)(?: (?P<shard>\d+)/(?P<shards>\d+))?'
+START, FINISHED, FAILED_LINE, SUCCESS = 'start', 'finished', 'failed', 'success'
+MARKERS = {
+    START: re.compile(rf'^(?:Running {_NAME} \.\.\. \[|(?:##\[group\])?PRINTING (?:BEGINNING OF )?LOG FILE of '
+                      rf'{_NAME.replace("(?P<", "(?P<p_")} \()', re.M),
+    FINISHED: re.compile(rf'^FINISHED PRINTING LOG FILE of {_NAME} \(', re.M),
+    FAILED_LINE: re.compile(rf'^(?:RuntimeError: )?{_NAME} failed!(?: Received signal: (?P<signal>\w+))?', re.M),
+    SUCCESS: re.compile(rf'^{_NAME} was successful, full logs can be found', re.M),
+}
 UNITTEST_SUMMARY = re.compile(r'^Ran (?P<total>\d+) tests? in [\d.]+s[ \t]*\n(?:[ \t]*\n)*'
                               r'(?P<status>OK|FAILED)(?: \((?P<details>[^)\n]*)\))?[ \t]*$', re.M)
-PYTEST_SUMMARY = re.compile(r'^=+ (?P<summary>[^=\n]*?\d+ (?:passed|failed|skipped|error|errors|xfailed|xpassed|'
-                            r'deselected|rerun|warnings?)[^=\n]*?) in [\d.]+s(?: \([\d:]+\))? =+[ \t]*$', re.M)
+PYTEST_LINE = re.compile(r'^=+ [^\n]*', re.M)  # candidate lines; the summary is checked with str methods
+PYTEST_TAIL = re.compile(r' in [\d.]+s(?: \([\d:]+\))? =+[ \t]*$')
+PYTEST_ITEM = re.compile(r'(\d+) (\w+)')
 UNITTEST_FAILED_TEST = re.compile(r'^(?P<kind>FAIL|ERROR): (?P<test>\w+) \((?P<where>[\w.]+)\)', re.M)
-PYTEST_FAILED_TEST = re.compile(r'^(?P<kind>FAILED|ERROR) (?:\[[^\]\n]*\] )?[\w/.-]+\.py::(?:(?P<cls>\w+)::)?'
-                                r'(?P<test>[^\s:]+)', re.M)
+PYTEST_FAILED_TEST = re.compile(r'^(?P<kind>FAILED|ERROR) (?:\[[^\]\n]*\] )?(?P<path>[\w/.-]+?\.py)::'
+                                r'(?:(?P<cls>\w+)::)?(?P<test>[^\s:]+)', re.M)
 ASSERTION_LIST = re.compile(r'^AssertionError: (?P<count>\d+) unit test\(s\) failed:[ \t]*\n'
                             r'(?P<names>(?:[ \t]+\S[^\n]*\n?)+)', re.M)
 PYTEST_KEYS = {'failed': 'failed', 'passed': 'passed', 'skipped': 'skipped', 'xfailed': 'xfailed',
                'xpassed': 'xpassed', 'rerun': 'rerun', 'error': 'errors', 'errors': 'errors'}
+# a test named by its file, as pytest prints it; the look-behind keeps the search linear in the line length
+_TEST_FILE = re.compile(r'(?<![\w/.-])([\w/.-]+?\.py)::')
+PYTEST_END_WORDS = set(PYTEST_KEYS) | {'deselected', 'warning', 'warnings'}  # a session's last line has one
 
 
 def _test_id(test, where):
@@ -41,98 +75,185 @@ def _test_id(test, where):
     return f'{parts[-1]}.{test}'
 
 
-def _chunks(text):
-    """(suite name, chunk text) for each suite block of the log, in order."""
-    marks = list(MARKER.finditer(text))
-    for index, mark in enumerate(marks):
-        end = marks[index + 1].start() if index + 1 < len(marks) else len(text)
-        yield mark.group('run') or mark.group('log'), text[mark.end():end]
+def _events(text):
+    """[(start, end, kind, suite, shard, shards, signal)] of every marker line, in order."""
+    events = []
+    for kind, pattern in MARKERS.items():
+        for match in pattern.finditer(text):
+            groups = match.groupdict()
+            name = groups.get('name') or groups.get('p_name')
+            shard = groups.get('shard') or groups.get('p_shard') or '1'
+            shards = groups.get('shards') or groups.get('p_shards') or '1'
+            end = text.find('\n', match.end())
+            events.append((match.start(), len(text) if end < 0 else end, kind, name, int(shard), int(shards),
+                           groups.get('signal')))
+    events.sort()
+    return events
 
 
-def _count(chunk, counts):
-    """Add the countable summaries of a chunk to counts; return whether there was any."""
-    found = False
-    for match in UNITTEST_SUMMARY.finditer(chunk):
-        found = True
-        details = {k.strip(): int(v) for k, v in
-                   (item.split('=') for item in (match.group('details') or '').split(',') if '=' in item)}
-        failed, errors = details.get('failures', 0), details.get('errors', 0)
-        skipped, xfailed = details.get('skipped', 0), details.get('expected failures', 0)
-        xpassed = details.get('unexpected successes', 0)
-        counts['failed'] += failed
-        counts['errors'] += errors
-        counts['skipped'] += skipped
-        counts['xfailed'] += xfailed
-        counts['xpassed'] += xpassed
-        counts['passed'] += max(0, int(match.group('total')) - failed - errors - skipped - xfailed - xpassed)
-    for match in PYTEST_SUMMARY.finditer(chunk):
-        found = True
-        for number, word in re.findall(r'(\d+) (\w+)', match.group('summary')):
-            if word in PYTEST_KEYS:
-                counts[PYTEST_KEYS[word]] += int(number)
-    if not found:  # run_test.py's own count, printed when the unittest/pytest summary is not
-        for match in ASSERTION_LIST.finditer(chunk):
-            found = True
-            counts['failed'] += int(match.group('count'))
-    return found
+def _unittest_counts(match):
+    details = {k.strip(): int(v) for k, v in
+               (item.split('=', 1) for item in (match.group('details') or '').split(',') if '=' in item)
+               if v.strip().isdigit()}
+    counts = {'failed': details.get('failures', 0), 'errors': details.get('errors', 0),
+              'skipped': details.get('skipped', 0), 'xfailed': details.get('expected failures', 0),
+              'xpassed': details.get('unexpected successes', 0)}
+    counts['passed'] = max(0, int(match.group('total')) - sum(counts.values()))
+    return counts
+
+
+def _summaries(chunk):
+    """[(position, {count key: n}, from pytest)] of every countable summary in chunk, in order; run_test.py's
+    own "AssertionError: N unit test(s) failed:" count only where neither unittest nor pytest printed one."""
+    found = [(match.start(), _unittest_counts(match), False) for match in UNITTEST_SUMMARY.finditer(chunk)]
+    for line in PYTEST_LINE.finditer(chunk):
+        text = line.group()
+        tail = PYTEST_TAIL.search(text)
+        items = PYTEST_ITEM.findall(text[:tail.start()].lstrip('= ')) if tail else ()
+        if any(word in PYTEST_END_WORDS for _, word in items):
+            counts = {}
+            for number, word in items:
+                if word in PYTEST_KEYS:
+                    counts[PYTEST_KEYS[word]] = counts.get(PYTEST_KEYS[word], 0) + int(number)
+            found.append((line.start(), counts, True))
+    if not found:
+        found = [(match.start(), {'failed': int(match.group('count'))}, False)
+                 for match in ASSERTION_LIST.finditer(chunk)]
+    return sorted(found, key=lambda item: item[0])
 
 
 def _failed_tests(chunk):
-    tests = {}
+    """[(position, test file or None, test_id, state)] of the failed tests a chunk names."""
+    tests = []
     for match in UNITTEST_FAILED_TEST.finditer(chunk):
-        test_id = _test_id(match.group('test'), match.group('where'))
-        tests.setdefault(test_id, ERROR if match.group('kind') == 'ERROR' else FAILED)
+        tests.append((match.start(), None, _test_id(match.group('test'), match.group('where')),
+                      ERROR if match.group('kind') == 'ERROR' else FAILED))
     for match in PYTEST_FAILED_TEST.finditer(chunk):
         test_id = f"{match.group('cls')}.{match.group('test')}" if match.group('cls') else match.group('test')
-        tests.setdefault(test_id, ERROR if match.group('kind') == 'ERROR' else FAILED)
+        tests.append((match.start(), match.group('path'), test_id, ERROR if match.group('kind') == 'ERROR' else FAILED))
     for match in ASSERTION_LIST.finditer(chunk):
         for line in match.group('names').splitlines()[:int(match.group('count'))]:
-            tests.setdefault(line.strip(), FAILED)
+            tests.append((match.start(), None, line.strip(), FAILED))
     return tests
 
 
-def parse_log_text(text, source='log'):
+def _owner(preceding, following):
+    """(suite, shard) the text between two markers belongs to, or None (see the module docstring)."""
+    other_started = preceding and following and preceding[2] == START and preceding[3] != following[3]
+    # "X failed!" after another suite's "Running Y" is run_test.py's closing list, not X's own output
+    if following and (following[2] in (FINISHED, SUCCESS) or (following[2] == FAILED_LINE and not other_started)):
+        return following[3:5]
+    if preceding and preceding[2] == START:
+        return preceding[3:5]
+    return None
+
+
+class _Runs:
+    """What the log says per suite: counts, failed tests, runs still open, shards, failed lines.
+
+    A `Running X i/n` or `PRINTING ... LOG FILE of X i/n` line opens a run of shard i of X; a summary
+    credited to X or an end marker of X closes one.  In a pool the output of two or three suites is
+    interleaved (2.6 without --pipe-logs): a summary is credited to the suite whose test file
+    (`dir/test_x.py::Class::test`) was named last before it, when that suite was announced, else to
+    the piece's owner; a `FAILED dir/test_x.py::...` line names its own suite.
+    """
+
+    def __init__(self, result, events):
+        self.result = result
+        self.open, self.shards, self.seen, self.failed, self.success, self.counted = {}, {}, set(), {}, set(), set()
+        self.last_shard = {}
+        for _start, _end, _kind, name, shard, total, _signal in events:
+            result.suite(name)
+            self.shards[name] = max(self.shards.get(name, 1), total)
+
+    def suite_of(self, path):
+        """The announced suite a test file path names ('test/dynamo/test_x.py' -> 'dynamo/test_x'), or None."""
+        name = path[:-3] if path.endswith('.py') else path
+        for candidate in (name, name[5:] if name.startswith('test/') else None):
+            if candidate in self.result.suites:
+                return candidate
+        return None
+
+    def event(self, kind, name, shard, signal):
+        key = (name, shard)
+        self.seen.add(key)
+        if kind == START:
+            self.open[key] = self.open.get(key, 0) + 1
+            self.last_shard[name] = shard
+            return
+        self.open[key] = max(0, self.open.get(key, 0) - 1)
+        if kind == FAILED_LINE:
+            self.failed[name] = self.failed.get(name) or signal or ''
+        elif kind == SUCCESS:
+            self.success.add(name)
+
+    def chunk(self, owner, chunk):
+        mentions = [(match.start(), self.suite_of(match.group(1))) for match in _TEST_FILE.finditer(chunk)]
+        mentions = [(position, name) for position, name in mentions if name]
+        positions = [position for position, _ in mentions]
+        for position, counts, _pytest in _summaries(chunk):
+            index = bisect_right(positions, position) - 1
+            name = mentions[index][1] if index >= 0 else (owner[0] if owner else None)
+            if name is None:
+                continue
+            shard = owner[1] if owner and owner[0] == name else self.last_shard.get(name, 1)
+            for key, value in counts.items():
+                self.result.suites[name].counts[key] += value
+            self.counted.add(name)
+            self.seen.add((name, shard))
+            self.open[(name, shard)] = max(0, self.open.get((name, shard), 0) - 1)
+        for _position, path, test_id, state in _failed_tests(chunk):
+            name = (self.suite_of(path) if path else None) or (owner[0] if owner else None)
+            if name is None:
+                continue
+            suite = self.result.suites[name]
+            if all(test.test_id != test_id for test in suite.failed_tests):
+                suite.failed_tests.append(TestCase(test_id, state))
+
+    def judge(self):
+        """Set each suite's status from what was seen."""
+        for name, suite in self.result.suites.items():
+            suite.sources.append('log')
+            missing = [shard for shard in range(1, self.shards[name] + 1)
+                       if (name, shard) not in self.seen or self.open.get((name, shard))]
+            if self.failed.get(name):
+                suite.status, suite.signal = SUITE_TERMINATED, self.failed[name]
+            elif missing:
+                suite.status = SUITE_INCOMPLETE
+                if self.shards[name] > 1:
+                    suite.note = f"shard(s) {', '.join(map(str, missing))} of {self.shards[name]} never ended"
+            elif name in self.failed:
+                suite.status = SUITE_FAILED if name in self.counted and (suite.failing_count or suite.failed_tests) \
+                    else SUITE_UNCOUNTED
+            elif name not in self.counted and name not in self.success:
+                suite.status = SUITE_INCOMPLETE
+            elif suite.failing_count or suite.failed_tests:
+                suite.status = SUITE_FAILED
+            else:
+                suite.status = SUITE_PASSED
+
+
+def parse_log_text(text: str, source: str = 'log') -> RunResult:
     """RunResult of one run_test.py console output (text); raise PluginError when nothing in it is recognized."""
+    events = _events(text)
     result = RunResult()
-    counted = set()
-    for name, chunk in _chunks(text):
-        suite = result.suite(name)
-        if 'log' not in suite.sources:
-            suite.sources.append('log')
-        if _count(chunk, suite.counts):
-            counted.add(name)
-        known = {t.test_id for t in suite.failed_tests}
-        suite.failed_tests += [TestCase(test_id, state) for test_id, state in _failed_tests(chunk).items()
-                               if test_id not in known]
-    failed = {}
-    for match in SUITE_FAILED_LINE.finditer(text):
-        failed[match.group('name')] = failed.get(match.group('name')) or match.group('signal')
-    if not result.suites and not failed:
+    runs = _Runs(result, events)
+    if not result.suites:
         raise PluginError(source, 'no run_test.py output found (no "Running <suite> ..." line and no summary)')
-    for name, suite in result.suites.items():
-        if name in failed:
-            continue
-        if name not in counted:
-            suite.status = SUITE_INCOMPLETE
-        elif suite.failing_count:
-            suite.status = SUITE_FAILED
-    for name, signal in failed.items():
-        suite = result.suite(name)
-        if 'log' not in suite.sources:
-            suite.sources.append('log')
-        if signal:
-            suite.status, suite.signal = SUITE_TERMINATED, signal
-        elif name in counted and (suite.failing_count or suite.failed_tests):
-            suite.status = SUITE_FAILED
-        else:
-            suite.status = SUITE_UNCOUNTED
-    for suite in result.suites.values():
-        if suite.status == SUITE_PASSED and suite.failed_tests:
-            suite.status = SUITE_FAILED
+    previous_end = 0
+    for index in range(len(events) + 1):
+        following = events[index] if index < len(events) else None
+        chunk = text[previous_end:following[0] if following else len(text)]
+        if chunk.strip():
+            runs.chunk(_owner(events[index - 1] if index else None, following), chunk)
+        if following:
+            runs.event(following[2], following[3], following[4], following[6])
+            previous_end = following[1]
+    runs.judge()
     return result
 
 
-def parse_log_file(path):
+def parse_log_file(path: str) -> RunResult:
     """RunResult of a run_test.py log (or an EasyBuild log holding it); PluginError for unreadable input."""
     data = read_bytes(path)
     if b'\0' in data[:8192]:

@@ -14,7 +14,14 @@ SUITE_UNCOUNTED = 'failed without countable summary'  # run_test.py said failed,
 SUITE_TERMINATED = 'terminated'  # killed by a signal
 SUITE_INCOMPLETE = 'no summary'  # started, never finished (crash of the runner, truncated log)
 SUITE_TIMED_OUT = 'timed out'  # killed, with its whole process group, at the per-suite timeout
-UNJUDGEABLE = (SUITE_UNCOUNTED, SUITE_TERMINATED, SUITE_INCOMPLETE, SUITE_TIMED_OUT)
+SUITE_MISSING = 'missing'  # announced, listed by discovery or expected, and no outcome at all
+SUITE_REPORT_INCOMPLETE = 'incomplete report'  # an empty or comment-only XML report: killed while writing it
+SUITE_BAD_REPORT = 'unreadable report'  # an XML report that cannot be trusted (see Suite.note), in the test step
+UNJUDGEABLE = (SUITE_UNCOUNTED, SUITE_TERMINATED, SUITE_INCOMPLETE, SUITE_TIMED_OUT, SUITE_MISSING,
+               SUITE_REPORT_INCOMPLETE, SUITE_BAD_REPORT)
+SUITE_STATES = (SUITE_PASSED, SUITE_FAILED) + UNJUDGEABLE
+TEST_STATES = (PASSED, FAILED, ERROR, SKIPPED, XFAILED, XPASSED)
+RERUN_OUTCOMES = ('flaky', 'reproducible')
 
 
 @dataclass
@@ -39,6 +46,7 @@ class Suite:
     sources: list = field(default_factory=list)  # 'log', 'xml'
     rerun_outcome: str = None  # for a suite rerun as a whole: 'flaky' or 'reproducible'
     seconds: float = None  # how long the suite ran, when it ran in a process of its own
+    note: str = None  # why the suite could not be judged, when a parser knows more than the status says
 
     @property
     def failing_count(self):
@@ -71,6 +79,7 @@ class RunResult:
         for item in data['suites']:
             item = dict(item)
             tests = [TestCase(**test) for test in item.pop('failed_tests', [])]
+            item['counts'] = {**dict.fromkeys(COUNT_KEYS, 0), **item.get('counts', {})}  # a count left out is 0
             suite = Suite(**item)
             suite.failed_tests = tests
             result.suites[suite.name] = suite

@@ -2,7 +2,7 @@
 
 from typing import Optional
 
-from eb_pytorch_cuda.testsuite.model import SUITE_PASSED, RunResult
+from eb_pytorch_cuda.testsuite.model import SUITE_FAILED, SUITE_PASSED, RunResult
 from eb_pytorch_cuda.testsuite.policy import ScopeContext, Verdict
 from eb_pytorch_cuda.testsuite.results import RESULT_FORMAT
 from eb_pytorch_cuda.testsuite.suggest import for_verdict
@@ -46,9 +46,11 @@ def to_text(result, verdict):
     for suite in sorted(result.suites.values(), key=lambda s: s.name):
         if suite.status == SUITE_PASSED:
             continue
-        detail = suite.summary() if suite.status == 'failed' else suite.status
+        detail = suite.summary() if suite.status == SUITE_FAILED else suite.status
         if suite.signal:
             detail = f'killed by {suite.signal}'
+        if suite.note:
+            detail += f': {suite.note}'
         lines.append(f'{suite.name} ({detail})')
     terminated = ', '.join(f"{name} ({signal or status}, {'known' if entry else 'UNKNOWN'})"
                            for name, status, signal, entry in verdict.unjudgeable) or 'none'
@@ -84,7 +86,7 @@ def to_markdown(result: RunResult, verdict: Verdict, title: str = 'PyTorch test 
     failed = [s for s in sorted(result.suites.values(), key=lambda s: s.name) if s.status != SUITE_PASSED]
     if failed:
         lines += ['| suite | outcome |', '| --- | --- |']
-        lines += [f'| `{s.name}` | {s.summary() if s.status == "failed" else s.status}'
+        lines += [f'| `{s.name}` | {s.summary() if s.status == SUITE_FAILED else s.status}'
                   f'{" (" + s.signal + ")" if s.signal else ""} |' for s in failed]
         lines.append('')
     if verdict.known:
