@@ -251,3 +251,43 @@ def test_job_options_come_from_settings_then_our_variables_then_easybuilds():
     assert argv[:2] == ['sbatch', '--parsable'] and argv[-2:] == ['/shared/q/worker-job.py', '/shared/q']
     with pytest.raises(PluginError, match='not a number'):
         slurmjobs.job_options({}, {'EB_PYTORCH_CUDA_SLURM_GPUS_PER_JOB': 'four'})
+
+
+SUBMITTER = '''import os, sys
+from eb_pytorch_cuda.testsuite import spread, suiterun
+from eb_pytorch_cuda.testsuite.command import TestCommand
+test_dir, store_path, out, shared = sys.argv[1:5]
+spread.run_spread(TestCommand(test_dir, {}, [sys.executable, 'run_test.py']), dict(os.environ),
+                  suiterun.ResultStore(store_path, 'build-a'), out, sys.executable, {'': 120}, 2,
+                  shared_paths=[shared], slurm_settings={'cpus_per_job': 1}, poll=0.5)
+'''
+
+
+def test_rerunning_after_the_submitting_eb_was_killed_resumes_and_cancels_its_jobs(slurm, tmp_path):
+    test_dir = _tree(tmp_path / 'tree', sleepers=6, seconds=3, keep=())
+    store_path = tmp_path / 'results' / 'r.jsonl'
+    run_log = tmp_path / 'suites-run.log'
+    env = dict(os.environ, STANDIN_RUN_LOG=str(run_log))
+    submitter = subprocess.Popen([sys.executable, '-c', SUBMITTER, str(test_dir), str(store_path),
+                                  str(tmp_path / 'out'), str(tmp_path)], env=env)
+    done_dir = tmp_path / 'results' / 'r.jsonl.queue' / 'done'
+    deadline = time.time() + 120
+    while time.time() < deadline and not (done_dir.is_dir() and len(os.listdir(done_dir)) >= 2):
+        time.sleep(0.2)
+    submitter.kill()  # eb killed: no cleanup, its two jobs go on
+    submitter.wait()
+    finished_before = {name.replace('%2F', '/') for name in os.listdir(done_dir)}
+    left_jobs = (tmp_path / 'results' / 'r.jsonl.queue' / 'jobs').read_text().split()
+    assert len(finished_before) >= 2 and len(left_jobs) == 2
+    lines = []
+    store = suiterun.ResultStore(str(store_path), 'build-a')
+    result = spread.run_spread(_command(test_dir), env, store, str(tmp_path / 'out'), sys.executable, {'': 120}, 2,
+                               shared_paths=[str(tmp_path)], slurm_settings={'cpus_per_job': 1},
+                               progress=lines.append, poll=0.5)
+    assert set(result.suites) == {f'test_sleep_{i}' for i in range(6)} | {'distributed/test_c10d_standin'}
+    assert all(suite.status == 'passed' for suite in result.suites.values())
+    resumed = next(line for line in lines if line.startswith('resuming: '))
+    assert resumed.endswith('(cancelled 2 job(s) left by the previous run)')
+    assert slurmjobs.live_jobs(left_jobs) == set()
+    runs = run_log.read_text().split()
+    assert all(runs.count(suite) == 1 for suite in finished_before)  # measured once, never again
