@@ -126,7 +126,7 @@ def test_stand_in_suites_spread_over_three_jobs_give_the_serial_verdict_and_coun
 
 def test_a_job_killed_with_scancel_mid_suite_loses_nothing(slurm, tmp_path):
     lines = []
-    queue_dir = tmp_path / 'spread-results' / 'r.jsonl.queue'
+    queue_dir = tmp_path / 'spread-results' / 'r.jsonl.queue-build-a'
     killed = {}
 
     def kill_a_job_running_a_suite():
@@ -270,14 +270,14 @@ def test_rerunning_after_the_submitting_eb_was_killed_resumes_and_cancels_its_jo
     env = dict(os.environ, STANDIN_RUN_LOG=str(run_log))
     submitter = subprocess.Popen([sys.executable, '-c', SUBMITTER, str(test_dir), str(store_path),
                                   str(tmp_path / 'out'), str(tmp_path)], env=env)
-    done_dir = tmp_path / 'results' / 'r.jsonl.queue' / 'done'
+    done_dir = tmp_path / 'results' / 'r.jsonl.queue-build-a' / 'done'
     deadline = time.time() + 120
     while time.time() < deadline and not (done_dir.is_dir() and len(os.listdir(done_dir)) >= 2):
         time.sleep(0.2)
     submitter.kill()  # eb killed: no cleanup, its two jobs go on
     submitter.wait()
     finished_before = {name.replace('%2F', '/') for name in os.listdir(done_dir)}
-    left_jobs = (tmp_path / 'results' / 'r.jsonl.queue' / 'jobs').read_text().split()
+    left_jobs = (tmp_path / 'results' / 'r.jsonl.queue-build-a' / 'jobs').read_text().split()
     assert len(finished_before) >= 2 and len(left_jobs) == 2
     lines = []
     store = suiterun.ResultStore(str(store_path), 'build-a')
@@ -291,3 +291,34 @@ def test_rerunning_after_the_submitting_eb_was_killed_resumes_and_cancels_its_jo
     assert slurmjobs.live_jobs(left_jobs) == set()
     runs = run_log.read_text().split()
     assert all(runs.count(suite) == 1 for suite in finished_before)  # measured once, never again
+
+
+def test_two_targets_of_one_easyconfig_each_spread_their_own_suites_at_once(slurm, tmp_path):
+    """EESSI builds one easyconfig per CPU target, with the same build path and results file name; their
+    fingerprints differ (compiler flags), and so do their queues and jobs."""
+    store_path = str(tmp_path / 'results' / 'PyTorch-2.1.2.jsonl')
+    results, lines = {}, {}
+
+    def build(target):
+        test_dir = _tree(tmp_path / target, sleepers=2, seconds=1, keep=('test_known_failure',))
+        lines[target] = []
+        store = suiterun.ResultStore(store_path, f'fingerprint-{target}')
+        output = str(tmp_path / f'{target}-out')
+        results[target] = spread.run_spread(_command(test_dir), dict(os.environ), store, output,
+                                            sys.executable, {'': 120}, 2, shared_paths=[str(tmp_path)],
+                                            slurm_settings={'cpus_per_job': 1}, progress=lines[target].append,
+                                            poll=0.5)
+
+    threads = [threading.Thread(target=build, args=(target,)) for target in ('haswell', 'grace')]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    expected = {'test_known_failure', 'test_sleep_0', 'test_sleep_1', 'distributed/test_c10d_standin'}
+    for target in ('haswell', 'grace'):
+        assert set(results[target].suites) == expected
+        assert results[target].suites['test_known_failure'].status == 'failed'
+        assert set(suiterun.ResultStore(store_path, f'fingerprint-{target}').load()) == expected
+        assert lines[target][-1] == 'suites 4/4 done on 2 job(s); 1 failed'
+    queues = sorted(name for name in os.listdir(tmp_path / 'results') if '.queue-' in name)
+    assert queues == ['PyTorch-2.1.2.jsonl.queue-fingerprint-grace', 'PyTorch-2.1.2.jsonl.queue-fingerprint-hasw']

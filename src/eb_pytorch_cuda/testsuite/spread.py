@@ -45,8 +45,10 @@ def previous_suite_seconds(results_json: Optional[str]) -> Dict[str, float]:
 
 
 def queue_dir_of(store: suiterun.ResultStore) -> str:
-    """The queue lives next to the build's results file (same shared place, same lifetime)."""
-    return store.path + '.queue'
+    """The queue lives next to the build's results file (same shared place, same lifetime), one per build
+    fingerprint: EESSI's per-target builds of one easyconfig share the results file's name but not the
+    fingerprint (their compiler flags differ), so each spreads its own suites over its own jobs."""
+    return f'{store.path}.queue-{store.fingerprint[:16]}'
 
 
 def run_spread(command, env: dict, store: suiterun.ResultStore, output_dir: str, python: str,
