@@ -321,4 +321,31 @@ def test_two_targets_of_one_easyconfig_each_spread_their_own_suites_at_once(slur
         assert set(suiterun.ResultStore(store_path, f'fingerprint-{target}').load()) == expected
         assert lines[target][-1] == 'suites 4/4 done on 2 job(s); 1 failed'
     queues = sorted(name for name in os.listdir(tmp_path / 'results') if '.queue-' in name)
-    assert queues == ['PyTorch-2.1.2.jsonl.queue-fingerprint-grace', 'PyTorch-2.1.2.jsonl.queue-fingerprint-hasw']
+    assert queues == ['PyTorch-2.1.2.jsonl.queue-fingerprint-grac', 'PyTorch-2.1.2.jsonl.queue-fingerprint-hasw']
+
+
+KILLS_ITS_JOB = '''"""Takes its node down (like a suite that makes the node run out of memory): cancels its own job."""
+import os
+import subprocess
+import time
+
+subprocess.run(['scancel', os.environ['SLURM_JOB_ID']])
+time.sleep(60)
+'''
+
+
+def test_a_suite_whose_job_dies_each_time_is_recorded_as_never_finished_after_the_last_attempt(slurm, tmp_path):
+    test_dir = _tree(tmp_path / 'tree', sleepers=3, seconds=1, keep=())
+    (test_dir / 'test_kills_its_job.py').write_text(KILLS_ITS_JOB)
+    store = suiterun.ResultStore(str(tmp_path / 'results' / 'r.jsonl'), 'build-a')
+    lines = []
+    result = spread.run_spread(_command(test_dir), dict(os.environ), store, str(tmp_path / 'out'), sys.executable,
+                               {'': 120}, 2, shared_paths=[str(tmp_path)], slurm_settings={'cpus_per_job': 1},
+                               progress=lines.append, poll=0.5, max_attempts=2)
+    killer = result.suites['test_kills_its_job']
+    assert killer.status == 'no summary'
+    assert killer.signal == 'its Slurm job ended 2 times while running it (node failure, time limit, scancel)'
+    assert all(result.suites[f'test_sleep_{i}'].status == 'passed' for i in range(3))
+    assert 'test_kills_its_job: its job ended before it finished, 2 times: recorded as never finished' in lines
+    verdict = judge(result, _policy())
+    assert not verdict.passed and [entry[0] for entry in verdict.unjudgeable] == ['test_kills_its_job']

@@ -16,7 +16,10 @@ file-system operation:
 
 A claim whose worker is dead (its job has a `dead/` marker, or its heartbeat is older than
 `stale_after` seconds, measured against the shared file system's clock, not the local one) no longer
-holds the suite: the next claim number can be taken, by exactly one worker.  The order is longest
+holds the suite: the next claim number can be taken, by exactly one worker.  After `max_attempts`
+claims whose jobs all died (a suite that takes its node down, or outlasts the job's time limit), the
+suite is no longer handed out: the submitting side records it as never finished (`exhausted`), so that
+it is judged like a crashed suite instead of killing jobs forever.  The order is longest
 expected first (seconds from a previous run), suites with no previous time before them, so the longest
 suite never starts last.  EasyBuild- and Slurm-free.
 """
@@ -33,6 +36,7 @@ from eb_pytorch_cuda.testsuite.suiterun import ResultStore
 
 SPEC = 'spec.json'
 DEFAULT_STALE_AFTER = 600  # seconds without a heartbeat before a worker counts as dead
+DEFAULT_MAX_ATTEMPTS = 3  # claims of a suite whose job died each time before it is recorded as never finishing
 HEARTBEAT_EVERY = 15
 
 
@@ -68,9 +72,10 @@ def job_of(worker: str) -> str:
 class SuiteQueue:
     """The queue directory; every method is safe to call from many processes on many hosts at once."""
 
-    def __init__(self, directory: str, stale_after: float = DEFAULT_STALE_AFTER):
+    def __init__(self, directory: str, stale_after: float = DEFAULT_STALE_AFTER,
+                 max_attempts: int = DEFAULT_MAX_ATTEMPTS):
         self.directory = str(directory)
-        self.stale_after = stale_after
+        self.stale_after, self.max_attempts = stale_after, max_attempts
         self._spec = None
 
     def path(self, *parts: str) -> str:
@@ -162,6 +167,12 @@ class SuiteQueue:
         return {suite: worker for suite, (_, worker) in self.claims().items()
                 if suite not in done and worker and self.alive(worker, now, dead)}
 
+    def exhausted(self) -> Dict[str, int]:
+        """{suite: claims} of the suites not done whose last allowed claim's worker died too."""
+        done, dead, now = self.done(), self.dead_jobs(), self._now()
+        return {suite: number for suite, (number, worker) in self.claims().items()
+                if suite not in done and number >= self.max_attempts and worker and not self.alive(worker, now, dead)}
+
     def unfinished(self) -> List[str]:
         done = self.done()
         return [suite for suite in self.suites if suite not in done]
@@ -185,7 +196,7 @@ class SuiteQueue:
                 if suite in done:
                     continue
                 number, holder = claims.get(suite, (0, None))
-                if number and (holder is None or self.alive(holder, now, dead)):
+                if number and (holder is None or self.alive(holder, now, dead) or number >= self.max_attempts):
                     continue
                 try:
                     os.link(private, self.path('claims', f'{_name(suite)}~{number + 1}'))

@@ -23,11 +23,13 @@ import json
 import os
 import sys
 import time
+from dataclasses import asdict
 from typing import Callable, Dict, List, Optional
 
 from eb_pytorch_cuda.testsuite import runner, slurmjobs, suiterun
-from eb_pytorch_cuda.testsuite.model import SUITE_PASSED, RunResult
-from eb_pytorch_cuda.testsuite.queue import DEFAULT_STALE_AFTER, RecordReader, SuiteQueue, job_of, longest_first
+from eb_pytorch_cuda.testsuite.model import SUITE_INCOMPLETE, SUITE_PASSED, RunResult, Suite
+from eb_pytorch_cuda.testsuite.queue import (DEFAULT_MAX_ATTEMPTS, DEFAULT_STALE_AFTER, RecordReader, SuiteQueue,
+                                             job_of, longest_first)
 
 
 def previous_suite_seconds(results_json: Optional[str]) -> Dict[str, float]:
@@ -56,17 +58,19 @@ def run_spread(command, env: dict, store: suiterun.ResultStore, output_dir: str,
                suites: Optional[List[str]] = None, previous_seconds: Optional[Dict[str, float]] = None,
                tested_installation: Optional[str] = None, slurm_settings: Optional[dict] = None,
                shared_paths: List[str] = (), progress: Optional[Callable[[str], None]] = None,
-               poll: float = 10, stale_after: float = DEFAULT_STALE_AFTER, worker_python: Optional[str] = None,
-               environ: Optional[dict] = None) -> RunResult:
+               poll: float = 10, stale_after: float = DEFAULT_STALE_AFTER, max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+               worker_python: Optional[str] = None, environ: Optional[dict] = None) -> RunResult:
     """Run every suite not yet in store on `jobs` Slurm jobs, then rerun failures here; return the RunResult.
 
     command: suiterun's TestCommand (cwd, argv); env: the full test environment; timeouts: {suite: s, '': s};
     parallel: suites at a time inside each job (over its GPUs); slurm_settings: see slurmjobs.job_options;
+    stale_after: seconds without a heartbeat before a worker counts as dead; max_attempts: claims of a suite
+    whose jobs all died before it is recorded as never finished (judged like a crashed suite);
     worker_python: the Python that runs the jobs' worker (default: this one).  Raises PluginError (one line)
     when a path the jobs need is node-local, or sbatch refuses."""
     progress = progress or (lambda message: None)
     environ = os.environ if environ is None else environ
-    queue = SuiteQueue(queue_dir_of(store), stale_after)
+    queue = SuiteQueue(queue_dir_of(store), stale_after, max_attempts)
     checks = [(os.path.dirname(store.path), 'the results directory'), (command.cwd, 'the test directory'),
               (output_dir, 'the test output directory')]
     if tested_installation:
@@ -82,7 +86,7 @@ def run_spread(command, env: dict, store: suiterun.ResultStore, output_dir: str,
     todo = longest_first([suite for suite in suites if suite not in done], previous_seconds)
     queue.create({'cwd': command.cwd, 'argv': list(command.argv), 'env': dict(env), 'timeouts': dict(timeouts),
                   'output_dir': output_dir, 'fingerprint': store.fingerprint, 'slots': max(1, int(parallel)),
-                  'stale_after': stale_after}, todo)
+                  'stale_after': stale_after, 'max_attempts': max_attempts}, todo)
     os.makedirs(output_dir, exist_ok=True)
     reader = RecordReader(queue)
     failed = [sum(1 for record in done.values() if record['suite']['status'] != SUITE_PASSED)]
@@ -119,6 +123,14 @@ def run_spread(command, env: dict, store: suiterun.ResultStore, output_dir: str,
     return result
 
 
+def _never_finished(suite: str, attempts: int) -> dict:
+    """The record of a suite whose every job died while running it (suiterun.run_suite's form)."""
+    result = Suite(suite, status=SUITE_INCOMPLETE, sources=[],
+                   signal=f'its Slurm job ended {attempts} times while running it (node failure, time limit, scancel)')
+    return {'suite': asdict(result), 'exit_code': None, 'seconds': None, 'gpu': None, 'output_tail': '',
+            'output_file': None}
+
+
 def _wait(queue, pool, suites, done, failed, collect, progress, poll):
     """Until every suite has an outcome: collect outcomes, replace dead jobs, print progress on change."""
     shown = None
@@ -129,6 +141,10 @@ def _wait(queue, pool, suites, done, failed, collect, progress, poll):
             progress(f'suites {finished}/{len(suites)} done on {len(pool.live) + len(pool.gone)} job(s); '
                      f'{failed[0]} failed')
             return
+        for suite, attempts in queue.exhausted().items():
+            queue.record(queue.store('submitter'), _never_finished(suite, attempts))
+            progress(f'{suite}: its job ended before it finished, {attempts} times: recorded as never finished')
+            collect()
         unfinished = [suite for suite in suites if suite not in done]
         running = queue.running()
         died = pool.check(sum(1 for suite in unfinished if suite not in running))

@@ -43,6 +43,7 @@ def work(queue_dir: str, worker: Optional[str] = None, log=print) -> int:
     queue = SuiteQueue(queue_dir)
     spec = queue.spec
     queue.stale_after = spec.get('stale_after', queue.stale_after)
+    queue.max_attempts = spec.get('max_attempts', queue.max_attempts)
     worker = worker or worker_id()
     env = job_environment(spec, os.environ)
     slots = max(1, int(spec.get('slots', 1)))
