@@ -349,3 +349,41 @@ def test_a_suite_whose_job_dies_each_time_is_recorded_as_never_finished_after_th
     assert 'test_kills_its_job: its job ended before it finished, 2 times: recorded as never finished' in lines
     verdict = judge(result, _policy())
     assert not verdict.passed and [entry[0] for entry in verdict.unjudgeable] == ['test_kills_its_job']
+
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REAL_TREE = os.path.join(REPO, '.venvs', 'pytorch-src', 'pytorch-v2.6.0')  # Debian's pytorch 2.6.0 source
+REAL_PYTHON = os.path.join(REPO, '.venvs', 'harness', 'bin', 'python')  # torch 2.6.0 and run_test.py's needs
+REAL_SUITES = ['test_license', 'test_type_info']  # quick ones: each run_test.py call imports torch 3 times
+
+
+def _real_tree(root):
+    """test/ and tools/ of PyTorch's real source tree (run_test.py imports tools.testing), copied."""
+    for part in ('test', 'tools'):
+        shutil.copytree(os.path.join(REAL_TREE, part), root / part, ignore=shutil.ignore_patterns('test-reports'))
+    shutil.copy(os.path.join(REAL_TREE, 'version.txt'), root)
+    return root / 'test'
+
+
+def test_real_pytorch_harness_suites_spread_over_two_jobs_give_the_serial_results(slurm, tmp_path):
+    """PyTorch's own run_test.py (2.6.0, Debian's source package) with torch 2.6.0: two real suites."""
+    if not (os.path.exists(os.path.join(REAL_TREE, 'test', 'run_test.py')) and os.path.exists(REAL_PYTHON)):
+        pytest.skip("PyTorch's real harness is set up by tools/setup.sh's harness block (.venvs/pytorch-src, "
+                    ".venvs/harness)")
+    env = {k: v for k, v in os.environ.items() if k not in ('PYTHONPATH', 'CI')}
+    serial_dir = _real_tree(tmp_path / 'serial')
+    command = Command(str(serial_dir), {}, [REAL_PYTHON, 'run_test.py'])
+    serial_store = suiterun.ResultStore(str(tmp_path / 'serial-results' / 'r.jsonl'), 'real')
+    serial, _ = suiterun.run_all(command, REAL_SUITES, serial_store, str(tmp_path / 'serial-out'), env,
+                                 lambda suite: 900)
+    spread_dir = _real_tree(tmp_path / 'spread')
+    store = suiterun.ResultStore(str(tmp_path / 'spread-results' / 'r.jsonl'), 'real')
+    lines = []
+    result = spread.run_spread(Command(str(spread_dir), {}, [REAL_PYTHON, 'run_test.py']), env, store,
+                               str(tmp_path / 'spread-out'), REAL_PYTHON, {'': 900}, 2, suites=REAL_SUITES,
+                               shared_paths=[str(tmp_path)], slurm_settings={'cpus_per_job': 1},
+                               progress=lines.append, poll=1)
+    assert _comparable(result) == _comparable(serial)
+    assert all(suite.status == 'passed' and suite.counts['passed'] > 0 for suite in result.suites.values())
+    assert lines[-1] == 'suites 2/2 done on 2 job(s); 0 failed'
+    assert len({worker.split('.')[0] for worker in _workers(store)}) >= 2
