@@ -187,6 +187,17 @@ def test_a_path_on_a_local_file_system_type_is_refused_unless_configured_as_shar
         slurmjobs.refuse_node_local('/dev/shm/build', 'the results directory', environ={})
 
 
+def test_a_job_option_slurm_refuses_is_one_line_naming_sbatch_and_the_reason(slurm, tmp_path):
+    test_dir = _tree(tmp_path / 'tree', sleepers=1, seconds=0, keep=())
+    store = suiterun.ResultStore(str(tmp_path / 'results' / 'r.jsonl'), 'build-a')
+    with pytest.raises(PluginError) as raised:
+        spread.run_spread(_command(test_dir), dict(os.environ), store, str(tmp_path / 'out'), sys.executable,
+                          {'': 60}, 2, shared_paths=[str(tmp_path)], slurm_settings={'partition': 'no-such-partition'})
+    assert str(raised.value).startswith('sbatch: refused the job (exit 1): sbatch: error: ')
+    assert 'invalid partition' in str(raised.value).lower() and '\n' not in str(raised.value)
+    assert store.load() == {}
+
+
 def _claim_all(queue_dir, job, out):
     """A worker process that claims until nothing is left (no suite is run): what it got goes to out."""
     queue = SuiteQueue(queue_dir)
