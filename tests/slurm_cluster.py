@@ -5,9 +5,12 @@ SlurmUser=root; cgroup.conf with CgroupPlugin=cgroup/v1; munged runs as the mung
 declares JOB_SLOTS CPUs (at least the machine's; SlurmdParameters=config_overrides lets slurmd accept
 more than the hardware has), so that several one-CPU jobs run at once, as on several nodes: what the
 spread test step needs.  The configuration lives in a temporary directory (SLURM_CONF points at it).
-`running_slurm(directory)` is the same cluster for scripts (benchmarks/bench_slurm_spread.py).
+`running_slurm(directory)` is the same cluster for scripts (benchmarks/bench_slurm_spread.py).  A lock
+file lets only one such cluster run on a host at a time (sessions sharing a machine would otherwise stop
+each other's controller).
 """
 
+import fcntl
 import os
 import re
 import shutil
@@ -21,6 +24,7 @@ import pytest
 
 MUNGE_KEY = '/etc/munge/munge.key'
 MUNGE_PIDFILE = '/run/munge/munged.pid'
+LOCK = '/tmp/eb-pytorch-cuda-test-slurm.lock'
 JOB_SLOTS = max(4, os.cpu_count() or 1)  # one-CPU jobs that run at once
 
 
@@ -66,9 +70,36 @@ class SlurmUnavailable(Exception):
 
 
 @contextmanager
+def _host_lock(timeout=1800):
+    """One test Slurm per host at a time: slurmctld's port is the host's, and `scontrol shutdown` of one
+    session would stop another's controller (both trust the host's munge key)."""
+    with open(LOCK, 'a') as handle:
+        deadline = time.time() + timeout
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.time() > deadline:
+                    raise SlurmUnavailable(f'another test Slurm on this host held {LOCK} for {timeout}s') from None
+                time.sleep(2)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+@contextmanager
 def running_slurm(directory, slots=JOB_SLOTS):
     """Start munged (unless running), slurmctld and slurmd (as root) with the configuration in directory;
     yield the SLURM_CONF path (also set in os.environ); stop what was started."""
+    with _host_lock():
+        with _running_slurm(directory, slots) as conf:
+            yield conf
+
+
+@contextmanager
+def _running_slurm(directory, slots):
     for sbin in ('/usr/sbin', '/sbin'):  # the daemons live there, which a non-login PATH may lack
         if sbin not in os.environ['PATH'].split(os.pathsep):
             os.environ['PATH'] += os.pathsep + sbin
