@@ -149,7 +149,7 @@ def _wait(queue, pool, suites, done, failed, collect, progress, poll):
         running = queue.running()
         died = pool.check(sum(1 for suite in unfinished if suite not in running))
         for job in died:
-            lost = [suite for suite, (_, holder) in queue.claims().items()
+            lost = [suite for suite, (_, holder) in queue.claims(done).items()
                     if holder and job_of(holder) == job and suite not in done]
             if lost:
                 progress(f"job {job} ended with {len(lost)} suite(s) unfinished ({', '.join(sorted(lost))}): "
