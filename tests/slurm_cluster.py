@@ -5,12 +5,11 @@ SlurmUser=root; cgroup.conf with CgroupPlugin=cgroup/v1; munged runs as the mung
 declares JOB_SLOTS CPUs (at least the machine's; SlurmdParameters=config_overrides lets slurmd accept
 more than the hardware has), so that several one-CPU jobs run at once, as on several nodes: what the
 spread test step needs.  The configuration lives in a temporary directory (SLURM_CONF points at it).
-`running_slurm(directory)` is the same cluster for scripts (benchmarks/bench_slurm_spread.py).  A lock
-file lets only one such cluster run on a host at a time (sessions sharing a machine would otherwise stop
-each other's controller).
+`running_slurm(directory)` is the same cluster for scripts (benchmarks/bench_slurm_spread.py).  Its
+daemons listen on free ports of their own (SlurmctldPort, SlurmdPort), so a second test Slurm on the
+same host (another session, another checkout) neither blocks this one nor is stopped by it.
 """
 
-import fcntl
 import os
 import re
 import shutil
@@ -24,12 +23,24 @@ import pytest
 
 MUNGE_KEY = '/etc/munge/munge.key'
 MUNGE_PIDFILE = '/run/munge/munged.pid'
-LOCK = '/tmp/eb-pytorch-cuda-test-slurm.lock'
 JOB_SLOTS = max(4, os.cpu_count() or 1)  # one-CPU jobs that run at once
 
 
 def _running(name):
     return subprocess.run(['pgrep', '-x', name], capture_output=True).returncode == 0
+
+
+def _alive(pidfile):
+    try:
+        return os.path.exists(f'/proc/{int(open(pidfile).read().strip())}')
+    except (OSError, ValueError):
+        return False
+
+
+def _free_port():
+    with socket.socket() as probe:
+        probe.bind(('', 0))
+        return probe.getsockname()[1]
 
 
 def _write_config(directory, slots=JOB_SLOTS):
@@ -41,6 +52,8 @@ def _write_config(directory, slots=JOB_SLOTS):
     with open(conf, 'w') as handle:
         handle.write(f'''ClusterName=ebpytorchcuda
 SlurmctldHost={host}
+SlurmctldPort={_free_port()}
+SlurmdPort={_free_port()}
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
@@ -70,32 +83,11 @@ class SlurmUnavailable(Exception):
 
 
 @contextmanager
-def _host_lock(timeout=1800):
-    """One test Slurm per host at a time: slurmctld's port is the host's, and `scontrol shutdown` of one
-    session would stop another's controller (both trust the host's munge key)."""
-    with open(LOCK, 'a') as handle:
-        deadline = time.time() + timeout
-        while True:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.time() > deadline:
-                    raise SlurmUnavailable(f'another test Slurm on this host held {LOCK} for {timeout}s') from None
-                time.sleep(2)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-@contextmanager
 def running_slurm(directory, slots=JOB_SLOTS):
     """Start munged (unless running), slurmctld and slurmd (as root) with the configuration in directory;
     yield the SLURM_CONF path (also set in os.environ); stop what was started."""
-    with _host_lock():
-        with _running_slurm(directory, slots) as conf:
-            yield conf
+    with _running_slurm(directory, slots) as conf:
+        yield conf
 
 
 @contextmanager
@@ -130,6 +122,9 @@ def _running_slurm(directory, slots):
             time.sleep(1)
         else:
             raise SlurmUnavailable(f'Slurm did not come up (sinfo: {state!r}); see {directory}/slurmctld.log')
+        for daemon in ('slurmctld', 'slurmd'):  # ours, not some other controller answering
+            if not _alive(os.path.join(directory, f'{daemon}.pid')):
+                raise SlurmUnavailable(f'{daemon} is not running; see {directory}/{daemon}.log')
         yield conf
     finally:
         subprocess.run(['scontrol', 'shutdown'], capture_output=True)
