@@ -122,6 +122,8 @@ def test_stand_in_suites_spread_over_three_jobs_give_the_serial_verdict_and_coun
     assert _comparable(again) == _comparable(serial)
     after_first = lines[lines.index('suites 9/9 done on 3 job(s); 4 failed') + 1:]
     assert not any(line.startswith('running') for line in after_first)
+    spread.remove_queue(store)  # what the test step does with the store once the build passed
+    assert not os.path.exists(spread.queue_dir_of(store)) and set(store.load()) == set(serial.suites)
 
 
 def test_a_job_killed_with_scancel_mid_suite_loses_nothing(slurm, tmp_path):

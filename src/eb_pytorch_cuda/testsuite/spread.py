@@ -10,17 +10,19 @@ same; a rerun after a killed `eb` resumes from the store (and cancels the jobs t
 How the callers use it (EasyBuild-free; the easyblock and the CLI only pass their facts):
 
 - easyblock test_step, when `test_suite_jobs` > 1: make the test installation under a shared path
-  (`tempfile.mkdtemp(dir=<build path>)` instead of the node-local default), then call
+  (`tempfile.mkdtemp(dir=self.builddir)` instead of the node-local default), then call
   `run_spread(command, env, store, output_dir, python, timeouts, jobs=self.cfg['test_suite_jobs'],
   parallel=self.cfg['parallel_test_suites'], reruns=self.cfg['rerun_failed_tests'],
   tested_installation=prefix, previous_seconds=<suite_seconds of the previous results JSON>,
   progress=lambda m: print_msg(m, log=self.log))` where it now calls step.run_suites, with the same
-  arguments; everything after it (keep_if_only_the_verdict_failed, _judge, store.remove) is unchanged.
+  arguments; everything after it (keep_if_only_the_verdict_failed, _judge) is unchanged, and
+  `remove_queue(store)` goes next to `store.remove()`.
 - `eb-pytorch-cuda test-suite ... --jobs N`: the same call with the command's own facts.
 """
 
 import json
 import os
+import shutil
 import sys
 import time
 from dataclasses import asdict
@@ -51,6 +53,11 @@ def queue_dir_of(store: suiterun.ResultStore) -> str:
     fingerprint: EESSI's per-target builds of one easyconfig share the results file's name but not the
     fingerprint (their compiler flags differ), so each spreads its own suites over its own jobs."""
     return f'{store.path}.queue-{store.fingerprint[:16]}'
+
+
+def remove_queue(store: suiterun.ResultStore) -> None:
+    """Drop the queue (claims, per-job results, job outputs) once the build's results are no longer needed."""
+    shutil.rmtree(queue_dir_of(store), ignore_errors=True)
 
 
 def run_spread(command, env: dict, store: suiterun.ResultStore, output_dir: str, python: str,
