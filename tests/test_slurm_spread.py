@@ -400,3 +400,11 @@ def test_real_pytorch_harness_suites_spread_over_two_jobs_give_the_serial_result
     assert all(suite.status == 'passed' and suite.counts['passed'] > 0 for suite in result.suites.values())
     assert lines[-1] == 'suites 2/2 done on 2 job(s); 0 failed'
     assert len({worker.split('.')[0] for worker in _workers(store)}) >= 2
+
+
+def test_the_worker_on_a_directory_that_is_no_queue_says_so_in_one_line_and_exits_2(tmp_path):
+    done = subprocess.run([sys.executable, '-m', 'eb_pytorch_cuda.testsuite.worker', str(tmp_path)],
+                          capture_output=True, text=True)
+    assert done.returncode == 2 and done.stdout == ''
+    assert done.stderr == (f"eb_pytorch_cuda.testsuite.worker: {tmp_path / 'spec.json'}: not a suite queue ([Errno 2] "
+                           f"No such file or directory: '{tmp_path / 'spec.json'}')\n")

@@ -15,6 +15,7 @@ import sys
 import threading
 from typing import Optional
 
+from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite import suiterun
 from eb_pytorch_cuda.testsuite.command import TestCommand
 from eb_pytorch_cuda.testsuite.queue import HEARTBEAT_EVERY, SuiteQueue, worker_id
@@ -92,7 +93,11 @@ def main(argv=None) -> int:
     if len(argv) != 1:
         print('usage: python -m eb_pytorch_cuda.testsuite.worker QUEUE_DIR', file=sys.stderr)
         return 2
-    work(argv[0])
+    try:
+        work(argv[0])
+    except PluginError as err:
+        print(f'eb_pytorch_cuda.testsuite.worker: {err}', file=sys.stderr)
+        return 2
     return 0
 
 
