@@ -1,0 +1,263 @@
+"""A queue of test suites in a shared directory, from which several jobs on several nodes take work.
+
+Why a directory and not a server: the only thing every node of an HPC cluster shares with the node that
+runs `eb` is a file system (often NFS), and the queue must survive the `eb` that made it (a rerun
+resumes).  So everything is a file, and every decision that two jobs could make at once is one atomic
+file-system operation:
+
+- `spec.json`: what a job needs (test command, environment, timeouts, Python, build fingerprint, the
+  suites in the order they are handed out), written once by the submitting side (atomic rename);
+- `claims/<suite>~<n>`: claim number n of a suite, made with os.link() of a private file (atomic and
+  exclusive on NFS too, the classic NFS lock); it holds the claiming worker's id (job id, host, pid);
+- `workers/<worker>`: the worker's heartbeat, touched every few seconds;
+- `dead/<job id>`: written by the submitting side once a job has left Slurm's queue;
+- `done/<suite>`: the suite's outcome is stored; `results/<worker>.jsonl`: the outcomes, one
+  `suiterun.ResultStore` per worker (concurrent appends to one file from several NFS clients can tear).
+
+A claim whose worker is dead (its job has a `dead/` marker, or its heartbeat is older than
+`stale_after` seconds, measured against the shared file system's clock, not the local one) no longer
+holds the suite: the next claim number can be taken, by exactly one worker.  After `max_attempts`
+claims whose jobs all died (a suite that takes its node down, or outlasts the job's time limit), the
+suite is no longer handed out: the submitting side records it as never finished (`exhausted`), so that
+it is judged like a crashed suite instead of killing jobs forever.  The order is longest
+expected first (seconds from a previous run), suites with no previous time before them, so the longest
+suite never starts last.  EasyBuild- and Slurm-free.
+"""
+
+import json
+import os
+import socket
+import time
+import urllib.parse
+from typing import Callable, Dict, Iterable, List, Optional
+
+from eb_pytorch_cuda.errors import PluginError
+from eb_pytorch_cuda.testsuite.suiterun import ResultStore
+
+SPEC = 'spec.json'
+DEFAULT_STALE_AFTER = 600  # seconds without a heartbeat before a worker counts as dead
+DEFAULT_MAX_ATTEMPTS = 3  # claims of a suite whose job died each time before it is recorded as never finishing
+HEARTBEAT_EVERY = 15
+
+
+def longest_first(suites: Iterable[str], expected_seconds: Optional[Dict[str, float]]) -> List[str]:
+    """Suites without a previous time first (in their given order: any of them may be long), then the
+    others by expected seconds, longest first (the classic longest-processing-time list schedule)."""
+    expected = expected_seconds or {}
+    suites = list(suites)
+    unknown = [suite for suite in suites if suite not in expected]
+    known = sorted((suite for suite in suites if suite in expected), key=lambda suite: -float(expected[suite]))
+    return unknown + known
+
+
+def _name(suite: str) -> str:
+    """A file name for a suite name ('distributed/test_c10d' has a slash)."""
+    return urllib.parse.quote(suite, safe='')
+
+
+def _suite(name: str) -> str:
+    return urllib.parse.unquote(name)
+
+
+def worker_id(job_id: Optional[str] = None) -> str:
+    """'<job id>.<host>.<pid>': unique per worker process, and names the Slurm job it belongs to."""
+    job = job_id or os.environ.get('SLURM_JOB_ID') or 'local'
+    return f'{job}.{socket.gethostname()}.{os.getpid()}'
+
+
+def job_of(worker: str) -> str:
+    return worker.split('.', 1)[0]
+
+
+class SuiteQueue:
+    """The queue directory; every method is safe to call from many processes on many hosts at once."""
+
+    def __init__(self, directory: str, stale_after: float = DEFAULT_STALE_AFTER,
+                 max_attempts: int = DEFAULT_MAX_ATTEMPTS):
+        self.directory = str(directory)
+        self.stale_after, self.max_attempts = stale_after, max_attempts
+        self._spec = None
+
+    def path(self, *parts: str) -> str:
+        return os.path.join(self.directory, *parts)
+
+    # --- the submitting side ---
+
+    def create(self, spec: dict, suites: List[str]) -> None:
+        """Write spec (with the ordered suites) atomically; keep claims, results and markers of a previous run."""
+        for sub in ('claims', 'workers', 'dead', 'done', 'results', 'output'):
+            os.makedirs(self.path(sub), exist_ok=True)
+        temporary = self.path(f'.{SPEC}.{os.getpid()}')
+        with open(temporary, 'w') as handle:
+            json.dump(dict(spec, suites=list(suites)), handle, indent=1)
+        os.replace(temporary, self.path(SPEC))
+        self._spec = None
+
+    def mark_dead(self, job_id: str) -> None:
+        """Job job_id has left Slurm: its claims go back to the queue."""
+        with open(self.path('dead', str(job_id)), 'w') as handle:
+            handle.write(f'{time.time()}\n')
+
+    # --- shared ---
+
+    @property
+    def spec(self) -> dict:
+        if self._spec is None:
+            try:
+                with open(self.path(SPEC)) as handle:
+                    self._spec = json.load(handle)
+            except (OSError, ValueError) as err:
+                raise PluginError(self.path(SPEC), f'not a suite queue ({err})') from None
+        return self._spec
+
+    @property
+    def suites(self) -> List[str]:
+        return list(self.spec['suites'])
+
+    def done(self) -> set:
+        """Suites whose outcome is stored."""
+        return {_suite(name) for name in os.listdir(self.path('done'))}
+
+    def dead_jobs(self) -> set:
+        return set(os.listdir(self.path('dead')))
+
+    def _now(self) -> float:
+        """The shared file system's clock (a file's mtime after touching it): heartbeats are compared
+        with it, so a node whose clock is off does not make live workers look dead."""
+        clock = self.path('workers', f'.clock.{socket.gethostname()}.{os.getpid()}')
+        with open(clock, 'w'):
+            pass
+        try:
+            return os.stat(clock).st_mtime
+        finally:
+            os.unlink(clock)
+
+    def alive(self, worker: str, now: Optional[float] = None, dead_jobs: Optional[set] = None) -> bool:
+        """A worker is alive while its job has no dead marker and its heartbeat is fresh."""
+        if job_of(worker) in (self.dead_jobs() if dead_jobs is None else dead_jobs):
+            return False
+        try:
+            beat = os.stat(self.path('workers', worker)).st_mtime
+        except FileNotFoundError:
+            return False
+        return (self._now() if now is None else now) - beat <= self.stale_after
+
+    def claims(self, skip: Iterable[str] = ()) -> Dict[str, tuple]:
+        """{suite: (latest claim number, worker holding it)}, leaving out the suites in skip (done ones: their
+        claim files are not read, which counts on NFS with a thousand suites)."""
+        latest, skip = {}, set(skip)
+        for name in os.listdir(self.path('claims')):
+            suite_name, _, number = name.rpartition('~')
+            if not number.isdigit() or name.startswith('.'):
+                continue
+            suite = _suite(suite_name)
+            if suite not in skip and int(number) > latest.get(suite, (0, None))[0]:
+                latest[suite] = (int(number), name)
+        holders = {}
+        for suite, (number, name) in latest.items():
+            try:
+                with open(self.path('claims', name)) as handle:
+                    holders[suite] = (number, json.load(handle)['worker'])
+            except (OSError, ValueError, KeyError):
+                holders[suite] = (number, None)  # being written: counts as held by a live worker
+        return holders
+
+    def running(self) -> Dict[str, str]:
+        """{suite: worker} of the suites claimed by live workers and not done yet."""
+        done, dead, now = self.done(), self.dead_jobs(), self._now()
+        return {suite: worker for suite, (_, worker) in self.claims(done).items()
+                if worker and self.alive(worker, now, dead)}
+
+    def exhausted(self) -> Dict[str, int]:
+        """{suite: claims} of the suites not done whose last allowed claim's worker died too."""
+        done, dead, now = self.done(), self.dead_jobs(), self._now()
+        return {suite: number for suite, (number, worker) in self.claims(done).items()
+                if number >= self.max_attempts and worker and not self.alive(worker, now, dead)}
+
+    def unfinished(self) -> List[str]:
+        done = self.done()
+        return [suite for suite in self.suites if suite not in done]
+
+    # --- the worker side ---
+
+    def heartbeat(self, worker: str) -> None:
+        with open(self.path('workers', worker), 'w') as handle:
+            handle.write(f'{time.time()}\n')
+
+    def claim_next(self, worker: str) -> Optional[str]:
+        """Claim the first suite (in queue order) that is neither done nor held by a live worker; None
+        when there is none.  Exactly one of several workers racing for a suite gets it."""
+        done, dead, now = self.done(), self.dead_jobs(), self._now()
+        claims = self.claims(done)
+        private = self.path('claims', f'.{worker}')
+        with open(private, 'w') as handle:
+            json.dump({'worker': worker, 'host': socket.gethostname(), 'time': time.time()}, handle)
+        try:
+            for suite in self.suites:
+                if suite in done:
+                    continue
+                number, holder = claims.get(suite, (0, None))
+                if number and (holder is None or self.alive(holder, now, dead) or number >= self.max_attempts):
+                    continue
+                try:
+                    os.link(private, self.path('claims', f'{_name(suite)}~{number + 1}'))
+                except FileExistsError:
+                    continue  # another worker was faster
+                if os.path.exists(self.path('done', _name(suite))):
+                    continue  # finished meanwhile by a worker judged dead too early: nothing to run
+                return suite
+            return None
+        finally:
+            os.unlink(private)
+
+    def store(self, worker: str) -> ResultStore:
+        """This worker's own results file (one writer per file)."""
+        return ResultStore(self.path('results', f'{worker}.jsonl'), self.spec['fingerprint'])
+
+    def record(self, store: ResultStore, record: dict) -> None:
+        """Store a suite's outcome, then mark it done (in that order: done means stored)."""
+        store.append(record)
+        with open(self.path('done', _name(record['suite']['name'])), 'w') as handle:
+            handle.write(os.path.basename(store.path) + '\n')
+
+    # --- reading outcomes back ---
+
+    def records(self) -> Dict[str, dict]:
+        """{suite: record} from every worker's results file (the first stored outcome of a suite wins)."""
+        records = {}
+        for name in sorted(os.listdir(self.path('results'))):
+            if name.endswith('.jsonl'):
+                for suite, record in ResultStore(self.path('results', name), self.spec['fingerprint']).load().items():
+                    records.setdefault(suite, record)
+        return records
+
+
+class RecordReader:
+    """Reads the workers' results files incrementally (only what was appended since the last call), so
+    that a wait loop polling a thousand suites' outputs over NFS does not reread megabytes each time."""
+
+    def __init__(self, queue: SuiteQueue):
+        self.queue = queue
+        self._offsets: Dict[str, int] = {}
+
+    def new_records(self, accept: Callable[[dict], bool] = lambda record: True) -> List[dict]:
+        fingerprint = self.queue.spec['fingerprint']
+        found = []
+        directory = self.queue.path('results')
+        for name in sorted(os.listdir(directory)):
+            if not name.endswith('.jsonl'):
+                continue
+            path = os.path.join(directory, name)
+            with open(path, 'rb') as handle:
+                handle.seek(self._offsets.get(path, 0))
+                data = handle.read()
+            complete = data[:data.rfind(b'\n') + 1]  # a line being written waits for the next call
+            self._offsets[path] = self._offsets.get(path, 0) + len(complete)
+            for line in complete.splitlines():
+                try:
+                    record = json.loads(line)
+                except ValueError:
+                    continue
+                if record.get('fingerprint') == fingerprint and accept(record):
+                    found.append(record)
+        return found

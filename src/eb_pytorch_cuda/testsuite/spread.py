@@ -1,0 +1,168 @@
+"""One build's test suites spread over N Slurm jobs: the test step's alternative to suiterun.run_all.
+
+The 8-167 hour test step of a PyTorch build runs its ~1,000 suites independently; here N jobs take them
+from a shared queue (queue.SuiteQueue: longest expected first, claims of dead jobs go back), each runs
+them with the same per-suite runner, timeouts and GPU pinning (worker.py), and this side waits, prints
+progress, replaces dead jobs, and copies each outcome into the build's ResultStore as it arrives.  The
+outcome is a RunResult built exactly as a serial run builds it, so the verdict and the report are the
+same; a rerun after a killed `eb` resumes from the store (and cancels the jobs the killed `eb` left).
+
+How the callers use it (EasyBuild-free; the easyblock and the CLI only pass their facts):
+
+- easyblock test_step, when `test_suite_jobs` > 1: make the test installation under a shared path
+  (`tempfile.mkdtemp(dir=self.builddir)` instead of the node-local default), then call
+  `run_spread(command, env, store, output_dir, python, timeouts, jobs=self.cfg['test_suite_jobs'],
+  parallel=self.cfg['parallel_test_suites'], reruns=self.cfg['rerun_failed_tests'],
+  tested_installation=prefix, previous_seconds=<suite_seconds of the previous results JSON>,
+  progress=lambda m: print_msg(m, log=self.log))` where it now calls step.run_suites, with the same
+  arguments; everything after it (keep_if_only_the_verdict_failed, _judge) is unchanged, and
+  `remove_queue(store)` goes next to `store.remove()`.
+- `eb-pytorch-cuda test-suite ... --jobs N`: the same call with the command's own facts.
+"""
+
+import json
+import os
+import shutil
+import sys
+import time
+from dataclasses import asdict
+from typing import Callable, Dict, List, Optional
+
+from eb_pytorch_cuda.testsuite import runner, slurmjobs, suiterun
+from eb_pytorch_cuda.testsuite.model import SUITE_INCOMPLETE, SUITE_PASSED, RunResult, Suite
+from eb_pytorch_cuda.testsuite.queue import (DEFAULT_MAX_ATTEMPTS, DEFAULT_STALE_AFTER, RecordReader, SuiteQueue,
+                                             job_of, longest_first)
+
+
+def previous_suite_seconds(results_json: Optional[str]) -> Dict[str, float]:
+    """{suite: seconds} from a previous results JSON (`suite_seconds`), or from its suites' `seconds`."""
+    try:
+        with open(results_json) as handle:
+            data = json.load(handle)
+    except (OSError, ValueError, TypeError):
+        return {}
+    seconds = dict(data.get('suite_seconds') or {})
+    for suite in data.get('suites', []):
+        if isinstance(suite, dict) and suite.get('seconds') is not None:
+            seconds.setdefault(suite['name'], float(suite['seconds']))
+    return seconds
+
+
+def queue_dir_of(store: suiterun.ResultStore) -> str:
+    """The queue lives next to the build's results file (same shared place, same lifetime), one per build
+    fingerprint: EESSI's per-target builds of one easyconfig share the results file's name but not the
+    fingerprint (their compiler flags differ), so each spreads its own suites over its own jobs."""
+    return f'{store.path}.queue-{store.fingerprint[:16]}'
+
+
+def remove_queue(store: suiterun.ResultStore) -> None:
+    """Drop the queue (claims, per-job results, job outputs) once the build's results are no longer needed."""
+    shutil.rmtree(queue_dir_of(store), ignore_errors=True)
+
+
+def run_spread(command, env: dict, store: suiterun.ResultStore, output_dir: str, python: str,
+               timeouts: Dict[str, int], jobs: int, parallel: int = 1, reruns: int = 0,
+               suites: Optional[List[str]] = None, previous_seconds: Optional[Dict[str, float]] = None,
+               tested_installation: Optional[str] = None, slurm_settings: Optional[dict] = None,
+               shared_paths: List[str] = (), progress: Optional[Callable[[str], None]] = None,
+               poll: float = 10, stale_after: float = DEFAULT_STALE_AFTER, max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+               worker_python: Optional[str] = None, environ: Optional[dict] = None) -> RunResult:
+    """Run every suite not yet in store on `jobs` Slurm jobs, then rerun failures here; return the RunResult.
+
+    command: suiterun's TestCommand (cwd, argv); env: the full test environment; timeouts: {suite: s, '': s};
+    parallel: suites at a time inside each job (over its GPUs); slurm_settings: see slurmjobs.job_options;
+    stale_after: seconds without a heartbeat before a worker counts as dead; max_attempts: claims of a suite
+    whose jobs all died before it is recorded as never finished (judged like a crashed suite);
+    worker_python: the Python that runs the jobs' worker (default: this one).  Raises PluginError (one line)
+    when a path the jobs need is node-local, or sbatch refuses."""
+    progress = progress or (lambda message: None)
+    environ = os.environ if environ is None else environ
+    queue = SuiteQueue(queue_dir_of(store), stale_after, max_attempts)
+    checks = [(os.path.dirname(store.path), 'the results directory'), (command.cwd, 'the test directory'),
+              (output_dir, 'the test output directory')]
+    if tested_installation:
+        checks.append((tested_installation, 'the tested installation'))
+    for path, what in checks:
+        slurmjobs.refuse_node_local(path, what, shared_paths, environ)
+    options = slurmjobs.job_options(slurm_settings, environ)
+    suites = suiterun.discover_suites(command, env) if suites is None else list(suites)
+    done = store.load()
+    os.makedirs(queue.directory, exist_ok=True)
+    pool = slurmjobs.JobPool(queue, options, worker_python or sys.executable, jobs)
+    cancelled = pool.cancel_previous()
+    todo = longest_first([suite for suite in suites if suite not in done], previous_seconds)
+    queue.create({'cwd': command.cwd, 'argv': list(command.argv), 'env': dict(env), 'timeouts': dict(timeouts),
+                  'output_dir': output_dir, 'fingerprint': store.fingerprint, 'slots': max(1, int(parallel)),
+                  'stale_after': stale_after, 'max_attempts': max_attempts}, todo)
+    os.makedirs(output_dir, exist_ok=True)
+    reader = RecordReader(queue)
+    failed = [sum(1 for record in done.values() if record['suite']['status'] != SUITE_PASSED)]
+
+    def collect():
+        for record in reader.new_records(lambda record: record['suite']['name'] not in done):
+            store.append(record)
+            done[record['suite']['name']] = record
+            failed[0] += record['suite']['status'] != SUITE_PASSED
+
+    collect()  # outcomes a killed eb's jobs stored after it died
+    if done and (todo or cancelled):
+        progress(f'resuming: {sum(1 for s in suites if s in done)} suite(s) already measured for this build, '
+                 f'{sum(1 for s in suites if s not in done)} to run'
+                 + (f' (cancelled {len(cancelled)} job(s) left by the previous run)' if cancelled else ''))
+    left = [suite for suite in todo if suite not in done]
+    if left:
+        pool.start(len(left))
+        asked = ' '.join(options.sbatch_options()) or 'default options'
+        progress(f"running {len(left)} suites on {len(pool.live)} Slurm job(s) ({asked}; {max(1, int(parallel))} "
+                 f"at a time per job): {' '.join(command.argv)} -i <suite> in {command.cwd}; queue {queue.directory}; "
+                 f"results kept in {store.path}")
+        try:
+            _wait(queue, pool, suites, done, failed, collect, progress, poll)
+        finally:
+            pool.finish()
+    records = store.load()
+    result = RunResult.from_dict({'suites': [records[suite]['suite'] for suite in suites if suite in records]})
+    timeout_of = lambda suite: timeouts.get(suite, timeouts[''])  # noqa: E731 - a one-line lookup
+    for suite, test, outcome in runner.apply_reruns(
+            result, reruns, lambda suite, test: runner.rerun_isolated(command.cwd, python, suite, test, env,
+                                                                      timeout=timeout_of(suite))):
+        progress(f"rerun of {suite}{'::' + test if test else ''}: {outcome}")
+    return result
+
+
+def _never_finished(suite: str, attempts: int) -> dict:
+    """The record of a suite whose every job died while running it (suiterun.run_suite's form)."""
+    result = Suite(suite, status=SUITE_INCOMPLETE, sources=[],
+                   signal=f'its Slurm job ended {attempts} times while running it (node failure, time limit, scancel)')
+    return {'suite': asdict(result), 'exit_code': None, 'seconds': None, 'gpu': None, 'output_tail': '',
+            'output_file': None}
+
+
+def _wait(queue, pool, suites, done, failed, collect, progress, poll):
+    """Until every suite has an outcome: collect outcomes, replace dead jobs, print progress on change."""
+    shown = None
+    while True:
+        collect()
+        finished = sum(1 for suite in suites if suite in done)
+        if finished == len(suites):
+            progress(f'suites {finished}/{len(suites)} done on {len(pool.live) + len(pool.gone)} job(s); '
+                     f'{failed[0]} failed')
+            return
+        for suite, attempts in queue.exhausted().items():
+            queue.record(queue.store('submitter'), _never_finished(suite, attempts))
+            progress(f'{suite}: its job ended before it finished, {attempts} times: recorded as never finished')
+            collect()
+        unfinished = [suite for suite in suites if suite not in done]
+        running = queue.running()
+        died = pool.check(sum(1 for suite in unfinished if suite not in running))
+        for job in died:
+            lost = [suite for suite, (_, holder) in queue.claims(done).items()
+                    if holder and job_of(holder) == job and suite not in done]
+            if lost:
+                progress(f"job {job} ended with {len(lost)} suite(s) unfinished ({', '.join(sorted(lost))}): "
+                         f"back in the queue")
+        line = f'suites {finished}/{len(suites)} done on {len(pool.live)} job(s); {failed[0]} failed so far'
+        if line != shown:
+            progress(line)
+            shown = line
+        time.sleep(poll)

@@ -1,0 +1,410 @@
+"""One build's test suites spread over several jobs of a real Slurm (tests/slurm_cluster.py: one node,
+several one-CPU job slots), against the same suites run serially.
+
+The suites are the stand-in harness's (src/eb_pytorch_cuda/standins/torch/test/: a known failure, a
+crash, a hang, a flaky test) plus sleeping suites: stand-ins because a hang, a crash and a job killed
+mid-suite cannot be shown with PyTorch's own suites in a test that must stay short.  The queue's claim
+race runs real processes on a real directory; the refusal of node-local paths reads the real mounts.
+"""
+
+import multiprocessing
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from eb_pytorch_cuda import standins
+from eb_pytorch_cuda.errors import PluginError
+from eb_pytorch_cuda.testsuite import slurmjobs, spread, suiterun
+from eb_pytorch_cuda.testsuite.command import TestCommand as Command  # not a pytest test class
+from eb_pytorch_cuda.testsuite.policy import judge
+from eb_pytorch_cuda.testsuite.queue import SuiteQueue, longest_first, worker_id
+
+SLEEPER = '''import time
+import unittest
+
+from common import run_tests
+
+
+class TestSleeps(unittest.TestCase):
+    def test_sleep(self):
+        time.sleep({seconds})
+
+    def test_other(self):
+        self.assertTrue(True)
+
+
+if __name__ == '__main__':
+    run_tests(__file__)
+'''
+HANG_TIMEOUT = 6
+
+
+def _tree(root, sleepers=4, seconds=2, keep=('test_known_failure', 'test_crash', 'test_hang', 'test_cudnn')):
+    """A fresh copy of the stand-in test tree (XML reports of one run must not mix with another's)."""
+    test_dir = root / 'test'
+    shutil.copytree(os.path.join(standins.TORCH_SOURCES, 'test'), test_dir)
+    for name in os.listdir(test_dir):
+        if name.startswith('test_') and name[:-3] not in keep:
+            os.unlink(test_dir / name)
+    for index in range(sleepers):
+        (test_dir / f'test_sleep_{index}.py').write_text(SLEEPER.format(seconds=seconds))
+    return test_dir
+
+
+def _command(test_dir):
+    return Command(str(test_dir), {}, [sys.executable, 'run_test.py'])
+
+
+def _comparable(result):
+    """What the verdict and report depend on: each suite's status, counts and failing tests (not its time)."""
+    return {name: (suite.status, suite.counts, sorted(t.test_id for t in suite.failed_tests))
+            for name, suite in result.suites.items()}
+
+
+def _policy():
+    from eb_pytorch_cuda.testsuite.policy import Policy
+    return Policy(max_failed_tests=0)
+
+
+def _timeouts():
+    return {'': 120, 'test_hang': HANG_TIMEOUT}
+
+
+def _serial(tmp_path):
+    test_dir = _tree(tmp_path / 'serial')
+    command, env = _command(test_dir), dict(os.environ)
+    store = suiterun.ResultStore(str(tmp_path / 'serial-results' / 'r.jsonl'), 'build-a')
+    timeouts = _timeouts()
+    result, _ = suiterun.run_all(command, suiterun.discover_suites(command, env), store, str(tmp_path / 'serial-out'),
+                                 env, lambda suite: timeouts.get(suite, timeouts['']))
+    return result
+
+
+def _spread(tmp_path, jobs, lines, name='spread', **kwargs):
+    test_dir = _tree(tmp_path / name, **{k: kwargs.pop(k) for k in ('sleepers', 'seconds') if k in kwargs})
+    store = suiterun.ResultStore(str(tmp_path / f'{name}-results' / 'r.jsonl'), 'build-a')
+    result = spread.run_spread(_command(test_dir), dict(os.environ), store, str(tmp_path / f'{name}-out'),
+                               sys.executable, _timeouts(), jobs, shared_paths=[str(tmp_path)],
+                               slurm_settings={'cpus_per_job': 1}, progress=lines.append, poll=1, **kwargs)
+    return result, store
+
+
+def _workers(store):
+    """The workers (job.host.pid) whose results file holds an outcome."""
+    directory = os.path.join(spread.queue_dir_of(store), 'results')
+    return {name[:-len('.jsonl')] for name in os.listdir(directory) if os.path.getsize(os.path.join(directory, name))}
+
+
+def test_stand_in_suites_spread_over_three_jobs_give_the_serial_verdict_and_counts(slurm, tmp_path):
+    serial = _serial(tmp_path)
+    lines = []
+    spread_result, store = _spread(tmp_path, 3, lines)
+    assert _comparable(spread_result) == _comparable(serial)
+    assert spread_result.suites['test_hang'].status == 'timed out'
+    assert spread_result.suites['test_crash'].status == 'terminated'
+    assert spread_result.suites['test_known_failure'].status == 'failed'
+    assert judge(spread_result, _policy()).passed == judge(serial, _policy()).passed is False
+    assert judge(spread_result, _policy()).reasons == judge(serial, _policy()).reasons
+    assert len({worker.split('.')[0] for worker in _workers(store)}) >= 2  # the suites really went to several jobs
+    assert set(store.load()) == set(serial.suites)  # every outcome is in the build's store, as in a serial run
+    assert lines[0].startswith('running 9 suites on 3 Slurm job(s) (--cpus-per-task 1;')
+    assert lines[-1] == 'suites 9/9 done on 3 job(s); 4 failed'
+    assert any(line.startswith('suites ') and 'failed so far' in line for line in lines)
+    # a rerun of the same build runs nothing and gives the same result (resume is reading the store)
+    again = spread.run_spread(_command(tmp_path / 'spread' / 'test'), dict(os.environ), store,
+                              str(tmp_path / 'spread-out'), sys.executable, _timeouts(), 3,
+                              shared_paths=[str(tmp_path)], progress=lines.append, poll=1)
+    assert _comparable(again) == _comparable(serial)
+    after_first = lines[lines.index('suites 9/9 done on 3 job(s); 4 failed') + 1:]
+    assert not any(line.startswith('running') for line in after_first)
+    spread.remove_queue(store)  # what the test step does with the store once the build passed
+    assert not os.path.exists(spread.queue_dir_of(store)) and set(store.load()) == set(serial.suites)
+
+
+def test_a_job_killed_with_scancel_mid_suite_loses_nothing(slurm, tmp_path):
+    lines = []
+    queue_dir = tmp_path / 'spread-results' / 'r.jsonl.queue-build-a'
+    killed = {}
+
+    def kill_a_job_running_a_suite():
+        deadline = time.time() + 120
+        while time.time() < deadline and not killed:
+            claims = os.listdir(queue_dir / 'claims') if (queue_dir / 'claims').is_dir() else []
+            done = os.listdir(queue_dir / 'done') if (queue_dir / 'done').is_dir() else []
+            for name in claims:
+                suite = name.rpartition('~')[0]
+                if name.startswith('.') or not suite.startswith('test_sleep') or suite in done:
+                    continue
+                holder = SuiteQueue(str(queue_dir)).claims()[suite][1]
+                if holder:
+                    killed.update(job=holder.split('.')[0], suite=suite)
+                    time.sleep(1)  # let the suite be well under way
+                    subprocess.run(['scancel', killed['job']], check=True)
+                    return
+            time.sleep(0.2)
+
+    killer = threading.Thread(target=kill_a_job_running_a_suite)
+    killer.start()
+    result, store = _spread(tmp_path, 2, lines, sleepers=6, seconds=4)
+    killer.join()
+    assert killed, 'no job was seen running a suite'
+    assert set(result.suites) == set(store.load()) and len(result.suites) == 11
+    assert result.suites[killed['suite']].status == 'passed'  # rerun to the end by another job
+    finisher = (queue_dir / 'done' / killed['suite']).read_text().strip()  # the results file that holds it
+    assert not finisher.startswith(killed['job'] + '.')
+    assert any(line.startswith(f"job {killed['job']} ended with 1 suite(s) unfinished ({killed['suite']}): back "
+                               f"in the queue") for line in lines), lines
+    assert os.path.exists(queue_dir / 'dead' / killed['job'])
+
+
+def test_a_node_local_results_path_is_refused_before_anything_is_submitted(tmp_path):
+    test_dir = _tree(tmp_path, sleepers=0)
+    store = suiterun.ResultStore(str(tmp_path / 'results' / 'r.jsonl'), 'build-a')
+    env = {k: v for k, v in os.environ.items() if k != slurmjobs.SHARED_PATHS_VARIABLE}
+    with pytest.raises(PluginError) as raised:
+        spread.run_spread(_command(test_dir), env, store, str(tmp_path / 'out'), sys.executable, _timeouts(), 2,
+                          environ=env)
+    message = str(raised.value)
+    assert message == (f"{tmp_path / 'results'}: the results directory is node-local (under /tmp); the jobs on other "
+                       f"nodes cannot see it: use a path all nodes see, or add it to $EB_PYTORCH_CUDA_SHARED_PATHS if "
+                       f"it is shared")
+    assert '\n' not in message
+    assert not os.path.exists(spread.queue_dir_of(store)) and not (tmp_path / 'out').exists()
+
+
+def test_a_path_on_a_local_file_system_type_is_refused_unless_configured_as_shared(tmp_path):
+    local = os.path.expanduser('~')  # the root file system here: ext4 or overlay, node-local
+    point, fstype = slurmjobs._mount_of(os.path.realpath(local))
+    assert fstype in slurmjobs.LOCAL_FS_TYPES
+    with pytest.raises(PluginError, match=f'on a node-local file system \\({fstype} at {point}\\)'):
+        slurmjobs.refuse_node_local(local, 'the tested installation', environ={})
+    slurmjobs.refuse_node_local(local, 'the tested installation', environ={slurmjobs.SHARED_PATHS_VARIABLE: local})
+    slurmjobs.refuse_node_local(str(tmp_path / 'x'), 'the results directory', shared=[str(tmp_path)], environ={})
+    with pytest.raises(PluginError, match='under /dev/shm'):
+        slurmjobs.refuse_node_local('/dev/shm/build', 'the results directory', environ={})
+
+
+def test_a_job_option_slurm_refuses_is_one_line_naming_sbatch_and_the_reason(slurm, tmp_path):
+    test_dir = _tree(tmp_path / 'tree', sleepers=1, seconds=0, keep=())
+    store = suiterun.ResultStore(str(tmp_path / 'results' / 'r.jsonl'), 'build-a')
+    with pytest.raises(PluginError) as raised:
+        spread.run_spread(_command(test_dir), dict(os.environ), store, str(tmp_path / 'out'), sys.executable,
+                          {'': 60}, 2, shared_paths=[str(tmp_path)], slurm_settings={'partition': 'no-such-partition'})
+    assert str(raised.value).startswith('sbatch: refused the job (exit 1): sbatch: error: ')
+    assert 'invalid partition' in str(raised.value).lower() and '\n' not in str(raised.value)
+    assert store.load() == {}
+
+
+def _claim_all(queue_dir, job, out):
+    """A worker process that claims until nothing is left (no suite is run): what it got goes to out."""
+    queue = SuiteQueue(queue_dir)
+    worker = worker_id(job)
+    queue.heartbeat(worker)
+    got = []
+    while True:
+        suite = queue.claim_next(worker)
+        if suite is None:
+            break
+        got.append(suite)
+    out.put(got)
+
+
+def test_concurrent_claims_hand_each_suite_to_exactly_one_worker(tmp_path):
+    suites = [f'dir/test_{index:03d}' for index in range(200)]
+    SuiteQueue(str(tmp_path / 'q')).create({'fingerprint': 'f'}, suites)
+    out = multiprocessing.get_context('fork').Queue()
+    workers = [multiprocessing.get_context('fork').Process(target=_claim_all, args=(str(tmp_path / 'q'), str(job), out))
+               for job in range(6)]
+    for process in workers:
+        process.start()
+    got = [out.get(timeout=60) for _ in workers]
+    for process in workers:
+        process.join()
+    claimed = [suite for part in got for suite in part]
+    assert sorted(claimed) == sorted(suites)  # every suite once, none twice
+    assert sum(1 for part in got if part) >= 2
+
+
+def test_a_claim_of_a_dead_worker_goes_back_and_is_taken_by_exactly_one(tmp_path):
+    queue = SuiteQueue(str(tmp_path / 'q'), stale_after=3600)
+    queue.create({'fingerprint': 'f'}, ['test_a', 'test_b'])
+    first, second, third = worker_id('101'), worker_id('102'), worker_id('103')
+    for worker in (first, second, third):
+        queue.heartbeat(worker)
+    assert queue.claim_next(first) == 'test_a'
+    assert queue.claim_next(second) == 'test_b'
+    assert queue.claim_next(third) is None  # both held by live workers
+    queue.mark_dead('101')  # its job left Slurm
+    assert queue.running() == {'test_b': second}
+    assert queue.claim_next(third) == 'test_a'
+    assert queue.claim_next(second) is None  # claim 2 of test_a is third's now
+    os.utime(queue.path('workers', second), (time.time() - 7200, time.time() - 7200))  # heartbeat 2 h old
+    assert queue.claim_next(third) == 'test_b'
+
+
+def test_suites_are_handed_out_longest_expected_first_unknown_ones_before():
+    expected = {'test_nn': 1800.0, 'test_fast': 2.0, 'test_torch': 2400.0}
+    assert longest_first(['test_fast', 'test_new', 'test_nn', 'test_torch'], expected) == \
+        ['test_new', 'test_torch', 'test_nn', 'test_fast']
+
+
+def test_job_options_come_from_settings_then_our_variables_then_easybuilds():
+    environ = {'EB_PYTORCH_CUDA_SLURM_PARTITION': 'gpu', 'EB_PYTORCH_CUDA_SLURM_GPUS_PER_JOB': '4',
+               'EB_PYTORCH_CUDA_SLURM_EXTRA_OPTIONS': '--account=proj --qos "high prio"',
+               'EASYBUILD_JOB_CORES': '16', 'EASYBUILD_JOB_MAX_WALLTIME': '24'}
+    options = slurmjobs.job_options({'partition': 'a100', 'time_limit': None}, environ)
+    assert options.sbatch_options() == ['--partition', 'a100', '--gres=gpu:4', '--cpus-per-task', '16',
+                                        '--time', '1440', '--account=proj', '--qos', 'high prio']
+    argv = slurmjobs.sbatch_argv(options, '/shared/q/worker-job.py', '/shared/q', 'pytorch-tests-1', '/shared/q/o')
+    assert argv[:2] == ['sbatch', '--parsable'] and argv[-2:] == ['/shared/q/worker-job.py', '/shared/q']
+    with pytest.raises(PluginError, match='not a number'):
+        slurmjobs.job_options({}, {'EB_PYTORCH_CUDA_SLURM_GPUS_PER_JOB': 'four'})
+
+
+SUBMITTER = '''import os, sys
+from eb_pytorch_cuda.testsuite import spread, suiterun
+from eb_pytorch_cuda.testsuite.command import TestCommand
+test_dir, store_path, out, shared = sys.argv[1:5]
+spread.run_spread(TestCommand(test_dir, {}, [sys.executable, 'run_test.py']), dict(os.environ),
+                  suiterun.ResultStore(store_path, 'build-a'), out, sys.executable, {'': 120}, 2,
+                  shared_paths=[shared], slurm_settings={'cpus_per_job': 1}, poll=0.5)
+'''
+
+
+def test_rerunning_after_the_submitting_eb_was_killed_resumes_and_cancels_its_jobs(slurm, tmp_path):
+    test_dir = _tree(tmp_path / 'tree', sleepers=6, seconds=3, keep=())
+    store_path = tmp_path / 'results' / 'r.jsonl'
+    run_log = tmp_path / 'suites-run.log'
+    env = dict(os.environ, STANDIN_RUN_LOG=str(run_log))
+    submitter = subprocess.Popen([sys.executable, '-c', SUBMITTER, str(test_dir), str(store_path),
+                                  str(tmp_path / 'out'), str(tmp_path)], env=env)
+    done_dir = tmp_path / 'results' / 'r.jsonl.queue-build-a' / 'done'
+    deadline = time.time() + 120
+    while time.time() < deadline and not (done_dir.is_dir() and len(os.listdir(done_dir)) >= 2):
+        time.sleep(0.2)
+    submitter.kill()  # eb killed: no cleanup, its two jobs go on
+    submitter.wait()
+    finished_before = {name.replace('%2F', '/') for name in os.listdir(done_dir)}
+    left_jobs = (tmp_path / 'results' / 'r.jsonl.queue-build-a' / 'jobs').read_text().split()
+    assert len(finished_before) >= 2 and len(left_jobs) == 2
+    lines = []
+    store = suiterun.ResultStore(str(store_path), 'build-a')
+    result = spread.run_spread(_command(test_dir), env, store, str(tmp_path / 'out'), sys.executable, {'': 120}, 2,
+                               shared_paths=[str(tmp_path)], slurm_settings={'cpus_per_job': 1},
+                               progress=lines.append, poll=0.5)
+    assert set(result.suites) == {f'test_sleep_{i}' for i in range(6)} | {'distributed/test_c10d_standin'}
+    assert all(suite.status == 'passed' for suite in result.suites.values())
+    resumed = next(line for line in lines if line.startswith('resuming: '))
+    assert resumed.endswith('(cancelled 2 job(s) left by the previous run)')
+    assert slurmjobs.live_jobs(left_jobs) == set()
+    runs = run_log.read_text().split()
+    assert all(runs.count(suite) == 1 for suite in finished_before)  # measured once, never again
+
+
+def test_two_targets_of_one_easyconfig_each_spread_their_own_suites_at_once(slurm, tmp_path):
+    """EESSI builds one easyconfig per CPU target, with the same build path and results file name; their
+    fingerprints differ (compiler flags), and so do their queues and jobs."""
+    store_path = str(tmp_path / 'results' / 'PyTorch-2.1.2.jsonl')
+    results, lines = {}, {}
+
+    def build(target):
+        test_dir = _tree(tmp_path / target, sleepers=2, seconds=1, keep=('test_known_failure',))
+        lines[target] = []
+        store = suiterun.ResultStore(store_path, f'fingerprint-{target}')
+        output = str(tmp_path / f'{target}-out')
+        results[target] = spread.run_spread(_command(test_dir), dict(os.environ), store, output,
+                                            sys.executable, {'': 120}, 2, shared_paths=[str(tmp_path)],
+                                            slurm_settings={'cpus_per_job': 1}, progress=lines[target].append,
+                                            poll=0.5)
+
+    threads = [threading.Thread(target=build, args=(target,)) for target in ('haswell', 'grace')]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    expected = {'test_known_failure', 'test_sleep_0', 'test_sleep_1', 'distributed/test_c10d_standin'}
+    for target in ('haswell', 'grace'):
+        assert set(results[target].suites) == expected
+        assert results[target].suites['test_known_failure'].status == 'failed'
+        assert set(suiterun.ResultStore(store_path, f'fingerprint-{target}').load()) == expected
+        assert lines[target][-1] == 'suites 4/4 done on 2 job(s); 1 failed'
+    queues = sorted(name for name in os.listdir(tmp_path / 'results') if '.queue-' in name)
+    assert queues == ['PyTorch-2.1.2.jsonl.queue-fingerprint-grac', 'PyTorch-2.1.2.jsonl.queue-fingerprint-hasw']
+
+
+KILLS_ITS_JOB = '''"""Takes its node down (like a suite that makes the node run out of memory): cancels its own job."""
+import os
+import subprocess
+import time
+
+subprocess.run(['scancel', os.environ['SLURM_JOB_ID']])
+time.sleep(60)
+'''
+
+
+def test_a_suite_whose_job_dies_each_time_is_recorded_as_never_finished_after_the_last_attempt(slurm, tmp_path):
+    test_dir = _tree(tmp_path / 'tree', sleepers=3, seconds=1, keep=())
+    (test_dir / 'test_kills_its_job.py').write_text(KILLS_ITS_JOB)
+    store = suiterun.ResultStore(str(tmp_path / 'results' / 'r.jsonl'), 'build-a')
+    lines = []
+    result = spread.run_spread(_command(test_dir), dict(os.environ), store, str(tmp_path / 'out'), sys.executable,
+                               {'': 120}, 2, shared_paths=[str(tmp_path)], slurm_settings={'cpus_per_job': 1},
+                               progress=lines.append, poll=0.5, max_attempts=2)
+    killer = result.suites['test_kills_its_job']
+    assert killer.status == 'no summary'
+    assert killer.signal == 'its Slurm job ended 2 times while running it (node failure, time limit, scancel)'
+    assert all(result.suites[f'test_sleep_{i}'].status == 'passed' for i in range(3))
+    assert 'test_kills_its_job: its job ended before it finished, 2 times: recorded as never finished' in lines
+    verdict = judge(result, _policy())
+    assert not verdict.passed and [entry[0] for entry in verdict.unjudgeable] == ['test_kills_its_job']
+
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REAL_TREE = os.path.join(REPO, '.venvs', 'pytorch-src', 'pytorch-v2.6.0')  # Debian's pytorch 2.6.0 source
+REAL_PYTHON = os.path.join(REPO, '.venvs', 'harness', 'bin', 'python')  # torch 2.6.0 and run_test.py's needs
+REAL_SUITES = ['test_license', 'test_type_info']  # quick ones: each run_test.py call imports torch 3 times
+
+
+def _real_tree(root):
+    """test/ and tools/ of PyTorch's real source tree (run_test.py imports tools.testing), copied."""
+    for part in ('test', 'tools'):
+        shutil.copytree(os.path.join(REAL_TREE, part), root / part, ignore=shutil.ignore_patterns('test-reports'))
+    shutil.copy(os.path.join(REAL_TREE, 'version.txt'), root)
+    return root / 'test'
+
+
+def test_real_pytorch_harness_suites_spread_over_two_jobs_give_the_serial_results(slurm, tmp_path):
+    """PyTorch's own run_test.py (2.6.0, Debian's source package) with torch 2.6.0: two real suites."""
+    if not (os.path.exists(os.path.join(REAL_TREE, 'test', 'run_test.py')) and os.path.exists(REAL_PYTHON)):
+        pytest.skip("PyTorch's real harness is set up by tools/setup.sh's harness block (.venvs/pytorch-src, "
+                    ".venvs/harness)")
+    env = {k: v for k, v in os.environ.items() if k not in ('PYTHONPATH', 'CI')}
+    serial_dir = _real_tree(tmp_path / 'serial')
+    command = Command(str(serial_dir), {}, [REAL_PYTHON, 'run_test.py'])
+    serial_store = suiterun.ResultStore(str(tmp_path / 'serial-results' / 'r.jsonl'), 'real')
+    serial, _ = suiterun.run_all(command, REAL_SUITES, serial_store, str(tmp_path / 'serial-out'), env,
+                                 lambda suite: 900)
+    spread_dir = _real_tree(tmp_path / 'spread')
+    store = suiterun.ResultStore(str(tmp_path / 'spread-results' / 'r.jsonl'), 'real')
+    lines = []
+    result = spread.run_spread(Command(str(spread_dir), {}, [REAL_PYTHON, 'run_test.py']), env, store,
+                               str(tmp_path / 'spread-out'), REAL_PYTHON, {'': 900}, 2, suites=REAL_SUITES,
+                               shared_paths=[str(tmp_path)], slurm_settings={'cpus_per_job': 1},
+                               progress=lines.append, poll=1)
+    assert _comparable(result) == _comparable(serial)
+    assert all(suite.status == 'passed' and suite.counts['passed'] > 0 for suite in result.suites.values())
+    assert lines[-1] == 'suites 2/2 done on 2 job(s); 0 failed'
+    assert len({worker.split('.')[0] for worker in _workers(store)}) >= 2
+
+
+def test_the_worker_on_a_directory_that_is_no_queue_says_so_in_one_line_and_exits_2(tmp_path):
+    done = subprocess.run([sys.executable, '-m', 'eb_pytorch_cuda.testsuite.worker', str(tmp_path)],
+                          capture_output=True, text=True)
+    assert done.returncode == 2 and done.stdout == ''
+    assert done.stderr == (f"eb_pytorch_cuda.testsuite.worker: {tmp_path / 'spec.json'}: not a suite queue ([Errno 2] "
+                           f"No such file or directory: '{tmp_path / 'spec.json'}')\n")
