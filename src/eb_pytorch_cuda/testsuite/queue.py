@@ -108,6 +108,7 @@ class SuiteQueue:
                     self._spec = json.load(handle)
             except (OSError, ValueError) as err:
                 raise PluginError(self.path(SPEC), f'not a suite queue ({err})') from None
+        assert self._spec is not None
         return self._spec
 
     @property

@@ -12,7 +12,7 @@ import os
 import shlex
 import subprocess
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Optional, Set
+from typing import Dict, Iterable, List, Mapping, Optional, Set
 
 from eb_pytorch_cuda.errors import PluginError
 
@@ -50,7 +50,7 @@ class JobOptions:
         return options + list(self.extra)
 
 
-def job_options(settings: Optional[dict] = None, environ: Optional[dict] = None) -> JobOptions:
+def job_options(settings: Optional[dict] = None, environ: Optional[Mapping[str, str]] = None) -> JobOptions:
     """JobOptions from settings {partition, gpus_per_job, cpus_per_job, time_limit, extra (list or string)},
     else EB_PYTORCH_CUDA_SLURM_{PARTITION,GPUS_PER_JOB,CPUS_PER_JOB,TIME_LIMIT,EXTRA_OPTIONS}, else
     EasyBuild's EASYBUILD_JOB_CORES and EASYBUILD_JOB_MAX_WALLTIME (hours)."""
@@ -95,7 +95,8 @@ def _mount_of(path: str) -> tuple:
     return best
 
 
-def refuse_node_local(path: str, what: str, shared: Iterable[str] = (), environ: Optional[dict] = None) -> None:
+def refuse_node_local(path: str, what: str, shared: Iterable[str] = (),
+                      environ: Optional[Mapping[str, str]] = None) -> None:
     """Raise PluginError (one line) when path is where only this node sees it: under /tmp, /dev/shm,
     /var/tmp or /run, or on a local file system type (ext4, xfs, tmpfs, overlay, ...).  Paths at or
     below a directory named in `shared` or in $EB_PYTORCH_CUDA_SHARED_PATHS (':'-separated: e.g. a

@@ -36,6 +36,8 @@ from eb_pytorch_cuda.testsuite.queue import (DEFAULT_MAX_ATTEMPTS, DEFAULT_STALE
 
 def previous_suite_seconds(results_json: Optional[str]) -> Dict[str, float]:
     """{suite: seconds} from a previous results JSON (`suite_seconds`), or from its suites' `seconds`."""
+    if not results_json:
+        return {}
     try:
         with open(results_json) as handle:
             data = json.load(handle)

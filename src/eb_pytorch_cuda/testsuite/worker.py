@@ -13,7 +13,7 @@ one run_test.py call) can be plugged in at one place.
 import os
 import sys
 import threading
-from typing import Optional
+from typing import Mapping, Optional
 
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite import suiterun
@@ -31,7 +31,7 @@ def run_one(spec: dict, suite: str, env: dict, gpu: Optional[str]) -> dict:
     return suiterun.run_suite(command, suite, timeout, spec['output_dir'], env, gpu)
 
 
-def job_environment(spec: dict, own: dict) -> dict:
+def job_environment(spec: dict, own: Mapping[str, str]) -> dict:
     """The submitter's test environment, with the job's own Slurm and GPU variables."""
     env = {name: value for name, value in spec['env'].items()
            if not name.startswith('SLURM_') and name not in JOB_VARIABLES}
