@@ -8,25 +8,67 @@ cuDNN installation: the set differs between cuDNN 9 minor versions, and a NEEDED
 resolve makes `import torch` itself fail.
 """
 
+import json
 import os
 import re
 
-CATALOG = {
-    8: ('libcudnn_ops_infer.so.8', 'libcudnn_ops_train.so.8', 'libcudnn_cnn_infer.so.8',
-        'libcudnn_cnn_train.so.8', 'libcudnn_adv_infer.so.8', 'libcudnn_adv_train.so.8'),
-    # seen in 9.24; 9.19 lacks libcudnn_ext and libcudnn_engines_tensor_ir
-    9: ('libcudnn_graph.so.9', 'libcudnn_ops.so.9', 'libcudnn_cnn.so.9', 'libcudnn_adv.so.9',
-        'libcudnn_heuristic.so.9', 'libcudnn_ext.so.9', 'libcudnn_engines_precompiled.so.9',
-        'libcudnn_engines_runtime_compiled.so.9', 'libcudnn_engines_tensor_ir.so.9'),
-}
+_DATA_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'cudnn_catalog.json')
 
+
+def _load_catalog(path=_DATA_FILE):
+    """The catalog data file (cudnn_catalog.json, shipped with the package): the one place cuDNN facts live."""
+    with open(path, encoding='utf-8') as handle:
+        data = json.load(handle)
+    return data, {int(major): facts for major, facts in data['majors'].items()}
+
+
+_DATA, _MAJORS = _load_catalog()
+
+CATALOG = {major: tuple(facts['sublibraries']) for major, facts in _MAJORS.items()}
 # verified fixes: cuDNN 8.9.2 with PyTorch 2.1.2; cuDNN 9.19 on an H200 with PyTorch 2.11 (docs/design.md)
-DEFAULT_NEEDED = {
-    8: ('libcudnn_cnn_train.so.8',),
-    9: ('libcudnn_engines_precompiled.so.9', 'libcudnn_engines_runtime_compiled.so.9'),
-}
+DEFAULT_NEEDED = {major: tuple(facts['default_needed']) for major, facts in _MAJORS.items()}
+# verified dlopen() edges (LD_DEBUG on real cuDNN 8.9.2 and 9.19) that .rodata strings alone do not show
+DLOPEN_EDGES = {opener: tuple(targets) for facts in _MAJORS.values()
+                for opener, targets in facts.get('dlopen_edges', {}).items()}
+ENV_VARIABLE = _DATA['env_variable']
 
-ENV_VARIABLE = 'EB_PYTORCH_CUDA_CUDNN_NEEDED'
+
+def verified_with(major):
+    """Which real cuDNN/PyTorch the default NEEDED entries of that major version were verified with."""
+    return _MAJORS.get(major, {}).get('verified_with', '')
+
+
+def runpath_note(major):
+    """For which cuDNN layouts of that major version the NEEDED entries are a fix, and where a precaution."""
+    return _MAJORS.get(major, {}).get('runpath', '')
+
+
+def version_checks(major):
+    """{sub-library soname: the libcudnn.so.N entry point whose call makes cuDNN dlopen() it} (cuDNN 8)."""
+    return dict(_MAJORS.get(major, {}).get('version_checks', {}))
+
+
+def probes_versions(major):
+    """True when cuDNN of that major version dlopen()s libX.so.M.m.p, libX.so.M.m, libX.so.M, libX.so in turn."""
+    return bool(_MAJORS.get(major, {}).get('probe_versions'))
+
+
+def probe_names(soname, version=None):
+    """The names cuDNN asks dlopen() for, in its order, to open the sub-library `soname` (libX.so.M).
+
+    cuDNN 9 tries the full version first (version: '9.19.0' from libcudnn.so.9.19.0), then shorter ones,
+    then the bare .so, stopping at the first that loads; cuDNN 8 asks for the soname only."""
+    match = re.match(r'^(.*\.so)\.(\d+)$', soname)
+    if not match or not soname.startswith('libcudnn') or not probes_versions(int(match.group(2))):
+        return [soname]
+    base, major = match.groups()
+    names = []
+    parts = (version or '').split('.')
+    if parts and parts[0] == major:
+        for count in range(len(parts), 1, -1):
+            names.append(f"{base}.{'.'.join(parts[:count])}")
+    return names + [soname, base]
+
 
 _MAIN_SONAME = re.compile(r'^libcudnn\.so\.(\d+)$')
 
