@@ -27,6 +27,7 @@ in this process.
 
 import argparse
 import glob
+import gzip
 import importlib.util
 import json
 import os
@@ -138,16 +139,22 @@ EXCERPT = re.compile(r'(file=|library=|init: |cannot open|error)\S*libcudnn|/lib
 
 
 def read_ld_debug(debug_dir, excerpt_file):
-    """The LD_DEBUG lines of every process; the cuDNN ones (at most 400) are kept in excerpt_file."""
-    lines, kept = [], []
+    """The LD_DEBUG lines of every process; the cuDNN ones (at most 400) are kept in excerpt_file, and every
+    line naming a cuDNN library (requests, probes, maps, unmaps) of the process that ran the work in
+    excerpt_file + '.gz' (the test data that doctor's prediction is compared with)."""
+    lines, kept, full = [], [], []
     for path in sorted(glob.glob(os.path.join(debug_dir, 'lddebug.*'))):
         with open(path, errors='replace') as handle:
             for line in handle:
                 lines.append(line)
+                if 'libcudnn' in line:
+                    full.append(f'{os.path.basename(path)}: {line.rstrip()}')
                 if EXCERPT.search(line) and len(kept) < 400:
                     kept.append(f'{os.path.basename(path)}: {line.rstrip()}')
     with open(excerpt_file, 'w') as handle:
         handle.write('\n'.join(kept) + '\n')
+    with gzip.open(excerpt_file + '.gz', 'wt') as handle:
+        handle.write('\n'.join(full) + '\n')
     return lines
 
 
@@ -185,6 +192,32 @@ def cli(*args):
             'output': (done.stdout + done.stderr).strip()}
 
 
+def doctor_json(library, *paths):
+    """doctor's prediction for the layout (no loader run), as JSON, plus its exit code."""
+    done = cli('doctor', '--from', library, *paths, '--format', 'json')
+    try:
+        data = json.loads(done['output'])
+    except ValueError:
+        data = {'error': done['output'][-3000:]}
+    data['exit_code'] = done['exit_code']
+    return data
+
+
+def compare(prediction, phase):
+    """doctor's blocking findings against the sub-libraries the real loader failed to load (LD_DEBUG).
+
+    Both sides are reduced to the cuDNN soname (libX.so.N) asked for (the driver's libcuda.so.1 and other
+    non-cuDNN probes are not doctor's subject); 'agree' is True when they are the same set.  Order hazards
+    (severity 'order') are listed apart: the workloads' own order decides whether they fire."""
+    findings = prediction.get('findings', ())
+    predicted = sorted({f['details'].get('soname') for f in findings if f['severity'] in ('fails', 'wrong-copy')}
+                       - {None})
+    observed = sorted(name for name in phase.get('ld_debug_unresolved', {}) if name.startswith('libcudnn'))
+    return {'predicted': predicted, 'observed': observed, 'agree': predicted == observed,
+            'order_hazards': sorted(f['details'].get('soname') for f in findings if f['severity'] == 'order'),
+            'doctor_findings': len(findings), 'doctor_exit': prediction.get('exit_code')}
+
+
 def summary_markdown(report):
     lines = [f"# cuDNN NEEDED fix on a GPU: {report['date']}", '',
              f"- machine: {report.get('gpu', 'no GPU')}, driver {report.get('driver', '?')}",
@@ -201,6 +234,9 @@ def summary_markdown(report):
         if key in report:
             lines += ['', f"{key.replace('_', ' ')} (prediction, no loader run): exit {report[key]['exit_code']}",
                       '', '```', report[key]['output'][:3000], '```']
+    for key, value in report.get('comparison', {}).items():
+        lines += ['', f"doctor vs real loader, {key}: predicted {value['predicted'] or 'nothing'}, observed "
+                      f"{value['observed'] or 'nothing'}: {'agree' if value['agree'] else 'DISAGREE'}"]
     check = report['check_needed']
     lines += ['', f"check-needed --load: exit {check['exit_code']}", '', '```', check['output'], '```', '',
               f"verdict: {'PASS' if report['passed'] else 'FAIL'}"]
@@ -231,7 +267,8 @@ def main():
                                capture_output=True, text=True)
         if query.returncode == 0 and query.stdout.strip():
             report['gpu'], report['driver'] = [s.strip() for s in query.stdout.splitlines()[0].split(',')][:2]
-    report['doctor_unpatched'] = cli('doctor', '--from', library, scratch_lib, '--executable', 'none')
+    report['doctor_unpatched'] = cli('doctor', '--from', library, scratch_lib, cudnn_lib)
+    prediction_unpatched = doctor_json(library, scratch_lib, cudnn_lib)
     phase = report['phases']['unpatched'] = run_work('unpatched', scratch_site, args.workdir, args.out, preloads, debug=True)
     for key in ('torch', 'cuda', 'cudnn'):
         report[key] = phase.get(key)
@@ -242,7 +279,12 @@ def main():
     shutil.copy2(unpatched_copy, library)
     report['phases']['all defaults'] = {'add_needed': cli('add-needed', library, *sonames),
                                         **run_work('patched', scratch_site, args.workdir, args.out, preloads, debug=True)}
-    report['doctor_patched'] = cli('doctor', '--from', library, scratch_lib, '--executable', 'none')
+    report['doctor_patched'] = cli('doctor', '--from', library, scratch_lib, cudnn_lib)
+    prediction_patched = doctor_json(library, scratch_lib, cudnn_lib)
+    report['comparison'] = {'unpatched': compare(prediction_unpatched, report['phases']['unpatched']),
+                            'patched': compare(prediction_patched, report['phases']['all defaults'])}
+    with open(os.path.join(args.out, 'doctor-predictions.json'), 'w') as handle:
+        json.dump({'unpatched': prediction_unpatched, 'patched': prediction_patched}, handle, indent=1)
     preload_args = [arg for path in preloads for arg in ('--preload', path)]
     report['check_needed'] = cli('check-needed', library, *sonames, '--expect-dir', cudnn_lib, '--load', *preload_args)
     gpu = report['phases']['unpatched'].get('gpu_available')
