@@ -7,7 +7,8 @@ the other (each makes cuDNN dlopen() one sub-library) and exits.  Forking after 
 order's dlopen() calls independent of the others', as in a fresh process, at a fraction of the cost of
 loading 1.2 GB of libraries 720 times.  A child that cuDNN aborts ("Could not load library ...") is a
 failing order.  Prints one JSON list: [{"order": [...], "ok": bool, "status": int, "message": str,
-"loaded": [sonames of the cuDNN sub-libraries mapped at the end]}].
+"loaded": [sonames of the cuDNN sub-libraries mapped at the end], "statuses": [cudnnStatus_t of each call]}]
+(cuDNN 8 aborts the process when a sub-library does not load; cuDNN 9 returns an error status instead).
 Standard library only.
 """
 
@@ -43,9 +44,11 @@ def run_order(library, order):
         err.seek(0)
         text = err.read().decode('utf-8', 'replace')
     loaded = re.search(r'^mapped (.*)$', text, re.M)
+    statuses = re.search(r'^statuses (.*)$', text, re.M)
     message = '\n'.join(line for line in text.splitlines() if not line.startswith(('statuses ', 'mapped ')))
     return {'order': order, 'ok': os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 and loaded is not None,
-            'status': status, 'message': message.strip(), 'loaded': json.loads(loaded.group(1)) if loaded else None}
+            'status': status, 'message': message.strip(), 'loaded': json.loads(loaded.group(1)) if loaded else None,
+            'statuses': json.loads(statuses.group(1)) if statuses else None}
 
 
 def main(argv):

@@ -35,15 +35,19 @@ ORDERS = [list(order) for order in itertools.permutations(sorted(CHECKS))]
 FAILURE = re.compile(r'Could not load library (\S+)\. Error: (\S+): cannot open shared object file')
 
 
-def _mirror(source, destination, patched=()):
+def _mirror(source, destination, patched=(), follow=False):
     """destination: hardlinks of every file under source (copies where a link is impossible), except the
-    cuDNN files, which are copies with their search path removed."""
-    for directory, _, files in os.walk(source):
+    cuDNN files, which are copies with their search path removed (follow: walk into symlinked folders)."""
+    for directory, _, files in os.walk(source, followlinks=follow):
         target_dir = destination / os.path.relpath(directory, source)
         target_dir.mkdir(parents=True, exist_ok=True)
         for name in files:
+            if '.so' not in name:
+                continue  # headers, Python files, metadata: only libraries make the layout
             src, dst = os.path.join(directory, name), target_dir / name
-            if 'cudnn' in name and name not in patched:
+            if os.path.islink(src) and follow:
+                src = os.path.realpath(src)
+            if name.startswith('libcudnn') and '.so' in name and name not in patched:
                 shutil.copyfile(src, dst)
                 subprocess.run([patchelf_binary(), '--remove-rpath', str(dst)], check=True)
                 continue

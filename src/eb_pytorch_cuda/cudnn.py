@@ -30,6 +30,9 @@ DEFAULT_NEEDED = {major: tuple(facts['default_needed']) for major, facts in _MAJ
 # verified dlopen() edges (LD_DEBUG on real cuDNN 8.9.2 and 9.19) that .rodata strings alone do not show
 DLOPEN_EDGES = {opener: tuple(targets) for facts in _MAJORS.values()
                 for opener, targets in facts.get('dlopen_edges', {}).items()}
+# {sub-library: sub-libraries one of which must have loaded before cuDNN dlopen()s it} (LD_DEBUG, real cuDNN)
+OPENED_AFTER = {target: tuple(after) for facts in _MAJORS.values()
+                for target, after in facts.get('opened_after', {}).items()}
 ENV_VARIABLE = _DATA['env_variable']
 
 

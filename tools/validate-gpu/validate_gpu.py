@@ -139,16 +139,14 @@ EXCERPT = re.compile(r'(file=|library=|init: |cannot open|error)\S*libcudnn|/lib
 
 
 def read_ld_debug(debug_dir, excerpt_file):
-    """The LD_DEBUG lines of every process; the cuDNN ones (at most 400) are kept in excerpt_file, and every
-    line naming a cuDNN library (requests, probes, maps, unmaps) of the process that ran the work in
-    excerpt_file + '.gz' (the test data that doctor's prediction is compared with)."""
+    """The LD_DEBUG lines of every process; the cuDNN ones (at most 400) are kept in excerpt_file,
+    and the whole trace in excerpt_file + '.gz' (the test data that doctor's prediction is compared with)."""
     lines, kept, full = [], [], []
     for path in sorted(glob.glob(os.path.join(debug_dir, 'lddebug.*'))):
         with open(path, errors='replace') as handle:
             for line in handle:
                 lines.append(line)
-                if 'libcudnn' in line:
-                    full.append(f'{os.path.basename(path)}: {line.rstrip()}')
+                full.append(f'{os.path.basename(path)}: {line.rstrip()}')
                 if EXCERPT.search(line) and len(kept) < 400:
                     kept.append(f'{os.path.basename(path)}: {line.rstrip()}')
     with open(excerpt_file, 'w') as handle:

@@ -175,14 +175,20 @@ class Process:
                                             executable=self.executable)
                 loaded = self.by_soname.get(soname)
                 if loaded is not None:
-                    if own.found and self._key(own.path) != self._key(loaded.path):
+                    earlier_dlopen = current.optional and loaded.transaction not in (0, start.transaction)
+                    if own.found and own.via in _SYSTEM_VIA and self._key(own.path) != self._key(loaded.path):
+                        # glibc takes the loaded object before any search: only an object that could not be
+                        # loaded yet (an earlier dlopen() brought it) would let the system's copy in instead
+                        if earlier_dlopen:
+                            self.hazards.setdefault(id(current), (current, []))[1].append(soname)
+                    elif own.found and self._key(own.path) != self._key(loaded.path):
                         if audited:
                             self.findings.append(Finding(
                                 'soname-conflict', self.root.path, current.info.path,
                                 f'{soname}: {current.info.path} would load {own.path} ({own.via}), but '
                                 f'{loaded.path} is already loaded ({loaded.how}) and is used instead',
                                 {'soname': soname, 'wanted': own.path, 'used': loaded.path}))
-                    elif not own.found and current.optional and loaded.transaction not in (0, start.transaction):
+                    elif not own.found and earlier_dlopen:
                         # found only because an earlier dlopen() left it loaded: fails in another order
                         self.hazards.setdefault(id(current), (current, []))[1].append(soname)
                     continue
@@ -234,6 +240,9 @@ class Process:
                 continue  # what the driver or a system library dlopen()s is not ours to audit
             pending, vias = [], {}
             for target, probes in dlopen_requests(opener.info, self.cache.names, self.cache.notes):
+                after = cudnn.OPENED_AFTER.get(target)
+                if after and not any(name in self.by_soname for name in after):
+                    continue  # cuDNN opens it only once one of those loaded (LD_DEBUG on an H200)
                 state, value = self._request(probes, opener)
                 if state == 'loaded':
                     continue  # already loaded: glibc returns it

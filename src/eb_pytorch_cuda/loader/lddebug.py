@@ -11,16 +11,18 @@ _REQUEST = re.compile(r'file=(\S+) \[\d+\];\s+(?:dynamically loaded|needed) by (
 _TRYING = re.compile(r'trying file=(\S+)')
 _MAPPED = re.compile(r'file=(\S+) \[\d+\];\s+generating link map')
 _DESTROYED = re.compile(r'file=(\S+) \[\d+\];\s+destroying link map')
+_INIT = re.compile(r'calling init: (\S+)')
 _PROBE = re.compile(r'^(.*\.so)((?:\.\d+)*)$')
 
 
 def trace_outcomes(lines):
     """{soname: {'requested_by': path, 'path': file mapped or None, 'stayed': bool}} for names asked for.
 
-    'stayed' is False when glibc mapped the file and then destroyed its link map (the dlopen() failed
-    after all, e.g. a dependency or version problem of the file it found).
+    'stayed' is False when glibc mapped the file and then destroyed its link map without running its
+    initialisers (the dlopen() failed after all, e.g. a dependency or version problem of the file it
+    found).  A library whose init ran did load: a later dlclose() destroys its link map too.
     """
-    outcomes, tried, destroyed = {}, {}, set()
+    outcomes, tried, destroyed, initialised = {}, {}, set(), set()
     for line in lines:
         match = _REQUEST.search(line)
         if match:
@@ -40,8 +42,13 @@ def trace_outcomes(lines):
         match = _DESTROYED.search(line)
         if match:
             destroyed.add(match.group(1))
+            continue
+        match = _INIT.search(line)
+        if match:
+            initialised.add(match.group(1))
     for outcome in outcomes.values():
-        outcome['stayed'] = outcome['path'] is not None and outcome['path'] not in destroyed
+        outcome['stayed'] = outcome['path'] is not None and (outcome['path'] not in destroyed
+                                                             or outcome['path'] in initialised)
     return outcomes
 
 
