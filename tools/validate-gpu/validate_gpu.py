@@ -39,7 +39,7 @@ import time
 
 from eb_pytorch_cuda import cudnn
 from eb_pytorch_cuda.elf.reader import read_elf
-from eb_pytorch_cuda.loader.lddebug import failed_requests
+from eb_pytorch_cuda.loader.lddebug import compare_with_trace, failed_requests
 from eb_pytorch_cuda.elf.patchelf import patchelf_binary
 from eb_pytorch_cuda.loader.resolve import Resolver, expand_tokens
 
@@ -178,6 +178,7 @@ def run_work(label, scratch_site, workdir, out_dir, preloads, debug=False):
     if debug:
         lines = read_ld_debug(debug_dir, os.path.join(out_dir, f'lddebug-{label}.txt'))
         result['ld_debug_unresolved'] = failed_requests(lines)
+        result['_lines'] = lines
         shutil.rmtree(debug_dir)
     result['all_ok'] = bool(result['workloads']) and all(w['ok'] for w in result['workloads'].values())
     return result
@@ -201,19 +202,11 @@ def doctor_json(library, *paths):
     return data
 
 
-def compare(prediction, phase):
-    """doctor's blocking findings against the sub-libraries the real loader failed to load (LD_DEBUG).
-
-    Both sides are reduced to the cuDNN soname (libX.so.N) asked for (the driver's libcuda.so.1 and other
-    non-cuDNN probes are not doctor's subject); 'agree' is True when they are the same set.  Order hazards
-    (severity 'order') are listed apart: the workloads' own order decides whether they fire."""
-    findings = prediction.get('findings', ())
-    predicted = sorted({f['details'].get('soname') for f in findings if f['severity'] in ('fails', 'wrong-copy')}
-                       - {None})
-    observed = sorted(name for name in phase.get('ld_debug_unresolved', {}) if name.startswith('libcudnn'))
-    return {'predicted': predicted, 'observed': observed, 'agree': predicted == observed,
-            'order_hazards': sorted(f['details'].get('soname') for f in findings if f['severity'] == 'order'),
-            'doctor_findings': len(findings), 'doctor_exit': prediction.get('exit_code')}
+def compare(prediction, lines):
+    """doctor's findings against the real loader's trace of the same layout (lddebug.compare_with_trace)."""
+    result = compare_with_trace(prediction.get('findings', ()), lines)
+    result.update(doctor_findings=len(prediction.get('findings', ())), doctor_exit=prediction.get('exit_code'))
+    return result
 
 
 def summary_markdown(report):
@@ -234,7 +227,9 @@ def summary_markdown(report):
                       '', '```', report[key]['output'][:3000], '```']
     for key, value in report.get('comparison', {}).items():
         lines += ['', f"doctor vs real loader, {key}: predicted {value['predicted'] or 'nothing'}, observed "
-                      f"{value['observed'] or 'nothing'}: {'agree' if value['agree'] else 'DISAGREE'}"]
+                      f"{value['observed'] or 'nothing'}, missed {value['missed'] or 'nothing'}, false "
+                      f"{value['false'] or 'nothing'}, not exercised by the workloads {value['unexercised'] or 'nothing'}"
+                      f", order hazards {value['order_hazards'] or 'none'}: {'agree' if value['agree'] else 'DISAGREE'}"]
     check = report['check_needed']
     lines += ['', f"check-needed --load: exit {check['exit_code']}", '', '```', check['output'], '```', '',
               f"verdict: {'PASS' if report['passed'] else 'FAIL'}"]
@@ -279,8 +274,8 @@ def main():
                                         **run_work('patched', scratch_site, args.workdir, args.out, preloads, debug=True)}
     report['doctor_patched'] = cli('doctor', '--from', library, scratch_lib, cudnn_lib)
     prediction_patched = doctor_json(library, scratch_lib, cudnn_lib)
-    report['comparison'] = {'unpatched': compare(prediction_unpatched, report['phases']['unpatched']),
-                            'patched': compare(prediction_patched, report['phases']['all defaults'])}
+    report['comparison'] = {'unpatched': compare(prediction_unpatched, report['phases']['unpatched'].pop('_lines')),
+                            'patched': compare(prediction_patched, report['phases']['all defaults'].pop('_lines'))}
     with open(os.path.join(args.out, 'doctor-predictions.json'), 'w') as handle:
         json.dump({'unpatched': prediction_unpatched, 'patched': prediction_patched}, handle, indent=1)
     preload_args = [arg for path in preloads for arg in ('--preload', path)]
