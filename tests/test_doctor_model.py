@@ -65,16 +65,21 @@ def test_dlopen_note_names_a_target_doctor_follows_and_the_loader_agrees(tmp_pat
     root = _note_layout(tmp_path, with_note=True)
     assert dlopen_note_sonames(str(tmp_path / 'b' / 'libmid.so.1')) == ['libx.so.1']
     assert 'liblost.so.1: cannot open shared object file' in _real_dlopen(root)
-    data = json.loads(cli('doctor', root, '--format', 'json', check_rc=1).stdout)
+    data = json.loads(cli('doctor', '--from', root, root.parent, tmp_path / 'b', '--format', 'json', check_rc=1).stdout)
     [finding] = [f for f in data['findings'] if f['kind'] == 'needed-unresolved']
     assert finding['object'].endswith('/b/libx.so.1') and finding['details']['soname'] == 'liblost.so.1'
     assert finding['severity'] == 'fails' and data['blocking'] is True
 
 
+def test_outside_the_paths_given_a_library_is_context(tmp_path):
+    root = _note_layout(tmp_path, with_note=True)  # b/ holds libmid.so.1 and its dlopen() target: not audited
+    assert 'nothing found' in cli('doctor', root, check_rc=0).stdout
+
+
 def test_without_the_note_the_target_is_invisible(tmp_path):
     root = _note_layout(tmp_path, with_note=False)
     assert dlopen_note_sonames(str(tmp_path / 'b' / 'libmid.so.1')) == []
-    assert 'nothing found' in cli('doctor', root, check_rc=0).stdout  # what doctor cannot see (README)
+    assert 'nothing found' in cli('doctor', '--from', root, root.parent, tmp_path / 'b', check_rc=0).stdout  # what doctor cannot see
 
 
 def test_a_plugins_symbols_come_from_its_host_program_unless_the_program_is_named(tmp_path):

@@ -76,6 +76,11 @@ def probe_names(soname, version=None):
 _MAIN_SONAME = re.compile(r'^libcudnn\.so\.(\d+)$')
 
 
+def is_cudnn(soname):
+    """True for a cuDNN library (libcudnn.so.N or a sub-library): NVIDIA's binary, never to be patched."""
+    return bool(re.match(r'^libcudnn(_\w+)?\.so', soname or ''))
+
+
 def cudnn_major(needed):
     """The cuDNN major version a library links against, from its NEEDED libcudnn.so.N; None if none."""
     for soname in needed:

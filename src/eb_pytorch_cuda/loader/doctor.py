@@ -37,12 +37,25 @@ from dataclasses import asdict, dataclass, field
 
 from eb_pytorch_cuda import cudnn
 from eb_pytorch_cuda.elf.reader import read_elf
-from eb_pytorch_cuda.elf.symbols import ElfSymbols
+from eb_pytorch_cuda.elf.symbols import ElfSymbols, SymbolTable
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.loader.dlopen_note import dlopen_note_sonames
 from eb_pytorch_cuda.loader.resolve import Resolver
 
 _SHARED_OBJECT = re.compile(r'\.so(\.\d+)*$')
+_INFO_CACHE = {}
+
+
+def _read_elf(path):
+    """read_elf, once per file and run (a 739 MB library is read by several roots and resolutions)."""
+    try:
+        stat_key = os.stat(path)
+    except OSError:
+        return read_elf(path)  # raises the one-line error
+    key = (os.path.realpath(path), path, stat_key.st_mtime_ns, stat_key.st_size)
+    if key not in _INFO_CACHE:
+        _INFO_CACHE[key] = read_elf(path)
+    return _INFO_CACHE[key]
 _SYSTEM_VIA = ('ld.so.cache', 'system directories')
 
 SEVERITY_OF_KIND = {'needed-unresolved': 'fails', 'dlopen-unresolved': 'fails', 'undefined-symbol': 'fails',
@@ -137,10 +150,14 @@ class Process:
         return os.path.realpath(path)
 
     def audited_entry(self, entry):
-        """True for an object that belongs to what is audited: under the paths given, or reached through the
-        installation's own RPATH/RUNPATH; False for context (found through ld.so.cache or the system
-        directories, or loaded by such an object: the system's libraries, the driver, a system cuDNN)."""
-        return not entry.context or self.inside(entry.path)
+        """True for an object that is audited: under the paths given, or a cuDNN library the installation's
+        own RPATH/RUNPATH reaches (cuDNN is what this tool exists for, and is often a prefix of its own).
+        Everything else is context: loaded and able to cause a finding (a system cuDNN that shadows the
+        installation's), but its own problems are not findings."""
+        if self.inside(entry.path):
+            return True
+        name = entry.info.soname or os.path.basename(entry.path)
+        return not entry.context and cudnn.is_cudnn(name)
 
     def inside(self, path):
         """True for an object under the paths being audited (everything else is context)."""
@@ -208,7 +225,7 @@ class Process:
                 if self._key(own.path) in self.by_path:
                     continue
                 try:
-                    info = read_elf(own.path)
+                    info = _read_elf(own.path)
                 except PluginError:
                     continue
                 entry = self._load(info, chain, f'needed by {current.info.path}', load_needed=False, parent=current)
@@ -257,7 +274,7 @@ class Process:
                     self.findings.append(self._shadow_finding(target, opener, own_copy, value))
                     continue  # the real dlopen() maps that copy; what it then does is not this installation's
                 try:
-                    pending.append(read_elf(value.path))
+                    pending.append(_read_elf(value.path))
                 except PluginError:
                     continue
                 vias[self._key(value.path)] = value.via
@@ -337,7 +354,9 @@ class Process:
         package = os.path.dirname(os.path.realpath(existing))
         entry = opener.parent
         while entry is not None:
-            if not entry.optional and os.path.dirname(os.path.realpath(entry.path)) != package:
+            name = entry.info.soname or os.path.basename(entry.path)
+            if not entry.optional and os.path.dirname(os.path.realpath(entry.path)) != package \
+                    and not cudnn.is_cudnn(name) and self.audited_entry(entry):
                 if self.resolver.resolve(target, entry.info, loader_chain=entry.chain).found:
                     return entry
             entry = entry.parent
@@ -350,20 +369,23 @@ class Process:
         library the object needs, is taken to come from the host program (a plugin's symbols: perl's
         re.so, Slurm plugins, Python extensions) and not reported."""
         tables = [(entry, self.cache.symbols(entry.path)) for entry in self.objects]
-        defined_anywhere = {}
-        for entry, table in tables:
-            for name, versions in table.defined.items():
-                defined_anywhere.setdefault(name, []).append((entry, versions))
+        every_name = set().union(*(table.defined for _, table in tables))
+        by_library = {id(entry): table for entry, table in tables}
+
+        def provided(name, version, library):
+            if name not in every_name:
+                return False
+            if not (version and library):
+                return True
+            named = self.by_soname.get(library)
+            if named is not None and version in by_library.get(id(named), SymbolTable()).defined.get(name, ()):
+                return True  # the usual case, checked first: the library the version belongs to defines it
+            return any(version in table.defined.get(name, ()) for _, table in tables)
         for entry, table in tables:
             if entry.broken or not self.audited_entry(entry):
                 continue  # a NEEDED library is missing (that is the failure), or context
             for name, version, library in table.undefined:
-                providers = defined_anywhere.get(name, ())
-                if version and library:
-                    ok = any(version in versions for _, versions in providers)
-                else:
-                    ok = bool(providers)
-                if ok:
+                if provided(name, version, library):
                     continue
                 supplier = self.by_soname.get(library) if library else self._supplier_by_name(entry, name)
                 if library and supplier is None:
@@ -474,7 +496,7 @@ def collect_objects(paths, skipped=None):
             if real in seen:
                 continue
             try:
-                info = read_elf(candidate)
+                info = _read_elf(candidate)
             except PluginError:
                 if candidate == path:
                     raise
@@ -508,7 +530,8 @@ def diagnose(paths, start=None, executable=None, resolver=None):
     executable_info = read_elf(executable) if executable else None
     findings, seen, skipped = [], set(), []
     objects = collect_objects(paths, skipped)
-    audited = list(paths) + ([start] if start else [])
+    # a library given by itself stands for its installation directory (libroot.so and the libuser.so beside it)
+    audited = [p if os.path.isdir(p) else os.path.dirname(os.path.abspath(p)) for p in [*paths, *filter(None, [start])]]
     for root in roots_of(objects, start):
         process = Process(root, resolver, cache, executable_info, audited=audited)
         process.simulate_dlopens()
@@ -544,7 +567,7 @@ def fix_commands(findings) -> list:
         for soname, finding in sonames.items():
             target = finding.details.get('exists') or finding.details.get('expected') or finding.object
             try:
-                covered.update(n for n in read_elf(target).needed if n != soname)
+                covered.update(n for n in _read_elf(target).needed if n != soname)
             except PluginError:
                 continue
         keep = [s for s in sonames if s not in covered]
