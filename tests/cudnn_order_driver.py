@@ -38,7 +38,8 @@ def run_order(library, order):
             os.dup2(err.fileno(), 1)
             statuses = [int(getattr(library, name)()) for name in order]
             sys.stdout.flush()
-            os.write(1, ('\nstatuses ' + json.dumps(statuses) + '\nmapped ' + json.dumps(mapped_cudnn()) + '\n').encode())
+            report = f'\nstatuses {json.dumps(statuses)}\nmapped {json.dumps(mapped_cudnn())}\n'
+            os.write(1, report.encode())
             os._exit(0)
         _, status = os.waitpid(pid, 0)
         err.seek(0)

@@ -21,7 +21,8 @@ def test_precedence_easyconfig_then_environment_then_site_then_default():
     env = {ENV_VARIABLE: 'libcudnn_ops.so.9,libcudnn_cnn.so.9'}
     assert requested_sonames(9, environ={}) == list(DEFAULT_NEEDED[9])
     assert requested_sonames(9, site_value=['libcudnn_adv.so.9'], environ={}) == ['libcudnn_adv.so.9']
-    assert requested_sonames(9, site_value=['libcudnn_adv.so.9'], environ=env) == ['libcudnn_ops.so.9', 'libcudnn_cnn.so.9']
+    assert requested_sonames(9, site_value=['libcudnn_adv.so.9'], environ=env) == ['libcudnn_ops.so.9',
+                                                                                   'libcudnn_cnn.so.9']
     assert requested_sonames(9, easyconfig_value=['libcudnn_graph.so.9'], environ=env) == ['libcudnn_graph.so.9']
 
 

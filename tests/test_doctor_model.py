@@ -11,7 +11,8 @@ from conftest import cli
 from eb_pytorch_cuda.loader.dlopen_note import dlopen_note_sonames
 
 NOTE = r'''
-#define DESC "[{\"feature\":\"x\",\"description\":\"optional x\",\"priority\":\"recommended\",\"soname\":[\"libx.so.1\"]}]"
+#define DESC "[{\"feature\":\"x\",\"description\":\"optional x\",\"priority\":\"recommended\"," \
+    "\"soname\":[\"libx.so.1\"]}]"
 __attribute__((used, section(".note.dlopen"), aligned(4)))
 static const struct { unsigned n_namesz, n_descsz, n_type; char name[4]; char desc[(sizeof(DESC) + 3) & ~3]; }
 note = {4, sizeof(DESC), 0x407c0c0a, "FDO", DESC};
@@ -79,7 +80,8 @@ def test_outside_the_paths_given_a_library_is_context(tmp_path):
 def test_without_the_note_the_target_is_invisible(tmp_path):
     root = _note_layout(tmp_path, with_note=False)
     assert dlopen_note_sonames(str(tmp_path / 'b' / 'libmid.so.1')) == []
-    assert 'nothing found' in cli('doctor', '--from', root, root.parent, tmp_path / 'b', check_rc=0).stdout  # what doctor cannot see
+    done = cli('doctor', '--from', root, root.parent, tmp_path / 'b', check_rc=0)
+    assert 'nothing found' in done.stdout  # what doctor cannot see (README)
 
 
 def test_a_plugins_symbols_come_from_its_host_program_unless_the_program_is_named(tmp_path):

@@ -214,7 +214,8 @@ def summary_markdown(report):
              f"- machine: {report.get('gpu', 'no GPU')}, driver {report.get('driver', '?')}",
              f"- torch {report.get('torch')}, CUDA {report.get('cuda')}, cuDNN {report.get('cudnn')}",
              f"- defaults added: {', '.join(report['sonames'])}", '',
-             '| phase | conv2d fp32 | conv2d bf16 | conv3d-transpose | LSTM | dlopen() by name that failed (LD_DEBUG) |',
+             '| phase | conv2d fp32 | conv2d bf16 | conv3d-transpose | LSTM '
+             '| dlopen() by name that failed (LD_DEBUG) |',
              '| --- | --- | --- | --- | --- | --- |']
     for label, phase in report['phases'].items():
         cells = [('ok' if w['ok'] else 'FAIL') for w in phase['workloads'].values()] or ['-'] * 4
@@ -226,10 +227,12 @@ def summary_markdown(report):
             lines += ['', f"{key.replace('_', ' ')} (prediction, no loader run): exit {report[key]['exit_code']}",
                       '', '```', report[key]['output'][:3000], '```']
     for key, value in report.get('comparison', {}).items():
-        lines += ['', f"doctor vs real loader, {key}: predicted {value['predicted'] or 'nothing'}, observed "
-                      f"{value['observed'] or 'nothing'}, missed {value['missed'] or 'nothing'}, false "
-                      f"{value['false'] or 'nothing'}, not exercised by the workloads {value['unexercised'] or 'nothing'}"
-                      f", order hazards {value['order_hazards'] or 'none'}: {'agree' if value['agree'] else 'DISAGREE'}"]
+        said = {name: value[name] or 'nothing' for name in ('predicted', 'observed', 'missed', 'false', 'unexercised',
+                                                            'order_hazards')}
+        lines += ['', f"doctor vs real loader, {key}: predicted {said['predicted']}, observed {said['observed']}, "
+                      f"missed {said['missed']}, false {said['false']}, not exercised by the workloads "
+                      f"{said['unexercised']}, order hazards {said['order_hazards']}: "
+                      f"{'agree' if value['agree'] else 'DISAGREE'}"]
     check = report['check_needed']
     lines += ['', f"check-needed --load: exit {check['exit_code']}", '', '```', check['output'], '```', '',
               f"verdict: {'PASS' if report['passed'] else 'FAIL'}"]
@@ -262,16 +265,19 @@ def main():
             report['gpu'], report['driver'] = [s.strip() for s in query.stdout.splitlines()[0].split(',')][:2]
     report['doctor_unpatched'] = cli('doctor', '--from', library, scratch_lib, cudnn_lib)
     prediction_unpatched = doctor_json(library, scratch_lib, cudnn_lib)
-    phase = report['phases']['unpatched'] = run_work('unpatched', scratch_site, args.workdir, args.out, preloads, debug=True)
+    phase = report['phases']['unpatched'] = run_work('unpatched', scratch_site, args.workdir, args.out, preloads,
+                                                     debug=True)
     for key in ('torch', 'cuda', 'cudnn'):
         report[key] = phase.get(key)
     for soname in sonames:
         shutil.copy2(unpatched_copy, library)
-        report['phases'][f'only {soname}'] = {'add_needed': cli('add-needed', library, soname),
-                                               **run_work(f'only-{soname}', scratch_site, args.workdir, args.out, preloads)}
+        report['phases'][f'only {soname}'] = {
+            'add_needed': cli('add-needed', library, soname),
+            **run_work(f'only-{soname}', scratch_site, args.workdir, args.out, preloads)}
     shutil.copy2(unpatched_copy, library)
-    report['phases']['all defaults'] = {'add_needed': cli('add-needed', library, *sonames),
-                                        **run_work('patched', scratch_site, args.workdir, args.out, preloads, debug=True)}
+    report['phases']['all defaults'] = {
+        'add_needed': cli('add-needed', library, *sonames),
+        **run_work('patched', scratch_site, args.workdir, args.out, preloads, debug=True)}
     report['doctor_patched'] = cli('doctor', '--from', library, scratch_lib, cudnn_lib)
     prediction_patched = doctor_json(library, scratch_lib, cudnn_lib)
     report['comparison'] = {'unpatched': compare(prediction_unpatched, report['phases']['unpatched'].pop('_lines')),

@@ -56,6 +56,8 @@ def _read_elf(path):
     if key not in _INFO_CACHE:
         _INFO_CACHE[key] = read_elf(path)
     return _INFO_CACHE[key]
+
+
 _SYSTEM_VIA = ('ld.so.cache', 'system directories')
 
 SEVERITY_OF_KIND = {'needed-unresolved': 'fails', 'dlopen-unresolved': 'fails', 'undefined-symbol': 'fails',

@@ -67,7 +67,8 @@ def failed_requests(lines):
     for probes in groups.values():
         if any(outcome['stayed'] for _, outcome in probes):
             continue
-        name, outcome = max(probes, key=lambda item: (bool(re.search(r'\.so\.\d+$', item[0])), item[1]['path'] is not None))
+        name, outcome = max(probes, key=lambda item: (bool(re.search(r'\.so\.\d+$', item[0])),
+                                                      item[1]['path'] is not None))
         failures[name] = {'requested_by': outcome['requested_by'],
                           'outcome': f"found {outcome['path']}, then unloaded" if outcome['path'] else 'not found'}
     return failures
@@ -82,7 +83,8 @@ def compare_with_trace(findings, lines, ignore=('libcuda.so',)):
     """doctor's findings (dicts as in `doctor --format json`) against the real loader's trace of a process.
 
     Failed loads of libraries whose name starts with one of `ignore` are not counted (the driver's
-    libcuda.so.1 is not part of an installation, and is absent where there is no GPU).  Returns {'predicted', 'observed', 'missed', 'false', 'unexercised', 'order_hazards', 'agree'}:
+    libcuda.so.1 is not part of an installation, and is absent where there is no GPU).
+    Returns {'predicted', 'observed', 'missed', 'false', 'unexercised', 'order_hazards', 'agree'}:
     observed are the sub-libraries whose load failed (failed_requests); a blocking finding ('fails',
     'wrong-copy') is false when the trace shows that library requested and loaded from the expected file,
     unexercised when the process never asked for it; agree means nothing missed and nothing false.
