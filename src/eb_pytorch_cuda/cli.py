@@ -45,11 +45,14 @@ def cmd_check_needed(args):
 
 
 def cmd_cudnn_catalog(args):
+    from eb_pytorch_cuda.cudnn import runpath_note, verified_with
     for major in sorted(CATALOG):
         defaults = set(DEFAULT_NEEDED.get(major, ()))
         print(f'cuDNN {major}:')
         for soname in CATALOG[major]:
             print(f"  {soname}{'  (default NEEDED entry)' if soname in defaults else ''}")
+        print(f'  verified with: {verified_with(major)}')
+        print(f'  when it matters: {runpath_note(major)}')
     print(f'Choose others per easyconfig (cudnn_needed), per site (${ENV_VARIABLE}, comma-separated) '
           f'or in a site hooks file; entries missing from the cuDNN installation are always skipped.')
     return 0

@@ -5,9 +5,10 @@ It simulates, without running the loader, what glibc does when a process loads e
 - the NEEDED closure, breadth first, each entry resolved from the object that needs it with the
   RPATH chain of the objects that loaded it as NEEDED; an object loaded by dlopen() starts a new
   chain; RUNPATH is never inherited; a soname already loaded wins;
-- dlopen() targets: library names found as strings in an object's .rodata (cuDNN 9 stores them
-  without version, e.g. "libcudnn_graph.so", and appends ".9": both forms are tried) and the cuDNN
-  catalog's known edges.  A target is only a finding when the file exists next to the opener or in
+- dlopen() targets: the object's .note.dlopen metadata, library names found as strings in its .rodata
+  (cuDNN 9 stores them without version, e.g. "libcudnn_graph.so", and probes .so.9.19.0, .so.9.19,
+  .so.9, .so in turn) and the cuDNN catalog's verified edges (cudnn.py, cudnn_catalog.json).  A target
+  is only a finding when the file exists next to the opener or in
   a directory of the process, yet cannot be found from the opener (the cuDNN failure), or when it
   resolves to another copy than the one next to the opener (on an H200 image the search fell through
   to a system cuDNN of another version); names that exist nowhere are optional probes;
@@ -474,7 +475,7 @@ def _regular(path):
         return False
 
 
-def collect_objects(paths, skipped=None):
+def collect_objects(paths, skipped=None, read=True):
     """ElfInfo of every shared object under the given prefixes/directories/files, each file once
     (libfoo.so -> libfoo.so.1 symlinks are one object).  Entries named like libraries that are not regular
     files (FIFOs, sockets, devices, dangling links) are not opened; they are appended to `skipped`."""
@@ -496,6 +497,9 @@ def collect_objects(paths, skipped=None):
                 continue
             real = os.path.realpath(candidate)
             if real in seen:
+                continue
+            if not read:
+                seen.add(real)
                 continue
             try:
                 info = _read_elf(candidate)
@@ -531,13 +535,16 @@ def diagnose(paths, start=None, executable=None, resolver=None):
         raise PluginError(executable, 'is not a regular file' if os.path.lexists(executable) else 'no such file')
     executable_info = read_elf(executable) if executable else None
     findings, seen, skipped = [], set(), []
-    objects = collect_objects(paths, skipped)
+    # with --from, the paths only say what is audited: their files are not read unless the root loads them
+    objects = collect_objects(paths, skipped, read=not start)
+    loaded = set()
     # a library given by itself stands for its installation directory (libroot.so and the libuser.so beside it)
     audited = [p if os.path.isdir(p) else os.path.dirname(os.path.abspath(p)) for p in [*paths, *filter(None, [start])]]
     for root in roots_of(objects, start):
         process = Process(root, resolver, cache, executable_info, audited=audited)
         process.simulate_dlopens()
         process.check_symbols()
+        loaded.update(process.by_path)
         for finding in process.findings:
             key = (finding.kind, finding.object, finding.message.split(':')[0], json.dumps(finding.details,
                                                                                            sort_keys=True))
@@ -547,7 +554,7 @@ def diagnose(paths, start=None, executable=None, resolver=None):
     for path in skipped:
         findings.append(Finding('skipped', '', path, f'{path}: not a regular file (FIFO, socket, device or '
                                 'dangling link): not opened', {'path': path}))
-    return findings, len(objects)
+    return findings, len(loaded) if start else len(objects)
 
 
 def blocking(findings) -> bool:
