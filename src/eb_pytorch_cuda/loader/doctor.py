@@ -313,8 +313,9 @@ class Process:
             self.findings.append(Finding(
                 'order-hazard', self.root.path, current.path,
                 f"{soname}, dlopen()ed by {opener}, cannot find its NEEDED {', '.join(needs)} itself (no RPATH "
-                f"chain inherited, no RUNPATH of its own): its dlopen() works only after {', '.join(needs)} "
-                f"was opened by an earlier dlopen(), and fails in any other order{fix}",
+                f"chain inherited, no RUNPATH of its own): its dlopen() works only once "
+                f"{'they were' if len(needs) > 1 else 'it was'} opened by an earlier dlopen(), and fails in any "
+                f"other order{fix}",
                 {'soname': soname, 'needs_first': list(needs), 'opener': opener},
                 fix=[patchable.path, soname] if patchable else None))
 
