@@ -122,3 +122,31 @@ def test_text_output_groups_by_root_and_ends_with_the_fix_commands(standin8):
     data = json.loads(cli('doctor', standin8.torch_lib, '--format', 'json', check_rc=1).stdout)
     assert {f['severity'] for f in data['findings']} == {'fails'}
     assert data['fix'] == [lines[-1].strip()]
+
+
+def test_an_order_hazard_names_the_system_copy_a_dlopened_library_would_take_itself(tmp_path):
+    # libshim.so.1 (NEEDED by the root, found through its RPATH) dlopen()s liba.so.1 and libb.so.1; libb needs
+    # liba and has no RUNPATH: opened first, it would take liba.so.1 from a "system" directory.  The ld.so.cache
+    # here is a dict naming that directory: this machine's real cache must stay untouched (the H200 case with
+    # the real cache and a real system cuDNN is in docs/validation/gpu.md).
+    from eb_pytorch_cuda.loader.doctor import diagnose
+    from eb_pytorch_cuda.loader.resolve import Resolver
+    lib, system = tmp_path / 'lib', tmp_path / 'system'
+    lib.mkdir()
+    system.mkdir()
+    for directory in (lib, system):
+        _gcc(directory / 'liba.so.1', 'int a(void){return 1;}\n', '-Wl,-soname,liba.so.1')
+    _gcc(lib / 'libb.so.1', 'int a(void);\nint b(void){return a();}\n', '-Wl,-soname,libb.so.1', f'-L{lib}',
+         '-l:liba.so.1')
+    _gcc(lib / 'libshim.so.1', 'const char *names[] = {"liba.so.1", "libb.so.1"};\n', '-Wl,-soname,libshim.so.1')
+    top = tmp_path / 'top'  # the library to patch lives apart from the one it would get a NEEDED entry for
+    top.mkdir()
+    _gcc(top / 'libroot.so', 'int r(void){return 0;}\n', f'-L{lib}', '-Wl,--no-as-needed', '-l:libshim.so.1',
+         '-Wl,--disable-new-dtags', f'-Wl,-rpath,{lib}')
+    resolver = Resolver(ld_so_cache={'liba.so.1': [str(system / 'liba.so.1')]})
+    findings, _ = diagnose([str(lib), str(top)], start=str(top / 'libroot.so'), resolver=resolver)
+    [hazard] = [f for f in findings if f.kind == 'order-hazard']
+    assert hazard.details['soname'] == 'libb.so.1' and hazard.details['needs_first'] == ['liba.so.1']
+    assert hazard.details['elsewhere'] == {'liba.so.1': f'{system}/liba.so.1 (ld.so.cache)'}
+    assert hazard.severity == 'order' and hazard.fix == [str(top / 'libroot.so'), 'libb.so.1']
+    assert 'only outside the installation' in hazard.message

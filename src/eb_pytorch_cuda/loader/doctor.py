@@ -144,6 +144,7 @@ class Process:
         self.hazards = {}  # Loaded (dlopen()ed) -> sonames it needs that only an earlier dlopen() left loaded
         self.transactions = 0
         self.deferred = []  # (Loaded under a dlopen(), soname, Resolution): NEEDED not found, judged at the end
+        self.elsewhere = {}  # (id(Loaded), soname) -> the other copy it would take itself: 'path (via)'
         self.root = root
         if executable:
             self._load(executable, [], 'executable', load_needed=True)
@@ -201,6 +202,8 @@ class Process:
                         # loaded yet (an earlier dlopen() brought it) would let the system's copy in instead
                         if earlier_dlopen:
                             self.hazards.setdefault(id(current), (current, []))[1].append(soname)
+                            self.elsewhere[(id(current), soname)] = f'{own.path} ({own.via})'
+
                     elif own.found and self._key(own.path) != self._key(loaded.path):
                         if audited:
                             self.findings.append(Finding(
@@ -310,13 +313,20 @@ class Process:
             fix = (f'; adding it as NEEDED of {patchable.path} loads it and its dependencies at start-up: '
                    f'eb-pytorch-cuda add-needed {patchable.path} {soname}') if patchable else ''
             opener = top.parent.path if top.parent is not None else '?'
+            others = {n: self.elsewhere[(id(current), n)] for n in needs if (id(current), n) in self.elsewhere}
+            them = 'they were' if len(needs) > 1 else 'it was'
+            if others:
+                found = ', '.join(f'{n} as {where}' for n, where in others.items())
+                what = (f"finds its NEEDED {', '.join(needs)} itself only outside the installation ({found}; no "
+                        f"RPATH chain inherited, no RUNPATH of its own): it gets the installation's copies only "
+                        f"once {them} opened by an earlier dlopen(), and the other ones in any other order")
+            else:
+                what = (f"cannot find its NEEDED {', '.join(needs)} itself (no RPATH chain inherited, no RUNPATH "
+                        f"of its own): its dlopen() works only once {them} opened by an earlier dlopen(), and "
+                        f"fails in any other order")
             self.findings.append(Finding(
-                'order-hazard', self.root.path, current.path,
-                f"{soname}, dlopen()ed by {opener}, cannot find its NEEDED {', '.join(needs)} itself (no RPATH "
-                f"chain inherited, no RUNPATH of its own): its dlopen() works only once "
-                f"{'they were' if len(needs) > 1 else 'it was'} opened by an earlier dlopen(), and fails in any "
-                f"other order{fix}",
-                {'soname': soname, 'needs_first': list(needs), 'opener': opener},
+                'order-hazard', self.root.path, current.path, f"{soname}, dlopen()ed by {opener}, {what}{fix}",
+                {'soname': soname, 'needs_first': list(needs), 'opener': opener, 'elsewhere': others},
                 fix=[patchable.path, soname] if patchable else None))
 
     def _exists_nearby(self, name, opener):
