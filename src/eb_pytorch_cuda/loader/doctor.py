@@ -203,7 +203,6 @@ class Process:
                         if earlier_dlopen:
                             self.hazards.setdefault(id(current), (current, []))[1].append(soname)
                             self.elsewhere[(id(current), soname)] = f'{own.path} ({own.via})'
-
                     elif own.found and self._key(own.path) != self._key(loaded.path):
                         if audited:
                             self.findings.append(Finding(
