@@ -3,7 +3,8 @@
 Why: doctor must be cheap enough to run on every build, while doing more than `ldd -r` (the dlopen()
 chain, symbol versions, soname conflicts) without running the loader on the files it audits.
 
-Measured in one run, median of --rounds, page cache warm (one untimed pass first), for two trees:
+Measured in one run, median of --rounds, page cache warm (one untimed pass first), wall time and CPU
+time (user + system of the commands), for two trees:
 the CUDA build of torch in .venvs/torch (torch 2.14.1, cuDNN 9), and the RPATH-only layout of the main
 job's cuDNN 8.9.2 + PyTorch 2.1.2 (built in a scratch directory from .venvs/cudnn8-torch212 as the tests
 build it: hardlinks, cuDNN copies without RUNPATH):
@@ -19,6 +20,7 @@ build it: hardlinks, cuDNN copies without RUNPATH):
 import argparse
 import glob
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -39,10 +41,15 @@ def shared_objects(site):
 
 
 def timed(commands):
-    start = time.perf_counter()
+    """(wall seconds, CPU seconds of the commands: user + system) for running the commands one after another.
+
+    CPU time is reported beside wall time because a shared machine's load moves wall time between rounds."""
+    before, start = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
     for command in commands:
         subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return time.perf_counter() - start, cpu
 
 
 def layout_212(scratch, patchelf):
@@ -70,11 +77,14 @@ def measure(label, files, doctor_command, rounds):
     }
     for commands in runs.values():
         timed(commands)  # warm the page cache
-    results = {name: statistics.median(timed(c) for _ in range(rounds)) for name, c in runs.items()}
+    samples = {name: [timed(c) for _ in range(rounds)] for name, c in runs.items()}
+    wall = {name: statistics.median(w for w, _ in values) for name, values in samples.items()}
+    cpu = {name: statistics.median(c for _, c in values) for name, values in samples.items()}
     size = sum(os.path.getsize(f) for f in files) / 1e9
     print(f'{label}: {len(files)} shared objects, {size:.1f} GB, median of {rounds} rounds')
-    for name, seconds in results.items():
-        print(f"  {name:7} {seconds:6.2f} s   {seconds / results['ldd -r']:.2f}x the ldd -r loop")
+    for name in runs:
+        print(f"  {name:7} {wall[name]:6.2f} s wall ({wall[name] / wall['ldd -r']:.2f}x the ldd -r loop)   "
+              f"{cpu[name]:6.2f} s CPU ({cpu[name] / cpu['ldd -r']:.2f}x)")
 
 
 def main():
