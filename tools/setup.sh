@@ -43,14 +43,15 @@ fi
 TORCH212_LIBS=.venvs/cudnn8-torch212
 if [ ! -e "$TORCH212_LIBS/.complete" ]; then
     mkdir -p .venvs/wheels-2.1.2
-    "$PYTHON" -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: --python-version 3.11 \
+    # the venv's pip (a Debian python3 may have none); the wheels' tags, not this Python, decide what comes
+    .venvs/torch/bin/python -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: --python-version 3.11 \
         --implementation cp --platform manylinux1_x86_64 --platform manylinux2014_x86_64 -d .venvs/wheels-2.1.2 \
         torch==2.1.2 nvidia-cudnn-cu12==8.9.2.26 nvidia-cublas-cu12==12.1.3.1 nvidia-cuda-runtime-cu12==12.1.105 \
         nvidia-cufft-cu12==11.0.2.54 nvidia-curand-cu12==10.3.2.106 nvidia-cusparse-cu12==12.1.0.106 \
         nvidia-nccl-cu12==2.18.1 nvidia-nvtx-cu12==12.1.105 nvidia-nvjitlink-cu12==12.1.105 \
         nvidia-cuda-cupti-cu12==12.1.105 2>&1 | grep -v '^WARNING: Location' || true
     rm -rf "$TORCH212_LIBS"
-    "$PYTHON" - "$TORCH212_LIBS" .venvs/wheels-2.1.2 <<'UNPACK'
+    .venvs/torch/bin/python - "$TORCH212_LIBS" .venvs/wheels-2.1.2 <<'UNPACK'
 import fnmatch, glob, os, sys, zipfile
 out, wheels = sys.argv[1], sys.argv[2]
 keep = ['torch/lib/libtorch_cuda.so', 'torch/lib/libtorch_cpu.so', 'torch/lib/libc10.so', 'torch/lib/libc10_cuda.so',
