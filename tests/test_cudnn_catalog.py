@@ -47,3 +47,33 @@ def test_catalog_command_lists_choices_and_defaults():
     assert 'libcudnn_cnn_train.so.8  (default NEEDED entry)' in out
     assert 'libcudnn_engines_tensor_ir.so.9\n' in out
     assert ENV_VARIABLE in out
+
+
+def test_the_catalog_is_one_data_file_shipped_with_the_package_and_read_by_everything():
+    import json
+    import re
+    from pathlib import Path
+
+    import eb_pytorch_cuda
+    from eb_pytorch_cuda import cudnn
+    data = json.loads((Path(eb_pytorch_cuda.__file__).parent / 'cudnn_catalog.json').read_text())
+    for major, facts in data['majors'].items():
+        assert CATALOG[int(major)] == tuple(facts['sublibraries'])
+        assert DEFAULT_NEEDED[int(major)] == tuple(facts['default_needed'])
+        assert cudnn.runpath_note(int(major)) == facts['runpath']
+    assert ENV_VARIABLE == data['env_variable']
+    assert cudnn.DLOPEN_EDGES['libcudnn_cnn_infer.so.8'] == ('libcudnn_cnn_train.so.8',)
+    source = (Path(eb_pytorch_cuda.__file__).parent / 'loader' / 'doctor.py').read_text()
+    assert not re.search(r"""['"]libcudnn_?\w*\.so\.\d""", source)  # doctor asks cudnn.py: no sonames of its own
+    setup_cfg = (Path(__file__).resolve().parent.parent / 'setup.cfg').read_text()
+    assert 'cudnn_catalog.json' in setup_cfg  # package data: present in a wheel, not only in a checkout
+
+
+def test_cudnn_9_probes_like_cudnn_and_cudnn_8_asks_for_the_soname_only():
+    from eb_pytorch_cuda.cudnn import is_cudnn, probe_names
+    expected = ['libcudnn_graph.so.9.19.0', 'libcudnn_graph.so.9.19', 'libcudnn_graph.so.9', 'libcudnn_graph.so']
+    assert probe_names('libcudnn_graph.so.9', '9.19.0') == expected
+    assert probe_names('libcudnn_graph.so.9') == ['libcudnn_graph.so.9', 'libcudnn_graph.so']
+    assert probe_names('libcudnn_cnn_train.so.8') == ['libcudnn_cnn_train.so.8']
+    assert probe_names('libnccl.so.2') == ['libnccl.so.2']
+    assert is_cudnn('libcudnn.so.9') and is_cudnn('libcudnn_ops.so.9') and not is_cudnn('libcudnnx.so')

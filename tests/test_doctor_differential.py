@@ -103,7 +103,8 @@ def test_doctor_predicts_what_the_loader_does(tmp_path, harness, seed):
     lines = [line for path in tmp_path.glob('trace.*') for line in path.read_text().splitlines()]
     truth = {name: outcome for name, outcome in trace_outcomes(lines).items() if name.startswith('libg')}
 
-    process = Process(read_elf(root), Resolver(), SymbolCache())
+    # the harness is the program: named, so symbols nothing defines would be its to supply (it supplies none)
+    process = Process(read_elf(root), Resolver(), SymbolCache(), executable=read_elf(harness))
     process.simulate_dlopens()
     process.check_symbols()
     predicted = {soname: os.path.realpath(entry.path) for soname, entry in process.by_soname.items()}

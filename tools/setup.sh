@@ -47,6 +47,45 @@ if [ ! -x .venvs/torch-harness/bin/python ] || ! .venvs/torch-harness/bin/python
 fi
 # ----------------------------------------------------------------------------------------------------------
 
+# ---- real cuDNN 8.9.2 + PyTorch 2.1.2 libraries (doctor's real-loader tests; issue 13) ---------------------
+# The main job's versions, from the pip wheels (Python 3.11, CUDA 12.1): only the shared libraries that
+# libtorch_cuda.so loads are unpacked into .venvs/cudnn8-torch212 (3.9 GB); the wheels (2.5 GB) are
+# downloaded into .venvs/wheels-2.1.2 and deleted once unpacked.  Cached: nothing happens when the
+# marker file exists.  The tests build the RPATH-only layout from these on copies (tests/test_doctor_cudnn8_real.py).
+TORCH212_LIBS=.venvs/cudnn8-torch212
+if [ ! -e "$TORCH212_LIBS/.complete" ]; then
+    mkdir -p .venvs/wheels-2.1.2
+    # the venv's pip (a Debian python3 may have none); the wheels' tags, not this Python, decide what comes
+    .venvs/torch/bin/python -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: --python-version 3.11 \
+        --implementation cp --platform manylinux1_x86_64 --platform manylinux2014_x86_64 -d .venvs/wheels-2.1.2 \
+        torch==2.1.2 nvidia-cudnn-cu12==8.9.2.26 nvidia-cublas-cu12==12.1.3.1 nvidia-cuda-runtime-cu12==12.1.105 \
+        nvidia-cufft-cu12==11.0.2.54 nvidia-curand-cu12==10.3.2.106 nvidia-cusparse-cu12==12.1.0.106 \
+        nvidia-nccl-cu12==2.18.1 nvidia-nvtx-cu12==12.1.105 nvidia-nvjitlink-cu12==12.1.105 \
+        nvidia-cuda-cupti-cu12==12.1.105 2>&1 | grep -v '^WARNING: Location' || true
+    rm -rf "$TORCH212_LIBS"
+    .venvs/torch/bin/python - "$TORCH212_LIBS" .venvs/wheels-2.1.2 <<'UNPACK'
+import fnmatch, glob, os, sys, zipfile
+out, wheels = sys.argv[1], sys.argv[2]
+keep = ['torch/lib/libtorch_cuda.so', 'torch/lib/libtorch_cpu.so', 'torch/lib/libc10.so', 'torch/lib/libc10_cuda.so',
+        'torch/lib/libgomp-*.so.1', 'nvidia/cudnn/lib/libcudnn*.so.8', 'nvidia/cublas/lib/libcublas*.so.12',
+        'nvidia/cuda_runtime/lib/libcudart.so.12', 'nvidia/cufft/lib/libcufft.so.11', 'nvidia/curand/lib/libcurand.so.10',
+        'nvidia/cusparse/lib/libcusparse.so.12', 'nvidia/nccl/lib/libnccl.so.2', 'nvidia/nvtx/lib/libnvToolsExt.so.1',
+        'nvidia/nvjitlink/lib/libnvJitLink.so.12', 'nvidia/cuda_cupti/lib/libcupti.so.12']
+count = 0
+for wheel in sorted(glob.glob(os.path.join(wheels, '*.whl'))):
+    with zipfile.ZipFile(wheel) as archive:
+        for member in archive.infolist():
+            if any(fnmatch.fnmatch(member.filename, pattern) for pattern in keep):
+                archive.extract(member, out)
+                count += 1
+if count < 20:
+    sys.exit(f'setup: only {count} libraries unpacked from {wheels}: a wheel is missing')
+open(os.path.join(out, '.complete'), 'w').write(f'{count} libraries\n')
+UNPACK
+    rm -rf .venvs/wheels-2.1.2
+fi
+# ---- end of the cuDNN 8.9.2 + PyTorch 2.1.2 block ----------------------------------------------------------
+
 for version in $EB_VERSIONS; do
     venv=.venvs/eb-$version
     [ -x "$venv/bin/python" ] || "$PYTHON" -m venv "$venv"

@@ -47,11 +47,14 @@ def cmd_check_needed(args):
 
 
 def cmd_cudnn_catalog(args):
+    from eb_pytorch_cuda.cudnn import runpath_note, verified_with
     for major in sorted(CATALOG):
         defaults = set(DEFAULT_NEEDED.get(major, ()))
         print(f'cuDNN {major}:')
         for soname in CATALOG[major]:
             print(f"  {soname}{'  (default NEEDED entry)' if soname in defaults else ''}")
+        print(f'  verified with: {verified_with(major)}')
+        print(f'  when it matters: {runpath_note(major)}')
     print(f'Choose others per easyconfig (cudnn_needed), per site (${ENV_VARIABLE}, comma-separated) '
           f'or in a site hooks file; entries missing from the cuDNN installation are always skipped.')
     return 0
@@ -118,11 +121,11 @@ def cmd_demo(args):
 
 
 def cmd_doctor(args):
-    from eb_pytorch_cuda.loader.doctor import diagnose, to_json, to_text
-    executable = None if args.executable == 'none' else os.path.realpath(args.executable or sys.executable)
+    from eb_pytorch_cuda.loader.doctor import blocking, diagnose, to_json, to_text
+    executable = None if args.executable in (None, 'none') else os.path.realpath(args.executable)
     findings, count = diagnose(args.paths, start=args.start, executable=executable)
     print(to_json(findings, count) if args.format == 'json' else to_text(findings, count))
-    return 1 if findings else 0
+    return 1 if blocking(findings) else 0
 
 
 def build_parser():
@@ -167,14 +170,15 @@ def build_parser():
                              'output); any without one is "missing" and fails the verdict unless known')
     report.set_defaults(func=cmd_report)
 
-    doctor = sub.add_parser('doctor', help='predict "cannot open shared object" and "undefined symbol" failures')
+    doctor = sub.add_parser('doctor', help='predict "cannot open shared object" and "undefined symbol" failures; '
+                                           'exit 1 when a load fails or loads the wrong copy')
     doctor.add_argument('paths', nargs='+', metavar='PATH', help='installation prefix, directory or library')
     doctor.add_argument('--format', choices=('text', 'json'), default='text')
     doctor.add_argument('--from', dest='start', metavar='LIB',
                         help='load only LIB (as with dlopen()), instead of every object no other one needs')
     doctor.add_argument('--executable', metavar='EXE',
-                        help="the program that loads them (its RPATH and symbols count); default: this "
-                             "Python; 'none' for no program")
+                        help="the program that loads them (its RPATH and symbols count, e.g. python3); "
+                             "default: none, and symbols nothing defines are taken to come from that program")
     doctor.set_defaults(func=cmd_doctor)
 
     config = sub.add_parser('config', help='print an EasyBuild configuration file using our easyblock, hooks '

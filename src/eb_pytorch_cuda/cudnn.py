@@ -8,34 +8,80 @@ cuDNN installation: the set differs between cuDNN 9 minor versions, and a NEEDED
 resolve makes `import torch` itself fail.
 """
 
+import json
 import os
 import re
-from typing import Any, Iterable, List, Mapping, Optional, Tuple
 
-# a setting: a list of sonames, or {cuDNN major version (int or str): list of sonames}
-SonameSetting = Any
+_DATA_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'cudnn_catalog.json')
 
-CATALOG = {
-    8: ('libcudnn_ops_infer.so.8', 'libcudnn_ops_train.so.8', 'libcudnn_cnn_infer.so.8',
-        'libcudnn_cnn_train.so.8', 'libcudnn_adv_infer.so.8', 'libcudnn_adv_train.so.8'),
-    # seen in 9.24; 9.19 lacks libcudnn_ext and libcudnn_engines_tensor_ir
-    9: ('libcudnn_graph.so.9', 'libcudnn_ops.so.9', 'libcudnn_cnn.so.9', 'libcudnn_adv.so.9',
-        'libcudnn_heuristic.so.9', 'libcudnn_ext.so.9', 'libcudnn_engines_precompiled.so.9',
-        'libcudnn_engines_runtime_compiled.so.9', 'libcudnn_engines_tensor_ir.so.9'),
-}
 
+def _load_catalog(path=_DATA_FILE):
+    """The catalog data file (cudnn_catalog.json, shipped with the package): the one place cuDNN facts live."""
+    with open(path, encoding='utf-8') as handle:
+        data = json.load(handle)
+    return data, {int(major): facts for major, facts in data['majors'].items()}
+
+
+_DATA, _MAJORS = _load_catalog()
+
+CATALOG = {major: tuple(facts['sublibraries']) for major, facts in _MAJORS.items()}
 # verified fixes: cuDNN 8.9.2 with PyTorch 2.1.2; cuDNN 9.19 on an H200 with PyTorch 2.11 (docs/design.md)
-DEFAULT_NEEDED = {
-    8: ('libcudnn_cnn_train.so.8',),
-    9: ('libcudnn_engines_precompiled.so.9', 'libcudnn_engines_runtime_compiled.so.9'),
-}
+DEFAULT_NEEDED = {major: tuple(facts['default_needed']) for major, facts in _MAJORS.items()}
+# verified dlopen() edges (LD_DEBUG on real cuDNN 8.9.2 and 9.19) that .rodata strings alone do not show
+DLOPEN_EDGES = {opener: tuple(targets) for facts in _MAJORS.values()
+                for opener, targets in facts.get('dlopen_edges', {}).items()}
+# {sub-library: sub-libraries one of which must have loaded before cuDNN dlopen()s it} (LD_DEBUG, real cuDNN)
+OPENED_AFTER = {target: tuple(after) for facts in _MAJORS.values()
+                for target, after in facts.get('opened_after', {}).items()}
+ENV_VARIABLE = _DATA['env_variable']
 
-ENV_VARIABLE = 'EB_PYTORCH_CUDA_CUDNN_NEEDED'
+
+def verified_with(major):
+    """Which real cuDNN/PyTorch the default NEEDED entries of that major version were verified with."""
+    return _MAJORS.get(major, {}).get('verified_with', '')
+
+
+def runpath_note(major):
+    """For which cuDNN layouts of that major version the NEEDED entries are a fix, and where a precaution."""
+    return _MAJORS.get(major, {}).get('runpath', '')
+
+
+def version_checks(major):
+    """{sub-library soname: the libcudnn.so.N entry point whose call makes cuDNN dlopen() it} (cuDNN 8)."""
+    return dict(_MAJORS.get(major, {}).get('version_checks', {}))
+
+
+def probes_versions(major):
+    """True when cuDNN of that major version dlopen()s libX.so.M.m.p, libX.so.M.m, libX.so.M, libX.so in turn."""
+    return bool(_MAJORS.get(major, {}).get('probe_versions'))
+
+
+def probe_names(soname, version=None):
+    """The names cuDNN asks dlopen() for, in its order, to open the sub-library `soname` (libX.so.M).
+
+    cuDNN 9 tries the full version first (version: '9.19.0' from libcudnn.so.9.19.0), then shorter ones,
+    then the bare .so, stopping at the first that loads; cuDNN 8 asks for the soname only."""
+    match = re.match(r'^(.*\.so)\.(\d+)$', soname)
+    if not match or not soname.startswith('libcudnn') or not probes_versions(int(match.group(2))):
+        return [soname]
+    base, major = match.groups()
+    names = []
+    parts = (version or '').split('.')
+    if parts and parts[0] == major:
+        for count in range(len(parts), 1, -1):
+            names.append(f"{base}.{'.'.join(parts[:count])}")
+    return names + [soname, base]
+
 
 _MAIN_SONAME = re.compile(r'^libcudnn\.so\.(\d+)$')
 
 
-def cudnn_major(needed: Iterable[str]) -> Optional[int]:
+def is_cudnn(soname):
+    """True for a cuDNN library (libcudnn.so.N or a sub-library): NVIDIA's binary, never to be patched."""
+    return bool(re.match(r'^libcudnn(_\w+)?\.so', soname or ''))
+
+
+def cudnn_major(needed):
     """The cuDNN major version a library links against, from its NEEDED libcudnn.so.N; None if none."""
     for soname in needed:
         match = _MAIN_SONAME.match(soname)
@@ -44,14 +90,12 @@ def cudnn_major(needed: Iterable[str]) -> Optional[int]:
     return None
 
 
-def parse_soname_list(value: Optional[str]) -> List[str]:
+def parse_soname_list(value):
     """Split a site setting ('a.so.9,b.so.9' or 'a.so.9 b.so.9') into sonames."""
     return [item for item in re.split(r'[\s,]+', value or '') if item]
 
 
-def requested_sonames(major: Optional[int], easyconfig_value: Optional[SonameSetting] = None,
-                      site_value: Optional[SonameSetting] = None,
-                      environ: Optional[Mapping[str, str]] = None) -> List[str]:
+def requested_sonames(major, easyconfig_value=None, site_value=None, environ=None):
     """The sonames asked for, before filtering: easyconfig parameter, else environment, else site, else default.
 
     Each source may be a list of sonames or a {major: list} dict, so one setting can cover cuDNN 8 and 9;
@@ -64,26 +108,25 @@ def requested_sonames(major: Optional[int], easyconfig_value: Optional[SonameSet
             continue
         if isinstance(source, dict):
             if major in source or str(major) in source:
-                return list(source[major] if major in source else source[str(major)])
+                return list(source.get(major, source.get(str(major))))
             continue
         if not source:
             return []  # an explicit empty list switches the patch off
         for_this_major = [s for s in source if not major or s.endswith(f'.so.{major}')]
         if for_this_major:
             return for_this_major
-    return list(DEFAULT_NEEDED.get(major, ())) if major is not None else []
+    return list(DEFAULT_NEEDED.get(major, ()))
 
 
-def unknown_sonames(major: int, sonames: Iterable[str]) -> List[str]:
+def unknown_sonames(major, sonames):
     """Sonames outside the catalog of that major version (allowed, but worth a warning)."""
     known = set(CATALOG.get(major, ()))
     return [s for s in sonames if s not in known]
 
 
-def filter_present(sonames: Iterable[str], cudnn_dirs: Iterable[str]) -> Tuple[List[str], List[str]]:
+def filter_present(sonames, cudnn_dirs):
     """Split sonames into (present, absent) by whether a file of that name exists in any cudnn_dirs."""
-    present: List[str] = []
-    absent: List[str] = []
+    present, absent = [], []
     for soname in sonames:
         found = any(os.path.exists(os.path.join(d, soname)) for d in cudnn_dirs)
         (present if found else absent).append(soname)

@@ -27,6 +27,7 @@ in this process.
 
 import argparse
 import glob
+import gzip
 import importlib.util
 import json
 import os
@@ -38,7 +39,7 @@ import time
 
 from eb_pytorch_cuda import cudnn
 from eb_pytorch_cuda.elf.reader import read_elf
-from eb_pytorch_cuda.loader.lddebug import failed_requests
+from eb_pytorch_cuda.loader.lddebug import compare_with_trace, failed_requests
 from eb_pytorch_cuda.elf.patchelf import patchelf_binary
 from eb_pytorch_cuda.loader.resolve import Resolver, expand_tokens
 
@@ -138,16 +139,20 @@ EXCERPT = re.compile(r'(file=|library=|init: |cannot open|error)\S*libcudnn|/lib
 
 
 def read_ld_debug(debug_dir, excerpt_file):
-    """The LD_DEBUG lines of every process; the cuDNN ones (at most 400) are kept in excerpt_file."""
-    lines, kept = [], []
+    """The LD_DEBUG lines of every process; the cuDNN ones (at most 400) are kept in excerpt_file,
+    and the whole trace in excerpt_file + '.gz' (the test data that doctor's prediction is compared with)."""
+    lines, kept, full = [], [], []
     for path in sorted(glob.glob(os.path.join(debug_dir, 'lddebug.*'))):
         with open(path, errors='replace') as handle:
             for line in handle:
                 lines.append(line)
+                full.append(f'{os.path.basename(path)}: {line.rstrip()}')
                 if EXCERPT.search(line) and len(kept) < 400:
                     kept.append(f'{os.path.basename(path)}: {line.rstrip()}')
     with open(excerpt_file, 'w') as handle:
         handle.write('\n'.join(kept) + '\n')
+    with gzip.open(excerpt_file + '.gz', 'wt') as handle:
+        handle.write('\n'.join(full) + '\n')
     return lines
 
 
@@ -173,6 +178,7 @@ def run_work(label, scratch_site, workdir, out_dir, preloads, debug=False):
     if debug:
         lines = read_ld_debug(debug_dir, os.path.join(out_dir, f'lddebug-{label}.txt'))
         result['ld_debug_unresolved'] = failed_requests(lines)
+        result['_lines'] = lines
         shutil.rmtree(debug_dir)
     result['all_ok'] = bool(result['workloads']) and all(w['ok'] for w in result['workloads'].values())
     return result
@@ -183,6 +189,24 @@ def cli(*args):
                           env=clean_env({'PYTHONPATH': os.environ.get('PYTHONPATH', '')}))
     return {'command': ' '.join(['eb-pytorch-cuda', *args]), 'exit_code': done.returncode,
             'output': (done.stdout + done.stderr).strip()}
+
+
+def doctor_json(library, *paths):
+    """doctor's prediction for the layout (no loader run), as JSON, plus its exit code."""
+    done = cli('doctor', '--from', library, *paths, '--format', 'json')
+    try:
+        data = json.loads(done['output'])
+    except ValueError:
+        data = {'error': done['output'][-3000:]}
+    data['exit_code'] = done['exit_code']
+    return data
+
+
+def compare(prediction, lines):
+    """doctor's findings against the real loader's trace of the same layout (lddebug.compare_with_trace)."""
+    result = compare_with_trace(prediction.get('findings', ()), lines)
+    result.update(doctor_findings=len(prediction.get('findings', ())), doctor_exit=prediction.get('exit_code'))
+    return result
 
 
 def summary_markdown(report):
@@ -202,6 +226,13 @@ def summary_markdown(report):
         if key in report:
             lines += ['', f"{key.replace('_', ' ')} (prediction, no loader run): exit {report[key]['exit_code']}",
                       '', '```', report[key]['output'][:3000], '```']
+    for key, value in report.get('comparison', {}).items():
+        said = {name: value[name] or 'nothing' for name in ('predicted', 'observed', 'missed', 'false', 'unexercised',
+                                                            'order_hazards')}
+        lines += ['', f"doctor vs real loader, {key}: predicted {said['predicted']}, observed {said['observed']}, "
+                      f"missed {said['missed']}, false {said['false']}, not exercised by the workloads "
+                      f"{said['unexercised']}, order hazards {said['order_hazards']}: "
+                      f"{'agree' if value['agree'] else 'DISAGREE'}"]
     check = report['check_needed']
     lines += ['', f"check-needed --load: exit {check['exit_code']}", '', '```', check['output'], '```', '',
               f"verdict: {'PASS' if report['passed'] else 'FAIL'}"]
@@ -232,7 +263,8 @@ def main():
                                capture_output=True, text=True)
         if query.returncode == 0 and query.stdout.strip():
             report['gpu'], report['driver'] = [s.strip() for s in query.stdout.splitlines()[0].split(',')][:2]
-    report['doctor_unpatched'] = cli('doctor', '--from', library, scratch_lib, '--executable', 'none')
+    report['doctor_unpatched'] = cli('doctor', '--from', library, scratch_lib, cudnn_lib)
+    prediction_unpatched = doctor_json(library, scratch_lib, cudnn_lib)
     phase = report['phases']['unpatched'] = run_work('unpatched', scratch_site, args.workdir, args.out, preloads,
                                                      debug=True)
     for key in ('torch', 'cuda', 'cudnn'):
@@ -246,7 +278,12 @@ def main():
     report['phases']['all defaults'] = {
         'add_needed': cli('add-needed', library, *sonames),
         **run_work('patched', scratch_site, args.workdir, args.out, preloads, debug=True)}
-    report['doctor_patched'] = cli('doctor', '--from', library, scratch_lib, '--executable', 'none')
+    report['doctor_patched'] = cli('doctor', '--from', library, scratch_lib, cudnn_lib)
+    prediction_patched = doctor_json(library, scratch_lib, cudnn_lib)
+    report['comparison'] = {'unpatched': compare(prediction_unpatched, report['phases']['unpatched'].pop('_lines')),
+                            'patched': compare(prediction_patched, report['phases']['all defaults'].pop('_lines'))}
+    with open(os.path.join(args.out, 'doctor-predictions.json'), 'w') as handle:
+        json.dump({'unpatched': prediction_unpatched, 'patched': prediction_patched}, handle, indent=1)
     preload_args = [arg for path in preloads for arg in ('--preload', path)]
     report['check_needed'] = cli('check-needed', library, *sonames, '--expect-dir', cudnn_lib, '--load', *preload_args)
     gpu = report['phases']['unpatched'].get('gpu_available')

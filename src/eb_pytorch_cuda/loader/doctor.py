@@ -5,42 +5,81 @@ It simulates, without running the loader, what glibc does when a process loads e
 - the NEEDED closure, breadth first, each entry resolved from the object that needs it with the
   RPATH chain of the objects that loaded it as NEEDED; an object loaded by dlopen() starts a new
   chain; RUNPATH is never inherited; a soname already loaded wins;
-- dlopen() targets: library names found as strings in an object's .rodata (cuDNN 9 stores them
-  without version, e.g. "libcudnn_graph.so", and appends ".9": both forms are tried) and the cuDNN
-  catalog's known edges.  A target is only a finding when the file exists next to the opener or in
+- dlopen() targets: the object's .note.dlopen metadata, library names found as strings in its .rodata
+  (cuDNN 9 stores them without version, e.g. "libcudnn_graph.so", and probes .so.9.19.0, .so.9.19,
+  .so.9, .so in turn) and the cuDNN catalog's verified edges (cudnn.py, cudnn_catalog.json).  A target
+  is only a finding when the file exists next to the opener or in
   a directory of the process, yet cannot be found from the opener (the cuDNN failure), or when it
   resolves to another copy than the one next to the opener (on an H200 image the search fell through
   to a system cuDNN of another version); names that exist nowhere are optional probes;
 - undefined non-weak dynamic symbols that no object of the process defines (with the version the
   object requires from a named library);
-- a soname that two objects would resolve to different files: only the first loaded is used.
+- a soname that two objects would resolve to different files: only the first loaded is used;
+- order hazards: an object loaded by dlopen() whose NEEDED entries it cannot find itself, only as objects
+  an earlier dlopen() left loaded (cuDNN 8's sub-libraries in an RPATH-only layout: which order cuDNN
+  opens them in decides whether the load works; verified on all 720 orders with the real loader).
+
+Scope: the objects under the paths given are audited; what lies outside them (system directories, the
+driver, ld.so.cache entries) is context: it is loaded and can be the cause (a system cuDNN that shadows
+the installation's), but its own problems are not findings.  cuDNN's versioned probing is followed
+(libX.so.9.19.0, libX.so.9.19, libX.so.9, libX.so, stopping at the first loaded or found name).
+Symbols that no loaded object defines are presumed to come from the host program (perl, slurmd, python)
+unless that program is named with --executable.
+
+Each finding has a severity: 'fails' (the load fails), 'wrong-copy' (another copy than intended loads),
+'order' (works or fails depending on load order), 'info'.  Only the first two make the command exit 1.
 """
 
 import json
 import os
 import re
+import stat
 from dataclasses import asdict, dataclass, field
 
+from eb_pytorch_cuda import cudnn
 from eb_pytorch_cuda.elf.reader import read_elf
-from eb_pytorch_cuda.elf.symbols import ElfSymbols
+from eb_pytorch_cuda.elf.symbols import ElfSymbols, SymbolTable
 from eb_pytorch_cuda.errors import PluginError
+from eb_pytorch_cuda.loader.dlopen_note import dlopen_note_sonames
 from eb_pytorch_cuda.loader.resolve import Resolver
 
-# verified dlopen() edges (LD_DEBUG on real cuDNN 8.9.2 and 9.19, docs/design.md), beyond .rodata strings
-CATALOG_EDGES = {
-    'libcudnn_cnn_infer.so.8': ('libcudnn_cnn_train.so.8',),
-    'libcudnn_graph.so.9': ('libcudnn_engines_precompiled.so.9', 'libcudnn_engines_runtime_compiled.so.9'),
-}
 _SHARED_OBJECT = re.compile(r'\.so(\.\d+)*$')
+_INFO_CACHE = {}
+
+
+def _read_elf(path):
+    """read_elf, once per file and run (a 739 MB library is read by several roots and resolutions)."""
+    try:
+        stat_key = os.stat(path)
+    except OSError:
+        return read_elf(path)  # raises the one-line error
+    key = (os.path.realpath(path), path, stat_key.st_mtime_ns, stat_key.st_size)
+    if key not in _INFO_CACHE:
+        _INFO_CACHE[key] = read_elf(path)
+    return _INFO_CACHE[key]
+
+
+_SYSTEM_VIA = ('ld.so.cache', 'system directories')
+
+SEVERITY_OF_KIND = {'needed-unresolved': 'fails', 'dlopen-unresolved': 'fails', 'undefined-symbol': 'fails',
+                    'dlopen-shadowed': 'wrong-copy', 'soname-conflict': 'wrong-copy', 'order-hazard': 'order',
+                    'skipped': 'info'}
+SEVERITIES = ('fails', 'wrong-copy', 'order', 'info')
+BLOCKING = ('fails', 'wrong-copy')  # the exit status is 1 only for these
 
 
 @dataclass
 class Finding:
-    kind: str  # 'needed-unresolved', 'dlopen-unresolved', 'dlopen-shadowed', 'undefined-symbol', 'soname-conflict'
+    kind: str  # one of SEVERITY_OF_KIND
     root: str
     object: str
     message: str
     details: dict = field(default_factory=dict)
+    severity: str = ''
+    fix: list = None  # [library to patch, soname to add as NEEDED], when a NEEDED entry fixes it
+
+    def __post_init__(self):
+        self.severity = self.severity or SEVERITY_OF_KIND[self.kind]
 
 
 @dataclass
@@ -52,6 +91,8 @@ class Loaded:
     optional: bool = False  # loaded by dlopen() (or under such an object): its failure is the opener's to handle
     broken: bool = False  # a NEEDED entry of it does not resolve
     parent: object = None  # the Loaded entry that needed or dlopen()ed it
+    transaction: int = 0  # 0: loaded at start-up; n: by the n-th simulated dlopen()
+    context: bool = False  # found through ld.so.cache/system directories (or loaded by such an object)
 
 
 def _major_suffix(soname):
@@ -59,26 +100,51 @@ def _major_suffix(soname):
     return match.group(1) if match else None
 
 
-def dlopen_targets(info, names_of):
-    """Library names an object may dlopen(): its .rodata strings (plus the major-suffixed form of
-    unversioned ones, as cuDNN does) and the catalog's edges; its own NEEDED and soname excluded."""
-    names = set(CATALOG_EDGES.get(info.soname, ()))
+def _full_version(info):
+    """'9.19.0' for a cuDNN 9 file installed as libX.so.9.19.0 (the tarball layout), else None."""
+    match = re.search(r'\.so\.(\d+\.\d+\.\d+)$', os.path.realpath(info.path))
+    return match.group(1) if match else None
+
+
+def dlopen_requests(info, names_of, notes_of=lambda path: ()):
+    """What an object may ask dlopen() for: [(soname, [names asked for, in order])].
+
+    Sources: the object's .note.dlopen metadata, the cuDNN catalog's verified edges, library names in its
+    .rodata.  An unversioned name (cuDNN 9 keeps "libcudnn_graph.so") gets the opener's major version;
+    cuDNN names are probed the way cuDNN does (full version first, then shorter, then the bare .so)."""
     major = _major_suffix(info.soname)
-    for name in names_of(info.path):
-        names.add(name)
-        if major and name.endswith('.so'):
-            names.add(f'{name}.{major}')
-    return sorted(n for n in names if n not in info.needed and n != info.soname)
+    version = _full_version(info)
+    names = list(notes_of(info.path)) + list(cudnn.DLOPEN_EDGES.get(info.soname, ())) + sorted(names_of(info.path))
+    requests = {}
+    for name in names:
+        label = f'{name}.{major}' if major and name.endswith('.so') else name
+        if label in info.needed or label == info.soname or name in info.needed or label in requests:
+            continue
+        probes = cudnn.probe_names(label, version)
+        if name not in probes:
+            probes.append(name)
+        requests[label] = probes
+    return sorted(requests.items())
+
+
+def dlopen_targets(info, names_of):
+    """Library sonames an object may dlopen() (see dlopen_requests)."""
+    return [label for label, _ in dlopen_requests(info, names_of)]
 
 
 class Process:
     """The simulated process of one root object."""
 
-    def __init__(self, root, resolver, cache, executable=None):
+    def __init__(self, root, resolver, cache, executable=None, audited=()):
         self.resolver, self.cache, self.executable = resolver, cache, executable
+        self.audited = sorted({os.path.realpath(p) for p in audited} | {os.path.abspath(p) for p in audited})
         self.objects = []  # Loaded, in load order
         self.by_soname, self.by_path = {}, {}
         self.findings = []
+        self.hazards = {}  # Loaded (dlopen()ed) -> sonames it needs that only an earlier dlopen() left loaded
+        self.transactions = 0
+        self.deferred = []  # (Loaded under a dlopen(), soname, Resolution): NEEDED not found, judged at the end
+        self.elsewhere = {}  # (id(Loaded), soname) -> the other copy it would take itself: 'path (via)'
         self.root = root
         if executable:
             self._load(executable, [], 'executable', load_needed=True)
@@ -87,8 +153,31 @@ class Process:
     def _key(self, path):
         return os.path.realpath(path)
 
-    def _load(self, info, chain, how, load_needed, parent=None):
-        entry = Loaded(info, info.path, chain, how, optional=how.startswith('dlopen'), parent=parent)
+    def audited_entry(self, entry):
+        """True for an object that is audited: under the paths given, or a cuDNN library the installation's
+        own RPATH/RUNPATH reaches (cuDNN is what this tool exists for, and is often a prefix of its own).
+        Everything else is context: loaded and able to cause a finding (a system cuDNN that shadows the
+        installation's), but its own problems are not findings."""
+        if self.inside(entry.path):
+            return True
+        name = entry.info.soname or os.path.basename(entry.path)
+        return not entry.context and cudnn.is_cudnn(name)
+
+    def inside(self, path):
+        """True for an object under the paths being audited (everything else is context)."""
+        if not self.audited:
+            return True
+        for candidate in {os.path.realpath(path), os.path.abspath(path)}:
+            if any(candidate == top or candidate.startswith(top.rstrip('/') + '/') for top in self.audited):
+                return True
+        return False
+
+    def _load(self, info, chain, how, load_needed, parent=None, context=False):
+        entry = Loaded(info, info.path, chain, how, optional=how.startswith('dlopen'), parent=parent,
+                       context=context)
+        if how.startswith('dlopen'):
+            self.transactions += 1
+            entry.transaction = self.transactions
         self.objects.append(entry)
         self.by_path[self._key(info.path)] = entry
         self.by_soname.setdefault(info.soname or os.path.basename(info.path), entry)
@@ -100,23 +189,38 @@ class Process:
         queue = [start]
         while queue:
             current = queue.pop(0)
+            audited = self.audited_entry(current)
             for soname in current.info.needed:
                 chain = [current.info] + current.chain
                 own = self.resolver.resolve(soname, current.info, loader_chain=chain,
                                             executable=self.executable)
                 loaded = self.by_soname.get(soname)
                 if loaded is not None:
-                    if own.found and self._key(own.path) != self._key(loaded.path):
-                        self.findings.append(Finding(
-                            'soname-conflict', self.root.path, current.info.path,
-                            f'{soname}: {current.info.path} would load {own.path} ({own.via}), but '
-                            f'{loaded.path} is already loaded ({loaded.how}) and is used instead',
-                            {'soname': soname, 'wanted': own.path, 'used': loaded.path}))
+                    earlier_dlopen = current.optional and loaded.transaction not in (0, start.transaction)
+                    if own.found and own.via in _SYSTEM_VIA and self._key(own.path) != self._key(loaded.path):
+                        # glibc takes the loaded object before any search: only an object that could not be
+                        # loaded yet (an earlier dlopen() brought it) would let the system's copy in instead
+                        if earlier_dlopen:
+                            self.hazards.setdefault(id(current), (current, []))[1].append(soname)
+                            self.elsewhere[(id(current), soname)] = f'{own.path} ({own.via})'
+                    elif own.found and self._key(own.path) != self._key(loaded.path):
+                        if audited:
+                            self.findings.append(Finding(
+                                'soname-conflict', self.root.path, current.info.path,
+                                f'{soname}: {current.info.path} would load {own.path} ({own.via}), but '
+                                f'{loaded.path} is already loaded ({loaded.how}) and is used instead',
+                                {'soname': soname, 'wanted': own.path, 'used': loaded.path}))
+                    elif not own.found and earlier_dlopen:
+                        # found only because an earlier dlopen() left it loaded: fails in another order
+                        self.hazards.setdefault(id(current), (current, []))[1].append(soname)
                     continue
                 if not own.found:
                     current.broken = True  # it cannot load: its symbols are not checked
-                    if current.optional and not self._exists_nearby(soname, current):
-                        continue  # optional component whose optional system dependency is absent
+                    if not audited or (current.optional and not self._exists_nearby(soname, current)):
+                        continue  # context, or an optional component whose optional system dependency is absent
+                    if current.optional:
+                        self.deferred.append((current, soname, own))  # a later dlopen() may load it: see the end
+                        continue
                     self.findings.append(Finding(
                         'needed-unresolved', self.root.path, current.info.path,
                         f"{current.info.path}: NEEDED {soname} not found without LD_LIBRARY_PATH "
@@ -126,40 +230,103 @@ class Process:
                 if self._key(own.path) in self.by_path:
                     continue
                 try:
-                    info = read_elf(own.path)
+                    info = _read_elf(own.path)
                 except PluginError:
                     continue
                 entry = self._load(info, chain, f'needed by {current.info.path}', load_needed=False, parent=current)
-                entry.optional = current.optional
+                entry.optional, entry.transaction = current.optional, start.transaction
+                entry.context = current.context or own.via in _SYSTEM_VIA
                 queue.append(entry)
 
+    def _request(self, probes, opener):
+        """Ask for each name in turn, as cuDNN does: ('loaded', Loaded) | ('found', Resolution) | ('missing', tried)."""
+        tried = []
+        for probe in probes:
+            if probe in self.by_soname:
+                return 'loaded', self.by_soname[probe]
+            result = self.resolver.resolve(probe, opener.info, loader_chain=opener.chain, executable=self.executable)
+            if result.found:
+                if self._key(result.path) in self.by_path:
+                    return 'loaded', self.by_path[self._key(result.path)]
+                return 'found', result
+            tried += [d for d in result.tried if d not in tried]
+        return 'missing', tried
+
     def simulate_dlopens(self):
-        """Follow dlopen() targets of every loaded object until nothing new loads."""
+        """Follow dlopen() targets of every audited loaded object until nothing new loads."""
         index = 0
         while index < len(self.objects):
             opener = self.objects[index]
             index += 1
-            pending = []
-            for target in dlopen_targets(opener.info, self.cache.names):
-                if target in self.by_soname:
+            if not self.audited_entry(opener):
+                continue  # what the driver or a system library dlopen()s is not ours to audit
+            pending, vias = [], {}
+            for target, probes in dlopen_requests(opener.info, self.cache.names, self.cache.notes):
+                after = cudnn.OPENED_AFTER.get(target)
+                if after and not any(name in self.by_soname for name in after):
+                    continue  # cuDNN opens it only once one of those loaded (LD_DEBUG on an H200)
+                state, value = self._request(probes, opener)
+                if state == 'loaded':
                     continue  # already loaded: glibc returns it
-                result = self.resolver.resolve(target, opener.info, loader_chain=opener.chain,
-                                               executable=self.executable)
-                if not result.found:
-                    existing = self._exists_nearby(target, opener)
+                if state == 'missing':
+                    existing = next(filter(None, (self._exists_nearby(p, opener) for p in probes)), None)
                     if existing:
-                        self.findings.append(self._dlopen_finding(target, opener, existing, result))
+                        self.findings.append(self._dlopen_finding(target, opener, existing, value))
                     continue
-                own_copy = os.path.join(os.path.dirname(opener.path), target)
-                if os.path.isfile(own_copy) and self._key(own_copy) != self._key(result.path):
-                    self.findings.append(self._shadow_finding(target, opener, own_copy, result))
+                own_copy = next((os.path.join(os.path.dirname(opener.path), p) for p in probes
+                                 if os.path.isfile(os.path.join(os.path.dirname(opener.path), p))), None)
+                if own_copy and self._key(own_copy) != self._key(value.path):
+                    self.findings.append(self._shadow_finding(target, opener, own_copy, value))
+                    continue  # the real dlopen() maps that copy; what it then does is not this installation's
                 try:
-                    pending.append(read_elf(result.path))
+                    pending.append(_read_elf(value.path))
                 except PluginError:
                     continue
+                vias[self._key(value.path)] = value.via
             for info in _dependencies_first(pending):
                 if self._key(info.path) not in self.by_path and (info.soname or '') not in self.by_soname:
-                    self._load(info, [], f'dlopen() by {opener.info.path}', load_needed=True, parent=opener)
+                    self._load(info, [], f'dlopen() by {opener.info.path}', load_needed=True, parent=opener,
+                               context=vias.get(self._key(info.path)) in _SYSTEM_VIA)
+        self._hazard_findings()
+
+    def _hazard_findings(self):
+        for current, soname, own in self.deferred:
+            loaded = self.by_soname.get(soname)
+            if loaded is not None and loaded.transaction > 0:
+                self.hazards.setdefault(id(current), (current, []))[1].append(soname)
+                current.broken = False
+                continue
+            self.findings.append(Finding(
+                'needed-unresolved', self.root.path, current.info.path,
+                f"{current.info.path}: NEEDED {soname} not found without LD_LIBRARY_PATH "
+                f"(searched: {', '.join(own.tried) or 'nothing'})", {'soname': soname, 'searched': own.tried}))
+        for current, needs in self.hazards.values():
+            needs.sort(key=current.info.needed.index)
+            if not self.audited_entry(current):
+                continue
+            top = current
+            while top.parent is not None and not top.how.startswith('dlopen'):
+                top = top.parent
+            soname = current.info.soname or os.path.basename(current.path)
+            patchable = self._fix_candidate(soname, current, current.path)
+            fix = (f'; adding it as NEEDED of {patchable.path} loads it and its dependencies at start-up: '
+                   f'eb-pytorch-cuda add-needed {patchable.path} {soname}') if patchable else ''
+            opener = top.parent.path if top.parent is not None else '?'
+            others = {n: self.elsewhere[(id(current), n)] for n in needs if (id(current), n) in self.elsewhere}
+            them = 'they were' if len(needs) > 1 else 'it was'
+            if others:
+                found = ', '.join(f'{n} as {where}' for n, where in others.items())
+                what = (f"finds its NEEDED {', '.join(needs)} itself only outside the installation ({found}; no "
+                        f"RPATH chain inherited, no RUNPATH of its own): it gets the installation's copies only "
+                        f"once {them} opened by an earlier dlopen(), and the other ones in any other order")
+            else:
+                what = (f"cannot find its NEEDED {', '.join(needs)} itself (no RPATH chain inherited, no RUNPATH "
+                        f"of its own): its dlopen() works only once {them} opened by an earlier dlopen(), and "
+                        f"fails in any other order")
+            self.findings.append(Finding(
+                'order-hazard', self.root.path, current.path, f"{soname}, dlopen()ed by {opener}, {what}{fix}",
+                {'soname': soname, 'needs_first': list(needs), 'opener': opener, 'elsewhere': others},
+                fix=[patchable.path, soname] if patchable else None))
 
     def _exists_nearby(self, name, opener):
         directories = [os.path.dirname(opener.path)] + [os.path.dirname(o.path) for o in self.objects]
@@ -169,7 +336,7 @@ class Process:
                 return candidate
         return None
 
-    def _dlopen_finding(self, target, opener, existing, result):
+    def _dlopen_finding(self, target, opener, existing, tried):
         inherited = 'inherits no RPATH chain (it was itself loaded by dlopen())' if not opener.chain else \
             'inherits the RPATH chain of ' + ', '.join(o.path for o in opener.chain)
         fix = ''
@@ -179,8 +346,9 @@ class Process:
                    f'eb-pytorch-cuda add-needed {patchable.path} {target}')
         return Finding('dlopen-unresolved', self.root.path, opener.path,
                        f"{target}, dlopen()ed by {opener.path}, will not be found: the opener {inherited} "
-                       f"(searched: {', '.join(result.tried) or 'nothing'}), although {existing} exists{fix}",
-                       {'soname': target, 'opener': opener.path, 'exists': existing, 'searched': result.tried})
+                       f"(searched: {', '.join(tried) or 'nothing'}), although {existing} exists{fix}",
+                       {'soname': target, 'opener': opener.path, 'exists': existing, 'searched': tried},
+                       fix=[patchable.path, target] if patchable else None)
 
     def _shadow_finding(self, target, opener, own_copy, result):
         patchable = self._fix_candidate(target, opener, own_copy)
@@ -189,7 +357,8 @@ class Process:
         return Finding('dlopen-shadowed', self.root.path, opener.path,
                        f'{target}, dlopen()ed by {opener.path}, resolves to {result.path} ({result.via}), not to '
                        f'{own_copy} next to it: a different copy (version mix){fix}',
-                       {'soname': target, 'opener': opener.path, 'resolved': result.path, 'expected': own_copy})
+                       {'soname': target, 'opener': opener.path, 'resolved': result.path, 'expected': own_copy},
+                       fix=[patchable.path, target] if patchable else None)
 
     def _fix_candidate(self, target, opener, existing):
         """The nearest object up the loading ancestry, loaded at start-up and outside the target's own
@@ -198,33 +367,44 @@ class Process:
         package = os.path.dirname(os.path.realpath(existing))
         entry = opener.parent
         while entry is not None:
-            if not entry.optional and os.path.dirname(os.path.realpath(entry.path)) != package:
+            name = entry.info.soname or os.path.basename(entry.path)
+            if not entry.optional and os.path.dirname(os.path.realpath(entry.path)) != package \
+                    and not cudnn.is_cudnn(name) and self.audited_entry(entry):
                 if self.resolver.resolve(target, entry.info, loader_chain=entry.chain).found:
                     return entry
             entry = entry.parent
         return None
 
     def check_symbols(self):
-        """Undefined non-weak symbols of every loaded object that nothing in the process defines."""
+        """Undefined non-weak symbols of every audited loaded object that nothing in the process defines.
+
+        Without a named executable, a symbol nothing defines, that carries no version and matches no
+        library the object needs, is taken to come from the host program (a plugin's symbols: perl's
+        re.so, Slurm plugins, Python extensions) and not reported."""
         tables = [(entry, self.cache.symbols(entry.path)) for entry in self.objects]
-        defined_anywhere = {}
+        every_name = set().union(*(table.defined for _, table in tables))
+        by_library = {id(entry): table for entry, table in tables}
+
+        def provided(name, version, library):
+            if name not in every_name:
+                return False
+            if not (version and library):
+                return True
+            named = self.by_soname.get(library)
+            if named is not None and version in by_library.get(id(named), SymbolTable()).defined.get(name, ()):
+                return True  # the usual case, checked first: the library the version belongs to defines it
+            return any(version in table.defined.get(name, ()) for _, table in tables)
         for entry, table in tables:
-            for name, versions in table.defined.items():
-                defined_anywhere.setdefault(name, []).append((entry, versions))
-        for entry, table in tables:
-            if entry.broken:
-                continue  # a NEEDED library is missing: that is the failure, not its symbols
+            if entry.broken or not self.audited_entry(entry):
+                continue  # a NEEDED library is missing (that is the failure), or context
             for name, version, library in table.undefined:
-                providers = defined_anywhere.get(name, ())
-                if version and library:
-                    ok = any(version in versions for _, versions in providers)
-                else:
-                    ok = bool(providers)
-                if ok:
+                if provided(name, version, library):
                     continue
                 supplier = self.by_soname.get(library) if library else self._supplier_by_name(entry, name)
                 if library and supplier is None:
                     continue  # that library is missing: reported as such (or an optional one, not an error)
+                if supplier is None and not version and self.executable is None:
+                    continue  # expected from the host program, which was not named
                 library = library or (supplier.info.soname if supplier else '')
                 label = name.decode('utf-8', 'replace') + (f'@{version}' if version else '')
                 where = (f'; {library} resolved to {supplier.path}, which lacks it' if supplier else
@@ -265,10 +445,10 @@ def _dependencies_first(infos):
 
 
 class SymbolCache:
-    """Symbol tables and .rodata names, each read once per file."""
+    """Symbol tables, .rodata names and .note.dlopen names, each read once per file."""
 
     def __init__(self):
-        self._symbols, self._names = {}, {}
+        self._symbols, self._names, self._notes = {}, {}, {}
 
     @staticmethod
     def _cached(store, path, read):
@@ -287,25 +467,52 @@ class SymbolCache:
     def names(self, path):
         return self._cached(self._names, path, ElfSymbols.rodata_sonames)
 
+    def notes(self, path):
+        key = os.path.realpath(path)
+        if key not in self._notes:
+            try:
+                self._notes[key] = dlopen_note_sonames(path)
+            except PluginError:
+                self._notes[key] = []
+        return self._notes[key]
 
-def collect_objects(paths):
+
+def _regular(path):
+    """True for a regular file (after symlinks): the only thing doctor opens (a FIFO would block the read)."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def collect_objects(paths, skipped=None, read=True):
     """ElfInfo of every shared object under the given prefixes/directories/files, each file once
-    (libfoo.so -> libfoo.so.1 symlinks are one object)."""
+    (libfoo.so -> libfoo.so.1 symlinks are one object).  Entries named like libraries that are not regular
+    files (FIFOs, sockets, devices, dangling links) are not opened; they are appended to `skipped`."""
     found, seen = [], set()
+    skipped = [] if skipped is None else skipped
     for path in paths:
-        if os.path.isfile(path):
-            candidates = [path]
-        elif os.path.isdir(path):
+        if os.path.isdir(path):
             candidates = [os.path.join(d, f) for d, _, files in os.walk(path) for f in sorted(files)
                           if _SHARED_OBJECT.search(f)]
+        elif os.path.lexists(path):
+            if not _regular(path):
+                raise PluginError(path, 'is not a regular file (nor a directory): not opened')
+            candidates = [path]
         else:
             raise PluginError(path, 'no such file or directory')
         for candidate in candidates:
+            if not _regular(candidate):
+                skipped.append(candidate)
+                continue
             real = os.path.realpath(candidate)
             if real in seen:
                 continue
+            if not read:
+                seen.add(real)
+                continue
             try:
-                info = read_elf(candidate)
+                info = _read_elf(candidate)
             except PluginError:
                 if candidate == path:
                     raise
@@ -319,6 +526,8 @@ def roots_of(objects, start=None):
     """The objects to load as roots: --from LIB; else the Python extension modules (what `import` loads);
     else those no other object of the set needs."""
     if start:
+        if not _regular(start):
+            raise PluginError(start, 'is not a regular file' if os.path.lexists(start) else 'no such file')
         return [read_elf(start)]
     extensions = [o for o in objects if re.search(r'\.(cpython-[^.]+|abi3)\.so$', o.path)]
     if extensions:
@@ -332,30 +541,86 @@ def diagnose(paths, start=None, executable=None, resolver=None):
     """All findings for the given paths; one simulated process per root."""
     resolver = resolver or Resolver()
     cache = SymbolCache()
+    if executable and not _regular(executable):
+        raise PluginError(executable, 'is not a regular file' if os.path.lexists(executable) else 'no such file')
     executable_info = read_elf(executable) if executable else None
-    findings, seen = [], set()
-    objects = collect_objects(paths)
+    findings, seen, skipped = [], set(), []
+    # with --from, the paths only say what is audited: their files are not read unless the root loads them
+    objects = collect_objects(paths, skipped, read=not start)
+    loaded = set()
+    # a library given by itself stands for its installation directory (libroot.so and the libuser.so beside it)
+    audited = [p if os.path.isdir(p) else os.path.dirname(os.path.abspath(p)) for p in [*paths, *filter(None, [start])]]
     for root in roots_of(objects, start):
-        process = Process(root, resolver, cache, executable_info)
+        process = Process(root, resolver, cache, executable_info, audited=audited)
         process.simulate_dlopens()
         process.check_symbols()
+        loaded.update(process.by_path)
         for finding in process.findings:
             key = (finding.kind, finding.object, finding.message.split(':')[0], json.dumps(finding.details,
                                                                                            sort_keys=True))
             if key not in seen:
                 seen.add(key)
                 findings.append(finding)
-    return findings, len(objects)
+    for path in skipped:
+        findings.append(Finding('skipped', '', path, f'{path}: not a regular file (FIFO, socket, device or '
+                                'dangling link): not opened', {'path': path}))
+    return findings, len(loaded) if start else len(objects)
+
+
+def blocking(findings) -> bool:
+    """True when a finding means a load fails or loads the wrong copy (the command then exits 1)."""
+    return any(f.severity in BLOCKING for f in findings)
+
+
+def fix_commands(findings) -> list:
+    """One `eb-pytorch-cuda add-needed LIB SONAME...` per library to patch, without sonames that another
+    added soname already pulls in as its NEEDED entry (cnn_train brings ops_infer, ops_train, cnn_infer)."""
+    wanted = {}
+    for finding in findings:
+        if finding.fix:
+            library, soname = finding.fix
+            wanted.setdefault(library, {})[soname] = finding
+    commands = []
+    for library, sonames in wanted.items():
+        covered = set()
+        for soname, finding in sonames.items():
+            target = finding.details.get('exists') or finding.details.get('expected') or finding.object
+            try:
+                covered.update(n for n in _read_elf(target).needed if n != soname)
+            except PluginError:
+                continue
+        keep = [s for s in sonames if s not in covered]
+        commands.append(f"eb-pytorch-cuda add-needed {library} {' '.join(keep)}")
+    return commands
+
+
+def _count(findings):
+    labels = {'fails': 'load fails', 'wrong-copy': 'wrong copy loads', 'order': 'depends on order',
+              'info': 'informational'}
+    counts = [(labels[s], sum(f.severity == s for f in findings)) for s in SEVERITIES]
+    return ', '.join(f'{n} {label}' for label, n in counts if n)
 
 
 def to_text(findings, count):
-    if not findings:
-        return f'doctor: {count} objects checked, nothing found'
-    lines = [f'doctor: {count} objects checked, {len(findings)} finding(s)']
-    for finding in findings:
-        lines.append(f'[{finding.kind}] {finding.message}')
+    """Findings grouped by root, most severe first, then the commands that fix what a NEEDED entry fixes."""
+    real = [f for f in findings if f.severity != 'info']
+    notes = [f for f in findings if f.severity == 'info']
+    if not real:
+        lines = [f'doctor: {count} objects checked, nothing found']
+    else:
+        lines = [f'doctor: {count} objects checked, {len(real)} finding(s): {_count(real)}']
+        for root in dict.fromkeys(f.root for f in real):
+            lines.append(f'== loading {root}')
+            for finding in sorted((f for f in real if f.root == root), key=lambda f: SEVERITIES.index(f.severity)):
+                lines.append(f'  {finding.severity:10} [{finding.kind}] {finding.message}')
+    lines += [f'note: {f.message}' for f in notes]
+    commands = fix_commands(real)
+    if commands:
+        lines.append('fix:')
+        lines += [f'  {command}' for command in commands]
     return '\n'.join(lines)
 
 
 def to_json(findings, count):
-    return json.dumps({'objects': count, 'findings': [asdict(f) for f in findings]}, indent=1)
+    return json.dumps({'objects': count, 'blocking': blocking(findings), 'fix': fix_commands(findings),
+                       'findings': [asdict(f) for f in findings]}, indent=1)

@@ -11,16 +11,18 @@ _REQUEST = re.compile(r'file=(\S+) \[\d+\];\s+(?:dynamically loaded|needed) by (
 _TRYING = re.compile(r'trying file=(\S+)')
 _MAPPED = re.compile(r'file=(\S+) \[\d+\];\s+generating link map')
 _DESTROYED = re.compile(r'file=(\S+) \[\d+\];\s+destroying link map')
+_INIT = re.compile(r'calling init: (\S+)')
 _PROBE = re.compile(r'^(.*\.so)((?:\.\d+)*)$')
 
 
 def trace_outcomes(lines):
     """{soname: {'requested_by': path, 'path': file mapped or None, 'stayed': bool}} for names asked for.
 
-    'stayed' is False when glibc mapped the file and then destroyed its link map (the dlopen() failed
-    after all, e.g. a dependency or version problem of the file it found).
+    'stayed' is False when glibc mapped the file and then destroyed its link map without running its
+    initialisers (the dlopen() failed after all, e.g. a dependency or version problem of the file it
+    found).  A library whose init ran did load: a later dlclose() destroys its link map too.
     """
-    outcomes, tried, destroyed = {}, {}, set()
+    outcomes, tried, destroyed, initialised = {}, {}, set(), set()
     for line in lines:
         match = _REQUEST.search(line)
         if match:
@@ -40,8 +42,13 @@ def trace_outcomes(lines):
         match = _DESTROYED.search(line)
         if match:
             destroyed.add(match.group(1))
+            continue
+        match = _INIT.search(line)
+        if match:
+            initialised.add(match.group(1))
     for outcome in outcomes.values():
-        outcome['stayed'] = outcome['path'] is not None and outcome['path'] not in destroyed
+        outcome['stayed'] = outcome['path'] is not None and (outcome['path'] not in destroyed
+                                                             or outcome['path'] in initialised)
     return outcomes
 
 
@@ -65,3 +72,41 @@ def failed_requests(lines):
         failures[name] = {'requested_by': outcome['requested_by'],
                           'outcome': f"found {outcome['path']}, then unloaded" if outcome['path'] else 'not found'}
     return failures
+
+
+def _base(name):
+    match = _PROBE.match(name)
+    return match.group(1) if match else name
+
+
+def compare_with_trace(findings, lines, ignore=('libcuda.so',)):
+    """doctor's findings (dicts as in `doctor --format json`) against the real loader's trace of a process.
+
+    Failed loads of libraries whose name starts with one of `ignore` are not counted (the driver's
+    libcuda.so.1 is not part of an installation, and is absent where there is no GPU).
+    Returns {'predicted', 'observed', 'missed', 'false', 'unexercised', 'order_hazards', 'agree'}:
+    observed are the sub-libraries whose load failed (failed_requests); a blocking finding ('fails',
+    'wrong-copy') is false when the trace shows that library requested and loaded from the expected file,
+    unexercised when the process never asked for it; agree means nothing missed and nothing false.
+    """
+    outcomes = trace_outcomes(lines)
+    observed = sorted(n for n in failed_requests(lines) if not n.startswith(tuple(ignore)))
+    blocking = [f for f in findings if f['severity'] in ('fails', 'wrong-copy') and f['details'].get('soname')]
+    predicted = sorted({f['details']['soname'] for f in blocking})
+    false, unexercised = [], []
+    for finding in blocking:
+        soname = finding['details']['soname']
+        if soname in observed:
+            continue
+        probes = [o for name, o in outcomes.items() if _base(name) == _base(soname)]
+        if not probes:
+            unexercised.append(soname)
+        elif finding['severity'] == 'fails' or any(
+                o['stayed'] and os.path.realpath(o['path']) == os.path.realpath(finding['details'].get('expected', ''))
+                for o in probes):
+            false.append(soname)
+    missed = sorted(set(observed) - set(predicted))
+    return {'predicted': predicted, 'observed': observed, 'missed': missed, 'false': sorted(set(false)),
+            'unexercised': sorted(set(unexercised)),
+            'order_hazards': sorted(f['details']['soname'] for f in findings if f['severity'] == 'order'),
+            'agree': not missed and not false}

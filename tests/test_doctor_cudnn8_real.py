@@ -1,0 +1,162 @@
+"""doctor judged by the real glibc loader on the real cuDNN 8.9.2 and PyTorch 2.1.2 (the main job's versions).
+
+The libraries come from the pip wheels (tools/setup.sh unpacks them into .venvs/cudnn8-torch212).  Each test
+builds the RPATH-only layout an EasyBuild stack has, on copies: cuDNN's files with their RPATH/RUNPATH
+removed (NVIDIA's cuDNN 8 tarball has none), torch's libraries with the DT_RPATH they already carry
+($ORIGIN/../../nvidia/<pkg>/lib for every CUDA package, as EasyBuild's RPATH wrapper gives), everything
+else hardlinked.  Then a clean process (`env -i`, no LD_LIBRARY_PATH) loads libtorch_cuda.so and calls
+the version checks of libcudnn.so.8 in all 720 orders of the six sub-libraries (each call makes cuDNN
+dlopen() one; tests/cudnn_order_driver.py).  doctor's prediction, read from `--format json`, must give
+exactly the real outcome of every order: which orders abort, on which library, for want of which NEEDED
+entry; and the fix it names must make every order succeed.
+"""
+
+import itertools
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import cli
+from eb_pytorch_cuda.cudnn import version_checks
+from eb_pytorch_cuda.elf.patchelf import patchelf_binary
+from eb_pytorch_cuda.elf.reader import read_elf
+from eb_pytorch_cuda.patch.needed import add_needed
+
+LIBS = Path(__file__).resolve().parent.parent / '.venvs' / 'cudnn8-torch212'
+DRIVER = Path(__file__).resolve().parent / 'cudnn_order_driver.py'
+CHECKS = version_checks(8)  # {sub-library soname: the libcudnn.so.8 entry point that dlopen()s it}
+ORDERS = [list(order) for order in itertools.permutations(sorted(CHECKS))]
+FAILURE = re.compile(r'Could not load library (\S+)\. Error: (\S+): cannot open shared object file')
+
+
+def _mirror(source, destination, patched=(), follow=False):
+    """destination: hardlinks of every file under source (copies where a link is impossible), except the
+    cuDNN files, which are copies with their search path removed (follow: walk into symlinked folders)."""
+    for directory, _, files in os.walk(source, followlinks=follow):
+        target_dir = destination / os.path.relpath(directory, source)
+        target_dir.mkdir(parents=True, exist_ok=True)
+        for name in files:
+            if '.so' not in name:
+                continue  # headers, Python files, metadata: only libraries make the layout
+            src, dst = os.path.join(directory, name), target_dir / name
+            if os.path.islink(src) and follow:
+                src = os.path.realpath(src)
+            if name.startswith('libcudnn') and '.so' in name and name not in patched:
+                shutil.copyfile(src, dst)
+                subprocess.run([patchelf_binary(), '--remove-rpath', str(dst)], check=True)
+                continue
+            try:
+                os.link(src, dst)
+            except OSError:
+                shutil.copy2(src, dst)
+
+
+@pytest.fixture(scope='module')
+def layouts(tmp_path_factory):
+    """{'unpatched' | 'default' (cnn_train added, the catalog default) | 'full' (cnn_train and adv_train):
+    path of libtorch_cuda.so in that layout}.  One copy of cuDNN, one patched copy of libtorch_cuda.so each."""
+    if not (LIBS / 'torch' / 'lib' / 'libtorch_cuda.so').exists():
+        pytest.fail(f'no cuDNN 8.9.2 / PyTorch 2.1.2 libraries in {LIBS}: run bash tools/setup.sh')
+    base = tmp_path_factory.mktemp('cudnn8-torch212')
+    unpatched = base / 'unpatched'
+    _mirror(LIBS, unpatched)
+    library = unpatched / 'torch' / 'lib' / 'libtorch_cuda.so'
+    info = read_elf(library)
+    assert info.rpath and not info.runpath and '$ORIGIN/../../nvidia/cudnn/lib' in info.rpath  # DT_RPATH layout
+    assert not read_elf(unpatched / 'nvidia' / 'cudnn' / 'lib' / 'libcudnn_cnn_train.so.8').runpath
+    result = {'unpatched': library}
+    for label, sonames in (('default', ['libcudnn_cnn_train.so.8']),
+                           ('full', ['libcudnn_cnn_train.so.8', 'libcudnn_adv_train.so.8'])):
+        root = base / label
+        for directory, _, files in os.walk(unpatched):
+            (root / os.path.relpath(directory, unpatched)).mkdir(parents=True, exist_ok=True)
+            for name in files:
+                src = os.path.join(directory, name)
+                dst = root / os.path.relpath(src, unpatched)
+                if name == 'libtorch_cuda.so':
+                    shutil.copyfile(src, dst)
+                else:
+                    os.link(src, dst)
+        add_needed(str(root / 'torch' / 'lib' / 'libtorch_cuda.so'), sonames)
+        result[label] = root / 'torch' / 'lib' / 'libtorch_cuda.so'
+    return result
+
+
+def real_outcomes(library, tmp_path):
+    """{tuple(order): None (every load worked) or (library that failed, NEEDED it could not open)}."""
+    orders_file = tmp_path / 'orders.json'
+    orders_file.write_text(json.dumps([[CHECKS[lib] for lib in order] for order in ORDERS]))
+    done = subprocess.run([sys.executable, '-I', str(DRIVER), str(library), 'libcudnn.so.8', str(orders_file)],
+                          env={}, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr
+    outcomes = {}
+    for order, result in zip(ORDERS, json.loads(done.stdout)):
+        if result['ok']:
+            outcomes[tuple(order)] = None
+        else:
+            match = FAILURE.search(result['message'])
+            assert match, result  # any other way of failing is not the hazard under test
+            outcomes[tuple(order)] = match.groups()
+    return outcomes
+
+
+def doctor_prediction(library):
+    """doctor's JSON for the layout, and the outcome it predicts for each order.
+
+    An order-hazard finding says: library X cannot find its NEEDED N... itself and loads only after they were
+    opened; so an order fails at the first X opened before one of its N (glibc names the first missing N
+    in NEEDED order), and opening X also brings N in."""
+    root = library.parent.parent.parent
+    done = cli('doctor', '--from', library, root, '--format', 'json')
+    data = json.loads(done.stdout)
+    hazards = {f['details']['soname']: f['details']['needs_first'] for f in data['findings']
+               if f['kind'] == 'order-hazard'}
+
+    def outcome(order):
+        opened = set()
+        for lib in order:
+            missing = [n for n in hazards.get(lib, ()) if n not in opened]
+            if lib not in opened and missing:
+                return (lib, missing[0])
+            opened |= {lib, *hazards.get(lib, ())}
+        return None
+    return done, data, {tuple(order): outcome(order) for order in ORDERS}
+
+
+def test_unpatched_every_order_is_predicted_and_the_fix_is_named(layouts, tmp_path):
+    real = real_outcomes(layouts['unpatched'], tmp_path)
+    done, data, predicted = doctor_prediction(layouts['unpatched'])
+    assert predicted == real
+    failing = [order for order, outcome in real.items() if outcome]
+    assert failing and len(failing) < len(ORDERS)  # the failure depends on the order, as the issue says
+    assert ('libcudnn_cnn_train.so.8', 'libcudnn_ops_train.so.8') in set(real.values())  # the 2.1.2 bug
+    assert all(f['severity'] == 'order' for f in data['findings'])
+    assert data['fix'] == [f"eb-pytorch-cuda add-needed {layouts['unpatched']} libcudnn_adv_train.so.8 "
+                           f"libcudnn_cnn_train.so.8"]
+    assert done.returncode == 0  # an order hazard alone does not fail the check (severity 'order')
+    assert f"add-needed {layouts['unpatched']} libcudnn_cnn_train.so.8" in cli(
+        'doctor', '--from', layouts['unpatched'], layouts['unpatched'].parent.parent.parent).stdout
+
+
+def test_the_catalog_default_leaves_only_adv_train_before_adv_infer(layouts, tmp_path):
+    real = real_outcomes(layouts['default'], tmp_path)
+    _, data, predicted = doctor_prediction(layouts['default'])
+    assert predicted == real
+    assert set(real.values()) == {None, ('libcudnn_adv_train.so.8', 'libcudnn_adv_infer.so.8')}
+    for order, outcome in real.items():  # exactly the orders that check adv_train before adv_infer fail
+        assert (outcome is not None) == (order.index('libcudnn_adv_train.so.8')
+                                         < order.index('libcudnn_adv_infer.so.8'))
+    assert [f['details']['soname'] for f in data['findings']] == ['libcudnn_adv_train.so.8']
+
+
+def test_with_the_fix_doctor_names_every_order_succeeds_and_doctor_is_silent(layouts, tmp_path):
+    real = real_outcomes(layouts['full'], tmp_path)
+    assert set(real.values()) == {None}
+    done = cli('doctor', '--from', layouts['full'], layouts['full'].parent.parent.parent, check_rc=0)
+    assert 'nothing found' in done.stdout and 'fix:' not in done.stdout
