@@ -77,6 +77,41 @@ def cmd_report(args):
     return 0 if verdict.passed else 1
 
 
+def cmd_test_suite(args):
+    """Run a PyTorch source tree's test suites against an installed torch, judge and report them."""
+    import json
+    from eb_pytorch_cuda.eb import ecpolicy
+    from eb_pytorch_cuda.testsuite.policy import detect_context, excluded_tests, judge
+    from eb_pytorch_cuda.testsuite.report import to_json, to_markdown, to_text
+    from eb_pytorch_cuda.testsuite.standalone import check_inputs, notes_of, run_test_suite
+    check_inputs(args.source, args.python)
+    values = ecpolicy.read_easyconfig(args.easyconfig) if args.easyconfig else {}
+    context = detect_context(values.get('cuda_compute_capabilities') or (), target=args.target)
+    policy = ecpolicy.policy_from_values(values, context, args.easyconfig or 'policy')
+    excluded = excluded_tests(values.get('excluded_tests') or {}, context)
+    results = args.results or os.path.join(os.getcwd(), 'pytorch-test-suite')
+    progress = (lambda message: print(f'== {message}', file=sys.stderr, flush=True))
+    result = run_test_suite(args.source, args.python, results, args.runtest, excluded, args.parallel, args.timeout,
+                            args.rerun if args.rerun is not None else int(values.get('rerun_failed_tests') or 0),
+                            progress)
+    verdict = judge(result, policy)
+    report = to_json(result, verdict, context)
+    report['notes'] = notes_of(results, args.source, args.python, args.runtest, excluded)
+    with open(os.path.join(results, 'pytorch-test-results.json'), 'w') as handle:
+        json.dump(report, handle, indent=1)
+    with open(os.path.join(results, 'pytorch-test-summary.md'), 'w') as handle:
+        handle.write(to_markdown(result, verdict))
+    if args.format == 'json':
+        print(json.dumps(report, indent=1))
+    elif args.format == 'markdown':
+        print(to_markdown(result, verdict))
+    else:
+        print(to_text(result, verdict))
+        for suite, notes in report['notes'].items():
+            print(f"note: {suite}: {'; '.join(notes)}")
+    return 0 if verdict.passed else 1
+
+
 def cmd_config(args):
     from eb_pytorch_cuda.eb.config import config_file_text, environment_text
     sys.stdout.write(environment_text() if args.env else config_file_text())
@@ -126,6 +161,25 @@ def build_parser():
                         help='CPU target for scoped entries (default: $EESSI_SOFTWARE_SUBDIR or detected)')
     report.add_argument('--cuda-compute-capabilities', metavar='CC[,CC]', help='e.g. 8.0,9.0')
     report.set_defaults(func=cmd_report)
+
+    suite = sub.add_parser('test-suite', help="run a PyTorch source tree's test suites against an installed torch, "
+                                              'judge and report them as the easyblock does')
+    suite.add_argument('source', metavar='SRC', help='PyTorch source tree (its test/run_test.py is run)')
+    suite.add_argument('--python', required=True, metavar='PY', help='a Python that imports the torch to test')
+    suite.add_argument('--runtest', metavar='CMD', help='test command as in an easyconfig (default: '
+                                                        '"cd test && %%(python)s run_test.py --continue-through-error '
+                                                        '%%(excluded_tests)s")')
+    suite.add_argument('--easyconfig', metavar='EC', help='take the policy (budget, known failures, excluded tests, '
+                                                          'reruns) from EC')
+    suite.add_argument('--target', metavar='TARGET',
+                       help='CPU target for scoped entries (default: $EESSI_SOFTWARE_SUBDIR or detected)')
+    suite.add_argument('--parallel', type=int, default=1, metavar='N', help='run N batches of suites at a time')
+    suite.add_argument('--timeout', type=int, metavar='S', help='seconds a suite may run')
+    suite.add_argument('--rerun', type=int, metavar='N', help='rerun each failed test up to N times in isolation')
+    suite.add_argument('--results', metavar='DIR', help='where results and reports go (default: ./pytorch-test-'
+                                                        'suite); the same command again runs only what is missing')
+    suite.add_argument('--format', choices=('text', 'json', 'markdown'), default='text')
+    suite.set_defaults(func=cmd_test_suite)
 
     doctor = sub.add_parser('doctor', help='predict "cannot open shared object" and "undefined symbol" failures')
     doctor.add_argument('paths', nargs='+', metavar='PATH', help='installation prefix, directory or library')

@@ -10,8 +10,9 @@ import json
 import os
 import shutil
 
-from eb_pytorch_cuda.testsuite import runner
+from eb_pytorch_cuda.testsuite import batchrun, discovery, runner
 from eb_pytorch_cuda.testsuite import suiterun
+from eb_pytorch_cuda.testsuite.harness import harness_of
 from eb_pytorch_cuda.testsuite.policy import judge
 
 # parameters that decide how a run is judged, not what is built and tested: left out of the fingerprint
@@ -44,17 +45,25 @@ def suite_timeouts(explicit, previous_results):
     return timeouts
 
 
-def run_suites(command, env, store, output_dir, python, timeouts, parallel=1, reruns=0, progress=None):
-    """Discover and run every suite not yet in store, then rerun failures in isolation; return the RunResult."""
+def run_suites(command, env, store, output_dir, python, timeouts, parallel=1, reruns=0, progress=None,
+               batch_size=batchrun.DEFAULT_BATCH_SIZE):
+    """Discover and run every suite not yet in store (in batches through run_test.py), then rerun failures
+    in isolation; return the RunResult."""
     progress = progress or (lambda message: None)
-    suites = suiterun.discover_suites(command, env)
-    progress(f"running {len(suites)} suites: {' '.join(command.argv)} -i <suite> in {command.cwd} "
-             f"({parallel} at a time; outputs in {output_dir}; results kept in {store.path})")
+    suites, listed_serial = discovery.discover(command, env)
+    harness = harness_of(command.cwd)
+    if listed_serial is not None:
+        harness.serial |= listed_serial  # what this very harness says it runs alone
+    progress(f"running {len(suites)} suites: {' '.join(discovery.run_argv(command.argv, ['<suites>']))} in "
+             f"{command.cwd}, in batches of up to {batch_size} (run_test.py's own pool and serial list apply; "
+             f"{parallel} batch(es) at a time; outputs in {output_dir}; results kept in {store.path})")
     timeout_of = lambda suite: timeouts.get(suite, timeouts[''])  # noqa: E731 - a one-line lookup
-    result, _ran = suiterun.run_all(command, suites, store, output_dir, env, timeout_of, parallel, progress)
+    result, _ran = suiterun.run_all(command, suites, store, output_dir, env, timeout_of, parallel, progress,
+                                    harness, batch_size)
+    rerun_env = batchrun.batch_env(env)
     for suite, test, outcome in runner.apply_reruns(
-            result, reruns, lambda suite, test: runner.rerun_isolated(command.cwd, python, suite, test, env,
-                                                                      timeout=timeout_of(suite))):
+            result, reruns, lambda suite, test: runner.rerun_isolated(command, python, suite, test, harness,
+                                                                      rerun_env, timeout=timeout_of(suite))):
         progress(f"rerun of {suite}{'::' + test if test else ''}: {outcome}")
     return result
 
