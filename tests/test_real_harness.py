@@ -22,7 +22,7 @@ from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite import discovery, runner, suiterun
 from eb_pytorch_cuda.testsuite.command import TestCommand as Command  # not a pytest test class
 from eb_pytorch_cuda.testsuite.harness import read_harness
-from eb_pytorch_cuda.testsuite.outcome import build_outcome
+from eb_pytorch_cuda.testsuite.outcome import build_outcome, remove_reports
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TREE = os.path.join(REPO, '.venvs', 'pytorch-src', 'pytorch-v2.6.0')
@@ -181,6 +181,7 @@ def test_a_rerun_runs_exactly_the_one_failed_test(tree):
 def test_a_failure_only_the_xml_shows_counts_and_is_noted(tree):
     # a real failure: test_ci_sanity_check_fail's test fails when CI is set (run directly, not via run_test.py)
     test_dir = tree / 'test'
+    remove_reports(str(test_dir), 'test_ci_sanity_check_fail')  # as before each run: only this run's reports
     done = subprocess.run([PYTHON, 'test_ci_sanity_check_fail.py', '--save-xml'], cwd=test_dir,
                           env=dict(os.environ, CI='1'), capture_output=True, text=True, timeout=600)
     assert done.returncode != 0

@@ -81,3 +81,21 @@ def test_timeouts_come_from_the_previous_results_or_a_default(tmp_path):
     assert suite_timeouts(None, previous) == {'': suiterun.DEFAULT_TIMEOUT, 'test_nn': 4000, 'test_fast': 600}
     assert suite_timeouts(120, previous) == {'': 120}
     assert suite_timeouts(None, tmp_path / 'missing.json') == {'': suiterun.DEFAULT_TIMEOUT}
+
+
+def test_one_list_of_parameters_feeds_the_reader_the_fingerprint_and_the_settings(tmp_path):
+    from eb_pytorch_cuda.eb import ecpolicy
+    from eb_pytorch_cuda.testsuite import settings, step
+    assert step.POLICY_PARAMETERS == settings.JUDGING and ecpolicy.POLICY_PARAMETERS == settings.NAMES
+    easyconfig = tmp_path / 'PyTorch-2.1.2.eb'
+    easyconfig.write_text("easyblock = 'PyTorch'\nname = 'PyTorch'\nversion = '2.1.2'\nhomepage = 'x'\n"
+                          "description = 'x'\ntoolchain = SYSTEM\nmax_failed_tests = 3\nrerun_failed_tests = 2\n"
+                          "parallel_test_suites = 2\ntest_suite_timeout = 900\nexcluded_tests = {'': ['test_x']}\n"
+                          "known_test_failures = {'': [('test_y', 'why')]}\n")
+    read = ecpolicy.read_settings(str(easyconfig))
+    assert (read.max_failed_tests, read.rerun_failed_tests, read.parallel_test_suites, read.test_suite_timeout) == \
+        (3, 2, 2, 900)
+    from eb_pytorch_cuda.testsuite.policy import detect_context
+    context = detect_context((), cpu_family='x86_64', target='x86_64/generic')
+    assert read.excluded(context) == ['test_x'] and read.policy(context).max_failed_tests == 3
+    assert settings.TestSettings.from_values({}).policy(context, default_budget=10).max_failed_tests == 10

@@ -81,19 +81,20 @@ def cmd_test_suite(args):
     """Run a PyTorch source tree's test suites against an installed torch, judge and report them."""
     import json
     from eb_pytorch_cuda.eb import ecpolicy
-    from eb_pytorch_cuda.testsuite.policy import detect_context, excluded_tests, judge
+    from eb_pytorch_cuda.testsuite.policy import detect_context, judge
     from eb_pytorch_cuda.testsuite.report import to_json, to_markdown, to_text
+    from eb_pytorch_cuda.testsuite.settings import TestSettings
     from eb_pytorch_cuda.testsuite.standalone import check_inputs, notes_of, run_test_suite
     check_inputs(args.source, args.python)
-    values = ecpolicy.read_easyconfig(args.easyconfig) if args.easyconfig else {}
-    context = detect_context(values.get('cuda_compute_capabilities') or (), target=args.target)
-    policy = ecpolicy.policy_from_values(values, context, args.easyconfig or 'policy')
-    excluded = excluded_tests(values.get('excluded_tests') or {}, context)
+    settings = ecpolicy.read_settings(args.easyconfig) if args.easyconfig else TestSettings()
+    context = detect_context(settings.cuda_compute_capabilities, target=args.target)
+    policy = settings.policy(context, ecpolicy.upstream_default_max_failed_tests(), args.easyconfig or 'policy')
+    excluded = settings.excluded(context)
     results = args.results or os.path.join(os.getcwd(), 'pytorch-test-suite')
     progress = (lambda message: print(f'== {message}', file=sys.stderr, flush=True))
-    result = run_test_suite(args.source, args.python, results, args.runtest, excluded, args.parallel, args.timeout,
-                            args.rerun if args.rerun is not None else int(values.get('rerun_failed_tests') or 0),
-                            progress)
+    result = run_test_suite(args.source, args.python, results, args.runtest, excluded,
+                            args.parallel or settings.parallel_test_suites, args.timeout or settings.test_suite_timeout,
+                            settings.rerun_failed_tests if args.rerun is None else args.rerun, progress)
     verdict = judge(result, policy)
     report = to_json(result, verdict, context)
     report['notes'] = notes_of(results, args.source, args.python, args.runtest, excluded)
@@ -173,9 +174,13 @@ def build_parser():
                                                           'reruns) from EC')
     suite.add_argument('--target', metavar='TARGET',
                        help='CPU target for scoped entries (default: $EESSI_SOFTWARE_SUBDIR or detected)')
-    suite.add_argument('--parallel', type=int, default=1, metavar='N', help='run N batches of suites at a time')
-    suite.add_argument('--timeout', type=int, metavar='S', help='seconds a suite may run')
-    suite.add_argument('--rerun', type=int, metavar='N', help='rerun each failed test up to N times in isolation')
+    suite.add_argument('--parallel', type=int, metavar='N', help='run N batches of suites at a time (default: '
+                                                                 'parallel_test_suites of EC, else 1)')
+    suite.add_argument('--timeout', type=int, metavar='S',
+                       help="seconds a suite may run (default: test_suite_timeout of EC, else 4x its time in DIR's "
+                            "last results, else 3 h)")
+    suite.add_argument('--rerun', type=int, metavar='N', help='rerun each failed test up to N times in isolation '
+                                                              '(default: rerun_failed_tests of EC, else 0)')
     suite.add_argument('--results', metavar='DIR', help='where results and reports go (default: ./pytorch-test-'
                                                         'suite); the same command again runs only what is missing')
     suite.add_argument('--format', choices=('text', 'json', 'markdown'), default='text')

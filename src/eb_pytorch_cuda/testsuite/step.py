@@ -10,14 +10,13 @@ import json
 import os
 import shutil
 
-from eb_pytorch_cuda.testsuite import batchrun, discovery, runner
+from eb_pytorch_cuda.testsuite import batchrun, discovery, runner, settings
 from eb_pytorch_cuda.testsuite import suiterun
 from eb_pytorch_cuda.testsuite.harness import harness_of
 from eb_pytorch_cuda.testsuite.policy import judge
 
-# parameters that decide how a run is judged, not what is built and tested: left out of the fingerprint
-POLICY_PARAMETERS = ('max_failed_tests', 'known_test_failures', 'rerun_failed_tests', 'flaky_failures_consume_budget',
-                     'test_suite_timeout', 'parallel_test_suites', 'excluded_tests')
+# parameters that decide how a run is judged or scheduled, not what is built and tested: left out of the fingerprint
+POLICY_PARAMETERS = settings.JUDGING
 FLAG_VARIABLES = ('CFLAGS', 'CXXFLAGS', 'LDFLAGS', 'TORCH_CUDA_ARCH_LIST')
 
 
@@ -68,13 +67,18 @@ def run_suites(command, env, store, output_dir, python, timeouts, parallel=1, re
     return result
 
 
-def keep_if_only_the_verdict_failed(store, result, policy, tested_installation):
-    """When the policy fails the run, keep its result and tested installation for a re-judging that
-    neither runs a suite nor rebuilds.  Returns True when something was kept."""
-    if judge(result, policy).passed:
-        return False
+def judge_and_keep(store, result, policy, tested_installation):
+    """The verdict of result; when the policy fails the run, its result and tested installation are kept
+    for a re-judging that neither runs a suite nor rebuilds."""
+    verdict = judge(result, policy)
+    if not verdict.passed:
+        keep(store, result, tested_installation)
+    return verdict
+
+
+def keep(store, result, tested_installation):
+    """Keep result and the tested installation (for a run that failed on its verdict only)."""
     store.save_final(result)
     if os.path.isdir(store.cache_dir):
         shutil.rmtree(store.cache_dir)
     shutil.copytree(tested_installation, store.cache_dir, symlinks=True)
-    return True
