@@ -2,8 +2,11 @@
 
 The harness's pool runs two or three suites at a time, so lines of different suites interleave;
 what belongs to one suite is only what the harness itself marks as such:
-- the replayed log file: `[##[group]]PRINTING LOG FILE of X[ i/n] (path)` ... `FINISHED PRINTING LOG
-  FILE of X` (2.1 for every suite; 2.6 with --pipe-logs for failed or rerun suites);
+- the replayed log file, ending with `FINISHED PRINTING LOG FILE of X[ i/n] (path)`: 2.1 replays every
+  suite's log, a passed one whole after `##[group]PRINTING LOG FILE of X (path)`, a failed one as its
+  last 100 lines (after `##[group]PRINTING BEGINNING OF LOG FILE of X (path)`, the first lines and
+  `##[endgroup]` when longer, with no start marker at all when shorter); 2.6 with --pipe-logs replays
+  failed or rerun suites;
 - `X i/n was successful, full logs can be found in artifacts with path test/test-reports/...log`
   (2.6 with --pipe-logs): the log file named there is read;
 - `X[ i/n] failed![ Received signal: SIGx]`: the suite's outcome;
@@ -17,8 +20,13 @@ import re
 from dataclasses import dataclass, field
 
 _NAME = r'(?P<name>[\w./-]+)(?: \d+/\d+)?'
-_LOG_SECTION = re.compile(r'^(?:##\[group\])?PRINTING LOG FILE of ' + _NAME + r' \((?P<path>[^)\n]*)\)[ \t]*\n'
-                          r'(?P<body>.*?)^FINISHED PRINTING LOG FILE of (?P=name)\b', re.M | re.S)
+_LOG_START = re.compile(r'^(?:##\[group\])?PRINTING (?P<beginning>BEGINNING OF )?LOG FILE of ' + _NAME +
+                        r' \([^)\n]*\)[ \t]*$', re.M)
+_LOG_END = re.compile(r'^FINISHED PRINTING LOG FILE of ' + _NAME + r'(?: \([^)\n]*\))?[ \t]*$', re.M)
+# lines only the harness prints (2.1 replays a failed suite's short log with no start marker: its log
+# then begins after the last of these)
+_HARNESS_LINE = re.compile(r'^(?:Running \S+|Executing |FINISHED PRINTING LOG FILE of |Expand the folded group|'
+                           r'[\w./-]+(?: \d+/\d+)? failed!|[\w./-]+(?: \d+/\d+)? was successful).*$', re.M)
 _SUCCESS = re.compile(r'^' + _NAME + r' was successful, full logs can be found in artifacts with path (?P<path>\S+)',
                       re.M)
 _FAILED = re.compile(r'^' + _NAME + r' failed!(?: Received signal: (?P<signal>\w+))?', re.M)
@@ -47,20 +55,35 @@ def _read(path):
         return ''
 
 
-def split_batch_output(text: str, suites, test_dir: str, inline_is_serial: bool = False, runs_of=None) -> dict:
+def split_batch_output(text: str, suites, test_dir: str, inline_is_serial: bool = False, runs_of=None,
+                       full_log_means_passed: bool = False) -> dict:
     """{suite: SuiteOutput} for each of suites, from one run_test.py output (text) run in test_dir.
 
     inline_is_serial: the harness prints suites inline one after another (no pool, no replayed logs), so
     a suite followed by another's `Running` line is over; runs_of(suite): how many times the harness runs it
-    (2.6 runs a parallel suite twice), so how many end lines settle it."""
+    (2.6 runs a parallel suite twice), so how many end lines settle it; full_log_means_passed: the harness
+    (2.1) replays a log whole (`PRINTING LOG FILE of`, not `PRINTING BEGINNING OF`) only when the suite passed,
+    so that replay settles it."""
     outputs = {suite: SuiteOutput(suite) for suite in suites}
     repo_root = os.path.dirname(os.path.abspath(test_dir))
-    for match in _LOG_SECTION.finditer(text):
-        output = outputs.get(match.group('name'))
-        if output:
-            output.text += match.group('body')
-            output.finished = True
-            output.sources.append('log section')
+    starts = list(_LOG_START.finditer(text))
+    harness_lines = list(_HARNESS_LINE.finditer(text))
+    for end in _LOG_END.finditer(text):
+        output = outputs.get(end.group('name'))
+        if output is None:
+            continue
+        start = next((m for m in reversed(starts) if m.group('name') == output.name and m.end() <= end.start()), None)
+        previous_end = max((m.end() for m in harness_lines if m.end() <= end.start()
+                            and m.group(0).startswith('FINISHED PRINTING')), default=0)
+        if start is not None and start.start() >= previous_end:
+            body_start = start.end()
+            if full_log_means_passed and not start.group('beginning'):
+                output.ends += 1  # this harness replays a log whole only for a suite that passed
+        else:  # a failed suite's short log, replayed without a start marker
+            body_start = max((m.end() for m in harness_lines if m.end() <= end.start()), default=0)
+        output.text += text[body_start:end.start()]
+        output.finished = True
+        output.sources.append('log section')
     for match in _SUCCESS.finditer(text):
         output = outputs.get(match.group('name'))
         if output:

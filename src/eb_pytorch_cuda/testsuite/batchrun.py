@@ -34,6 +34,8 @@ def batch_options(harness, save_xml=True):
         options.append('--pipe-logs')
     if save_xml and harness.forwards_unknown_args:
         options.append('--save-xml')  # passed on to every test file (common_utils), as in CI mode
+    elif save_xml and harness.positional_unittest_args:
+        options += ['--', '--save-xml']  # 2.1: after `--`, for every test file (discovery.run_argv keeps it last)
     return options
 
 
@@ -84,7 +86,8 @@ def run_batch(command, suites, timeout, output_path, env, options, gpu=None, har
 
     def settle(text, code=None):
         outputs = split_batch_output(text, suites, command.cwd, inline_is_serial,
-                                     harness.runs_of if harness is not None else None)
+                                     harness.runs_of if harness is not None else None,
+                                     harness is not None and harness.full_log_means_passed)
         for suite in suites:
             if suite not in settled and outputs[suite].settled:
                 settled[suite] = _record(suite, outputs[suite], round(time.time() - start, 1), code, gpu,
@@ -116,7 +119,11 @@ def run_batch(command, suites, timeout, output_path, env, options, gpu=None, har
     for suite in suites:
         out = outputs[suite]
         if suite in settled:
-            records[suite] = settled[suite]
+            final = _record(suite, out, seconds, code, gpu, output_path, command.cwd)
+            early = settled[suite]
+            same = (final['exit_code'], final['suite']['status'], final['suite']['counts']) == \
+                (early['exit_code'], early['suite']['status'], early['suite']['counts'])
+            records[suite] = early if same else dict(final, corrected=True)  # stored again: the last one counts
             continue
         # a batch that ended by itself finished every suite; a killed one only those it reported as ended
         if killed and not (out.settled or ('inline' in out.sources and started[-1] != suite)):
@@ -188,6 +195,8 @@ def run_batches(command, suites, store, output_dir, env, timeout_for, harness, p
                                     harness, settled)
         for suite in batch:
             if suite in stored:
+                if records[suite].get('corrected'):
+                    store.append(records[suite])
                 continue
             if records[suite] is None and solo is not None:
                 if progress:

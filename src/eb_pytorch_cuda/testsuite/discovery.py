@@ -77,4 +77,9 @@ def run_argv(argv, suites, extra=()):
             continue
         skipping = False
         kept.append(word)
-    return kept + [option for option in extra if option not in kept] + ['-i', *suites]
+    extra = list(extra)
+    trailing = extra[extra.index('--'):] if '--' in extra else []  # arguments for the test files: last
+    extra = extra[:len(extra) - len(trailing)]
+    if '--' in kept:
+        trailing, kept = kept[kept.index('--'):] + trailing[1:], kept[:kept.index('--')]
+    return kept + [option for option in extra if option not in kept] + ['-i', *suites] + trailing

@@ -26,9 +26,11 @@ class Harness:
     handlers: set = field(default_factory=set)
     pipe_logs: bool = False  # accepts --pipe-logs
     forwards_unknown_args: bool = False  # parse_known_args: unknown options reach every test file
+    positional_unittest_args: bool = False  # 2.1: `-- <args>` reach every test file (parse_args, no unknowns)
     has_distributed_prefix_rule: bool = False
     replays_logs: bool = False  # prints each suite's log between PRINTING LOG FILE markers after it ends
     serial_marked_pass: bool = False  # 2.3+: runs each parallel suite twice, `-m serial` alone, then the rest
+    full_log_means_passed: bool = False  # 2.1: a log replayed whole (not its BEGINNING) is a passed suite's
 
     def runs_of(self, suite: str) -> int:
         """How many times the harness runs (and reports the end of) suite in one call."""
@@ -66,7 +68,9 @@ def read_harness(run_test_py: str) -> Harness:
                       forwards_unknown_args='parse_known_args' in source,
                       has_distributed_prefix_rule='DISTRIBUTED_TEST_PREFIX in file' in source,
                       replays_logs='PRINTING LOG FILE' in source,
-                      serial_marked_pass='["-m", "serial"]' in source)
+                      serial_marked_pass='["-m", "serial"]' in source,
+                      full_log_means_passed='PRINTING BEGINNING OF LOG FILE' in source,
+                      positional_unittest_args='"additional_unittest_args"' in source)
     for node in tree.body:
         if not isinstance(node, ast.Assign) or len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
             continue
