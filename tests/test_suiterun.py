@@ -27,8 +27,7 @@ def tree(tmp_path):
 
 
 def _command(test_dir):
-    return Command(str(test_dir), {}, [sys.executable, 'run_test.py', '-x', 'test_crash', 'test_hang',
-                                           'test_cudnn'])
+    return Command(str(test_dir), {}, [sys.executable, 'run_test.py', '-x', 'test_crash', 'test_hang', 'test_cudnn'])
 
 
 def test_discovery_lists_the_selected_suites(tree):
