@@ -185,6 +185,8 @@ class EB_PyTorch(UpstreamPyTorch):
                                          progress=lambda message: print_msg(message, log=self.log))
             except PluginError as err:
                 raise EasyBuildError(str(err)) from None
+            for suite, notes in step.notes(store).items():  # exit 0 without a summary, log/XML differences
+                print_msg(f"note: {suite}: {'; '.join(notes)}", log=self.log)
             verdict = step.judge_and_keep(store, result, policy, prefix)
         finally:
             remove_dir(prefix)

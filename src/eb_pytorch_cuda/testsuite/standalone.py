@@ -54,5 +54,4 @@ def notes_of(results_dir, source, python, runtest=None, excluded=()):
     """{suite: [notes]} stored for this run (exit 0 without a summary, log/XML differences)."""
     python = os.path.abspath(python)
     command = parse_runtest(runtest or DEFAULT_RUNTEST, os.path.abspath(source), python, list(excluded))
-    records = store_for(results_dir, source, python, command.argv).load()
-    return {suite: record.get('notes') for suite, record in sorted(records.items()) if record.get('notes')}
+    return step.notes(store_for(results_dir, source, python, command.argv))

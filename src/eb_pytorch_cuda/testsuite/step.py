@@ -67,6 +67,11 @@ def run_suites(command, env, store, output_dir, python, timeouts, parallel=1, re
     return result
 
 
+def notes(store) -> dict:
+    """{suite: [notes]} of the suites stored for this build: a pass with 0 tests, log and XML disagreeing."""
+    return {suite: record['notes'] for suite, record in sorted(store.load().items()) if record.get('notes')}
+
+
 def judge_and_keep(store, result, policy, tested_installation):
     """The verdict of result; when the policy fails the run, its result and tested installation are kept
     for a re-judging that neither runs a suite nor rebuilds."""
