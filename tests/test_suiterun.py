@@ -80,3 +80,91 @@ def test_timeouts_come_from_the_previous_results_or_a_default(tmp_path):
     assert suite_timeouts(None, previous) == {'': suiterun.DEFAULT_TIMEOUT, 'test_nn': 4000, 'test_fast': 600}
     assert suite_timeouts(120, previous) == {'': 120}
     assert suite_timeouts(None, tmp_path / 'missing.json') == {'': suiterun.DEFAULT_TIMEOUT}
+
+
+def test_one_list_of_parameters_feeds_the_reader_the_fingerprint_and_the_settings(tmp_path):
+    from eb_pytorch_cuda.eb import ecpolicy
+    from eb_pytorch_cuda.testsuite import settings, step
+    assert step.POLICY_PARAMETERS == settings.JUDGING and ecpolicy.POLICY_PARAMETERS == settings.NAMES
+    easyconfig = tmp_path / 'PyTorch-2.1.2.eb'
+    easyconfig.write_text("easyblock = 'PyTorch'\nname = 'PyTorch'\nversion = '2.1.2'\nhomepage = 'x'\n"
+                          "description = 'x'\ntoolchain = SYSTEM\nmax_failed_tests = 3\nrerun_failed_tests = 2\n"
+                          "parallel_test_suites = 2\ntest_suite_timeout = 900\nexcluded_tests = {'': ['test_x']}\n"
+                          "known_test_failures = {'': [('test_y', 'why')]}\n")
+    read = ecpolicy.read_settings(str(easyconfig))
+    assert (read.max_failed_tests, read.rerun_failed_tests, read.parallel_test_suites, read.test_suite_timeout) == \
+        (3, 2, 2, 900)
+    from eb_pytorch_cuda.testsuite.policy import detect_context
+    context = detect_context((), cpu_family='x86_64', target='x86_64/generic')
+    assert read.excluded(context) == ['test_x'] and read.policy(context).max_failed_tests == 3
+    assert settings.TestSettings.from_values({}).policy(context, default_budget=10).max_failed_tests == 10
+
+
+# The 2.1 forms below are written from run_test.py 2.1's print_log_file and run_test_module (read from its
+# source; no 2.1 tree is installed here): a passed suite's log replayed whole after `##[group]PRINTING LOG
+# FILE of X (path)`, a failed suite's short log with no start marker, a long one after `PRINTING BEGINNING
+# OF`, each ending with `FINISHED PRINTING LOG FILE of X (path)`, and `X failed!` from the main process.
+LOG_21 = '''Running test_a ... [2024-01-01 00:00:00]
+Running test_b ... [2024-01-01 00:00:00]
+Executing ['python', '-bb', 'test_a.py'] ... [2024-01-01 00:00:00]
+Executing ['python', '-bb', 'test_b.py'] ... [2024-01-01 00:00:00]
+
+Expand the folded group to see the log file of test_a
+##[group]PRINTING LOG FILE of test_a (/t/test-reports/test_a_x.log)
+Ran 4 tests in 0.1s
+
+OK
+##[endgroup]
+FINISHED PRINTING LOG FILE of test_a (/t/test-reports/test_a_x.log)
+
+Running test_c ... [2024-01-01 00:00:01]
+Executing ['python', '-bb', 'test_c.py'] ... [2024-01-01 00:00:01]
+
+======================================================================
+FAIL: test_one (__main__.TestB.test_one)
+----------------------------------------------------------------------
+Ran 2 tests in 0.1s
+
+FAILED (failures=1)
+FINISHED PRINTING LOG FILE of test_b (/t/test-reports/test_b_y.log)
+
+test_b failed!
+Expand the folded group to see the beginning of the log file of test_c
+##[group]PRINTING BEGINNING OF LOG FILE of test_c (/t/test-reports/test_c_z.log)
+first lines
+##[endgroup]
+ERROR: test_two (__main__.TestC)
+Ran 3 tests in 0.1s
+
+FAILED (errors=1)
+FINISHED PRINTING LOG FILE of test_c (/t/test-reports/test_c_z.log)
+
+test_c failed!
+'''
+
+
+def test_the_21_replayed_logs_are_attributed_to_their_own_suites(tmp_path):
+    from eb_pytorch_cuda.testsuite.batchlog import split_batch_output
+    from eb_pytorch_cuda.testsuite.outcome import build_outcome
+    outputs = split_batch_output(LOG_21, ['test_a', 'test_b', 'test_c'], str(tmp_path), full_log_means_passed=True)
+    a, b, c = (outputs[name] for name in ('test_a', 'test_b', 'test_c'))
+    assert a.settled and not a.failed and 'Ran 4 tests' in a.text and 'test_one' not in a.text
+    assert b.settled and b.failed and 'FAIL: test_one' in b.text and 'Ran 4' not in b.text and 'Executing' not in b.text
+    assert c.settled and c.failed and 'ERROR: test_two' in c.text and 'Ran 2 tests' not in c.text
+    suite, code, _notes = build_outcome('test_b', b.text, True, b.failed)
+    assert (suite.status, suite.counts['failed'], suite.counts['passed'], code) == ('failed', 1, 1, 1)
+    assert [t.test_id for t in suite.failed_tests] == ['TestB.test_one']
+
+
+def test_21_gets_xml_switched_on_through_its_positional_unittest_args(tmp_path):
+    from eb_pytorch_cuda.testsuite import batchrun, discovery
+    from eb_pytorch_cuda.testsuite.harness import read_harness
+    run_test = tmp_path / 'run_test.py'  # the 2.1 argument parser's shape: no parse_known_args
+    run_test.write_text('parser.add_argument(\n    "additional_unittest_args",\n    nargs="*",\n)\n'
+                        'print_to_stderr(f"##[group]PRINTING BEGINNING OF LOG FILE of {test} ({file_path})")\n')
+    harness = read_harness(str(run_test))
+    assert harness.positional_unittest_args and not harness.forwards_unknown_args and harness.full_log_means_passed
+    argv = discovery.run_argv(['python', 'run_test.py', '--shard', '1', '2', '-x', 'test_z'], ['test_a', 'test_b'],
+                              batchrun.batch_options(harness))
+    assert argv == ['python', 'run_test.py', '-x', 'test_z', '--continue-through-error', '-i', 'test_a', 'test_b',
+                    '--', '--save-xml']

@@ -109,6 +109,42 @@ def _suggest_policy(args, values, capabilities):
     return suggest.render(runs, merged, outcome), suggest.to_data(runs, merged, outcome), runs
 
 
+def cmd_test_suite(args):
+    """Run a PyTorch source tree's test suites against an installed torch, judge and report them."""
+    import json
+    from eb_pytorch_cuda.eb import ecpolicy
+    from eb_pytorch_cuda.testsuite.policy import detect_context, judge
+    from eb_pytorch_cuda.testsuite.report import to_json, to_markdown, to_text
+    from eb_pytorch_cuda.testsuite.settings import TestSettings
+    from eb_pytorch_cuda.testsuite.standalone import check_inputs, notes_of, run_test_suite
+    check_inputs(args.source, args.python)
+    settings = ecpolicy.read_settings(args.easyconfig) if args.easyconfig else TestSettings()
+    context = detect_context(settings.cuda_compute_capabilities, target=args.target)
+    policy = settings.policy(context, ecpolicy.upstream_default_max_failed_tests(), args.easyconfig or 'policy')
+    excluded = settings.excluded(context)
+    results = args.results or os.path.join(os.getcwd(), 'pytorch-test-suite')
+    progress = (lambda message: print(f'== {message}', file=sys.stderr, flush=True))
+    result = run_test_suite(args.source, args.python, results, args.runtest, excluded,
+                            args.parallel or settings.parallel_test_suites, args.timeout or settings.test_suite_timeout,
+                            settings.rerun_failed_tests if args.rerun is None else args.rerun, progress)
+    verdict = judge(result, policy)
+    report = to_json(result, verdict, context)
+    report['notes'] = notes_of(results, args.source, args.python, args.runtest, excluded)
+    with open(os.path.join(results, 'pytorch-test-results.json'), 'w') as handle:
+        json.dump(report, handle, indent=1)
+    with open(os.path.join(results, 'pytorch-test-summary.md'), 'w') as handle:
+        handle.write(to_markdown(result, verdict))
+    if args.format == 'json':
+        print(json.dumps(report, indent=1))
+    elif args.format == 'markdown':
+        print(to_markdown(result, verdict))
+    else:
+        print(to_text(result, verdict))
+        for suite, notes in report['notes'].items():
+            print(f"note: {suite}: {'; '.join(notes)}")
+    return 0 if verdict.passed else 1
+
+
 def cmd_config(args):
     from eb_pytorch_cuda.eb.config import config_file_text, environment_text
     sys.stdout.write(environment_text() if args.env else config_file_text())
@@ -169,6 +205,29 @@ def build_parser():
                         help='suites that must have an outcome, one a line (e.g. run_test.py --dry-run --verbose '
                              'output); any without one is "missing" and fails the verdict unless known')
     report.set_defaults(func=cmd_report)
+
+    suite = sub.add_parser('test-suite', help="run a PyTorch source tree's test suites against an installed torch, "
+                                              'judge and report them as the easyblock does')
+    suite.add_argument('source', metavar='SRC', help='PyTorch source tree (its test/run_test.py is run)')
+    suite.add_argument('--python', required=True, metavar='PY', help='a Python that imports the torch to test')
+    suite.add_argument('--runtest', metavar='CMD', help='test command as in an easyconfig (default: '
+                                                        '"cd test && %%(python)s run_test.py --continue-through-error '
+                                                        '%%(excluded_tests)s")')
+    suite.add_argument('--easyconfig', metavar='EC', help='take the policy (budget, known failures, excluded tests, '
+                                                          'reruns) from EC')
+    suite.add_argument('--target', metavar='TARGET',
+                       help='CPU target for scoped entries (default: $EESSI_SOFTWARE_SUBDIR or detected)')
+    suite.add_argument('--parallel', type=int, metavar='N', help='run N batches of suites at a time (default: '
+                                                                 'parallel_test_suites of EC, else 1)')
+    suite.add_argument('--timeout', type=int, metavar='S',
+                       help="seconds a suite may run (default: test_suite_timeout of EC, else 4x its time in DIR's "
+                            "last results, else 3 h)")
+    suite.add_argument('--rerun', type=int, metavar='N', help='rerun each failed test up to N times in isolation '
+                                                              '(default: rerun_failed_tests of EC, else 0)')
+    suite.add_argument('--results', metavar='DIR', help='where results and reports go (default: ./pytorch-test-'
+                                                        'suite); the same command again runs only what is missing')
+    suite.add_argument('--format', choices=('text', 'json', 'markdown'), default='text')
+    suite.set_defaults(func=cmd_test_suite)
 
     doctor = sub.add_parser('doctor', help='predict "cannot open shared object" and "undefined symbol" failures; '
                                            'exit 1 when a load fails or loads the wrong copy')

@@ -45,10 +45,11 @@ from easybuild.tools.systemtools import get_cpu_architecture
 from eb_pytorch_cuda.eb import hooks as easybuild_hooks
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.eb import ecpolicy, testinstall
-from eb_pytorch_cuda.testsuite import step
+from eb_pytorch_cuda.testsuite import batchrun, step
 from eb_pytorch_cuda.testsuite.command import parse_runtest
-from eb_pytorch_cuda.testsuite.policy import detect_context, excluded_tests, judge
+from eb_pytorch_cuda.testsuite.policy import detect_context, judge
 from eb_pytorch_cuda.testsuite.report import to_json, to_markdown, to_text
+from eb_pytorch_cuda.testsuite.settings import NAMES as SETTINGS_NAMES, TestSettings
 from eb_pytorch_cuda.testsuite.suiterun import ResultStore
 
 RESULTS_JSON = 'pytorch-test-results.json'
@@ -188,7 +189,8 @@ class EB_PyTorch(UpstreamPyTorch):
         return prefix, testinstall.import_paths(prefix, pylibdirs), os.path.join(actual, 'bin')
 
     def _set_test_environment(self):
-        """What upstream's test step sets: cache dirs, FB-CI mode, no bottleneck test, MAX_JOBS, OMP threads."""
+        """What upstream's test step sets: cache dirs, FB-CI mode, no bottleneck test, MAX_JOBS, OMP threads.
+        (Its EASYBUILD_WRITE_PYTORCH_TEST_REPORTS is set for each batch of suites, with --save-xml: batchrun.)"""
         for name in ('_set_cache_dirs', '_set_cache_dir'):
             if hasattr(self, name):
                 getattr(self, name)()
@@ -199,15 +201,17 @@ class EB_PyTorch(UpstreamPyTorch):
         os.environ.setdefault('OMP_NUM_THREADS', str(max(4, int(parallel) // 4)))
 
     def test_step(self):
-        """Run run_test.py against a patched temporary install, judge the results by the policy, report."""
+        """Run run_test.py (batches of suites, testsuite.step) against a patched temporary install, judge once
+        by the policy, report."""
+        settings = TestSettings.from_values({name: self.cfg[name] for name in SETTINGS_NAMES})
         context = self._scope_context()
-        excluded = excluded_tests(self.cfg['excluded_tests'], context)
+        excluded = settings.excluded(context)
         policy = self._policy(context)
         if self.dry_run:
             self._dry_run_test_plan(context, excluded, policy)
             return
         if self._reusable_build():
-            self._judge(self._reuse, policy, context)
+            self._judge(self._reuse, judge(self._reuse, policy), context)
             return
         runtest = self._raw_runtest()
         if not runtest or runtest is True:
@@ -218,29 +222,26 @@ class EB_PyTorch(UpstreamPyTorch):
             easybuild_hooks.patch_libraries(self, [prefix], 'test installation')
             try:
                 command = parse_runtest(runtest, self.start_dir, self.python_cmd, excluded)
-            except PluginError as err:
-                raise EasyBuildError(str(err)) from None
-            env = dict(os.environ, **command.env)
-            env.update({'PYTHONPATH': os.pathsep.join(pylibdirs + [os.environ.get('PYTHONPATH', '')]),
-                        'PATH': os.pathsep.join([bindir, os.environ.get('PATH', '')])})
-            store = self._results_store()
-            try:
+                env = dict(os.environ, **command.env)
+                env.update({'PYTHONPATH': os.pathsep.join(pylibdirs + [os.environ.get('PYTHONPATH', '')]),
+                            'PATH': os.pathsep.join([bindir, os.environ.get('PATH', '')])})
+                store = self._results_store()
                 result = step.run_suites(command, env, store, os.path.join(self.builddir, 'pytorch-test-output'),
-                                         self.python_cmd, self._suite_timeouts(),
-                                         int(self.cfg['parallel_test_suites'] or 1),
-                                         int(self.cfg['rerun_failed_tests'] or 0),
+                                         self.python_cmd, self._suite_timeouts(), settings.parallel_test_suites,
+                                         settings.rerun_failed_tests,
                                          progress=lambda message: print_msg(message, log=self.log))
             except PluginError as err:
                 raise EasyBuildError(str(err)) from None
-            step.keep_if_only_the_verdict_failed(store, result, policy, prefix)
+            for suite, notes in step.notes(store).items():  # exit 0 without a summary, log/XML differences
+                print_msg(f"note: {suite}: {'; '.join(notes)}", log=self.log)
+            verdict = step.judge_and_keep(store, result, policy, prefix)
         finally:
             remove_dir(prefix)
-        self._judge(result, policy, context)
+        self._judge(result, verdict, context)
         store.remove()
 
-    def _judge(self, result, policy, context):
+    def _judge(self, result, verdict, context):
         """Print and write the verdict; raise when the policy says the run failed."""
-        verdict = judge(result, policy)
         self.pytorch_test_report = (result, verdict, context)
         for line in to_text(result, verdict).splitlines():
             print_msg(line, log=self.log)
@@ -420,6 +421,10 @@ class EB_PyTorch(UpstreamPyTorch):
             command = parse_runtest(self._raw_runtest() or '', self.start_dir or '.', self.python_cmd or 'python',
                                     excluded)
             self.dry_run_msg(f"  command (no shell): {' '.join(command.argv)}  [in {command.cwd}]")
+            self.dry_run_msg(f"  suites: as its --dry-run selects them, run {batchrun.DEFAULT_BATCH_SIZE} at most per "
+                             f"run_test.py call (its own pool and serial list apply), "
+                             f"{self.cfg['parallel_test_suites'] or 1} call(s) at a time; XML reports on "
+                             f"({batchrun.XML_VARIABLE}=1, --save-xml)")
         except PluginError as err:
             self.dry_run_msg(f'  command: cannot run without a shell: {err}')
         self.dry_run_msg(f'  scope: {context.cpu_family}, target {context.target}, '

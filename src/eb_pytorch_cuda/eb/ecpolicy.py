@@ -1,10 +1,9 @@
-"""Read the test policy parameters from an easyconfig file (EasyBuild's own parser, imported on use)."""
+"""Read the test step's settings from an easyconfig file (EasyBuild's own parser, imported on use)."""
 
 from eb_pytorch_cuda.errors import PluginError
-from eb_pytorch_cuda.testsuite.policy import Policy, known_failures
+from eb_pytorch_cuda.testsuite import settings
 
-POLICY_PARAMETERS = ('max_failed_tests', 'excluded_tests', 'known_test_failures', 'rerun_failed_tests',
-                     'flaky_failures_consume_budget', 'cuda_compute_capabilities')
+POLICY_PARAMETERS = settings.NAMES  # kept for callers of the old name
 
 
 def upstream_default_max_failed_tests():
@@ -17,7 +16,7 @@ def upstream_default_max_failed_tests():
 
 
 def read_easyconfig(path):
-    """{parameter: value} of the policy parameters set in the easyconfig at path."""
+    """{parameter: value} of the test step's parameters (settings.NAMES) set in the easyconfig at path."""
     try:
         from easybuild.framework.easyconfig.parser import EasyConfigParser
         values = EasyConfigParser(str(path)).get_config_dict()
@@ -25,14 +24,18 @@ def read_easyconfig(path):
         raise PluginError(path, 'reading an easyconfig needs easybuild-framework') from None
     except Exception as err:  # noqa: BLE001 - EasyBuildError and syntax errors alike
         raise PluginError(path, f'is not a readable easyconfig ({" ".join(str(err).split())})') from None
-    return {key: values[key] for key in POLICY_PARAMETERS if key in values}
+    return {key: values[key] for key in settings.NAMES if key in values}
+
+
+def read_settings(path) -> settings.TestSettings:
+    """The test step's settings of the easyconfig at path."""
+    return settings.TestSettings.from_values(read_easyconfig(path))
 
 
 def policy_from_values(values, context, source='easyconfig', max_failed_tests=None):
-    """Policy from easyconfig values (and an optional budget override)."""
-    budget = max_failed_tests if max_failed_tests is not None else values.get('max_failed_tests')
-    if budget is None:
-        budget = upstream_default_max_failed_tests()
-    return Policy(max_failed_tests=int(budget),
-                  known=known_failures(values.get('known_test_failures'), context, source),
-                  flaky_consumes_budget=bool(values.get('flaky_failures_consume_budget', False)))
+    """Policy from easyconfig values (and an optional budget override); the easyblocks' default budget when
+    neither sets one."""
+    values = dict(values)
+    if max_failed_tests is not None:
+        values['max_failed_tests'] = max_failed_tests
+    return settings.TestSettings.from_values(values).policy(context, upstream_default_max_failed_tests(), source)

@@ -5,7 +5,18 @@ import signal
 import subprocess
 import tempfile
 
+from eb_pytorch_cuda.testsuite import discovery
 from eb_pytorch_cuda.testsuite.model import UNJUDGEABLE
+
+
+def die_with_parent():
+    """preexec_fn: SIGTERM this child when the process that started it dies (a killed `eb` must not leave a
+    batch of suites running on, writing results nobody stores and reports the resumed run would read)."""
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG (Linux)
+    except (OSError, AttributeError):
+        pass
 
 
 def kill_group(process):
@@ -22,17 +33,22 @@ def kill_group(process):
             continue
 
 
-def rerun_isolated(command_cwd, python, suite, test_id, env_overrides=None, timeout=3600):
-    """Rerun one failed test (or its whole suite when test_id is None) alone, in its own process group
-    killed at the timeout; return (passed, output)."""
-    env = dict(os.environ)
-    env.update(env_overrides or {})
-    if test_id:
-        argv = [python, f'{suite}.py', '-k', test_id.rsplit('.', 1)[-1]]
-    else:
-        argv = [python, 'run_test.py', '-i', suite]
+def rerun_argv(command, python, suite, test_id, harness):
+    """The command that reruns exactly one test: `python -bb <suite>.py Class.test_method` (unittest's exact
+    id; `-k` would also run every test whose name contains it); the whole suite through run_test.py (so its
+    custom handler's environment applies) when the test is not named by class and method, or the suite has a
+    custom handler."""
+    if test_id and '.' in test_id and not harness.has_handler(suite):
+        return [python, '-bb', f'{suite}.py', test_id]
+    return discovery.run_argv(command.argv, [suite], ['--continue-through-error'])
+
+
+def rerun_isolated(command, python, suite, test_id, harness, env, timeout=3600):
+    """Rerun one failed test (or its whole suite) alone, in its own process group killed at the timeout;
+    return (passed, output)."""
+    argv = rerun_argv(command, python, suite, test_id, harness)
     with tempfile.TemporaryFile('w+') as output:
-        process = subprocess.Popen(argv, cwd=command_cwd, env=env, stdout=output, stderr=subprocess.STDOUT,
+        process = subprocess.Popen(argv, cwd=command.cwd, env=dict(env), stdout=output, stderr=subprocess.STDOUT,
                                    start_new_session=True)
         try:
             code = process.wait(timeout=timeout)

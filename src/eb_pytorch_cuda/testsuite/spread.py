@@ -28,8 +28,9 @@ import time
 from dataclasses import asdict
 from typing import Callable, Dict, List, Optional
 
-from eb_pytorch_cuda.testsuite import runner, slurmjobs, suiterun
+from eb_pytorch_cuda.testsuite import slurmjobs, step, suiterun
 from eb_pytorch_cuda.testsuite.model import SUITE_INCOMPLETE, SUITE_PASSED, RunResult, Suite
+from eb_pytorch_cuda.testsuite.results import mark_missing
 from eb_pytorch_cuda.testsuite.queue import (DEFAULT_MAX_ATTEMPTS, DEFAULT_STALE_AFTER, RecordReader, SuiteQueue,
                                              job_of, longest_first)
 
@@ -124,11 +125,9 @@ def run_spread(command, env: dict, store: suiterun.ResultStore, output_dir: str,
             pool.finish()
     records = store.load()
     result = RunResult.from_dict({'suites': [records[suite]['suite'] for suite in suites if suite in records]})
-    timeout_of = lambda suite: timeouts.get(suite, timeouts[''])  # noqa: E731 - a one-line lookup
-    for suite, test, outcome in runner.apply_reruns(
-            result, reruns, lambda suite, test: runner.rerun_isolated(command.cwd, python, suite, test, env,
-                                                                      timeout=timeout_of(suite))):
-        progress(f"rerun of {suite}{'::' + test if test else ''}: {outcome}")
+    mark_missing(result, suites)  # as suiterun.run_all: a suite without an outcome never passes
+    step.rerun_failures(result, command, python, env, reruns,
+                        lambda suite: timeouts.get(suite, timeouts['']), progress)
     return result
 
 

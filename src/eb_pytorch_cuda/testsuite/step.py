@@ -10,13 +10,13 @@ import json
 import os
 import shutil
 
-from eb_pytorch_cuda.testsuite import runner
+from eb_pytorch_cuda.testsuite import batchrun, discovery, runner, settings
 from eb_pytorch_cuda.testsuite import suiterun
+from eb_pytorch_cuda.testsuite.harness import harness_of
 from eb_pytorch_cuda.testsuite.policy import judge
 
-# parameters that decide how a run is judged, not what is built and tested: left out of the fingerprint
-POLICY_PARAMETERS = ('max_failed_tests', 'known_test_failures', 'rerun_failed_tests', 'flaky_failures_consume_budget',
-                     'test_suite_timeout', 'parallel_test_suites', 'excluded_tests')
+# parameters that decide how a run is judged or scheduled, not what is built and tested: left out of the fingerprint
+POLICY_PARAMETERS = settings.JUDGING
 FLAG_VARIABLES = ('CFLAGS', 'CXXFLAGS', 'LDFLAGS', 'TORCH_CUDA_ARCH_LIST')
 
 
@@ -44,28 +44,53 @@ def suite_timeouts(explicit, previous_results):
     return timeouts
 
 
-def run_suites(command, env, store, output_dir, python, timeouts, parallel=1, reruns=0, progress=None):
-    """Discover and run every suite not yet in store, then rerun failures in isolation; return the RunResult."""
+def run_suites(command, env, store, output_dir, python, timeouts, parallel=1, reruns=0, progress=None,
+               batch_size=batchrun.DEFAULT_BATCH_SIZE):
+    """Discover and run every suite not yet in store (in batches through run_test.py), then rerun failures
+    in isolation; return the RunResult."""
     progress = progress or (lambda message: None)
-    suites = suiterun.discover_suites(command, env)
-    progress(f"running {len(suites)} suites: {' '.join(command.argv)} -i <suite> in {command.cwd} "
-             f"({parallel} at a time; outputs in {output_dir}; results kept in {store.path})")
+    suites, listed_serial = discovery.discover(command, env)
+    harness = harness_of(command.cwd)
+    if listed_serial is not None:
+        harness.serial |= listed_serial  # what this very harness says it runs alone
+    progress(f"running {len(suites)} suites: {' '.join(discovery.run_argv(command.argv, ['<suites>']))} in "
+             f"{command.cwd}, in batches of up to {batch_size} (run_test.py's own pool and serial list apply; "
+             f"{parallel} batch(es) at a time; outputs in {output_dir}; results kept in {store.path})")
     timeout_of = lambda suite: timeouts.get(suite, timeouts[''])  # noqa: E731 - a one-line lookup
-    result, _ran = suiterun.run_all(command, suites, store, output_dir, env, timeout_of, parallel, progress)
-    for suite, test, outcome in runner.apply_reruns(
-            result, reruns, lambda suite, test: runner.rerun_isolated(command.cwd, python, suite, test, env,
-                                                                      timeout=timeout_of(suite))):
-        progress(f"rerun of {suite}{'::' + test if test else ''}: {outcome}")
+    result, _ran = suiterun.run_all(command, suites, store, output_dir, env, timeout_of, parallel, progress,
+                                    harness, batch_size)
+    rerun_failures(result, command, python, env, reruns, timeout_of, progress, harness)
     return result
 
 
-def keep_if_only_the_verdict_failed(store, result, policy, tested_installation):
-    """When the policy fails the run, keep its result and tested installation for a re-judging that
-    neither runs a suite nor rebuilds.  Returns True when something was kept."""
-    if judge(result, policy).passed:
-        return False
+def rerun_failures(result, command, python, env, reruns, timeout_of, progress, harness=None):
+    """Rerun each failed test of result alone (exact test id, the suite's handler environment), up to
+    `reruns` times, marking it flaky or reproducible; shared by the serial, batched and Slurm-spread runs."""
+    harness = harness or harness_of(command.cwd)
+    rerun_env = batchrun.batch_env(env)
+    for suite, test, outcome in runner.apply_reruns(
+            result, reruns, lambda suite, test: runner.rerun_isolated(command, python, suite, test, harness,
+                                                                      rerun_env, timeout=timeout_of(suite))):
+        progress(f"rerun of {suite}{'::' + test if test else ''}: {outcome}")
+
+
+def notes(store) -> dict:
+    """{suite: [notes]} of the suites stored for this build: a pass with 0 tests, log and XML disagreeing."""
+    return {suite: record['notes'] for suite, record in sorted(store.load().items()) if record.get('notes')}
+
+
+def judge_and_keep(store, result, policy, tested_installation):
+    """The verdict of result; when the policy fails the run, its result and tested installation are kept
+    for a re-judging that neither runs a suite nor rebuilds."""
+    verdict = judge(result, policy)
+    if not verdict.passed:
+        keep(store, result, tested_installation)
+    return verdict
+
+
+def keep(store, result, tested_installation):
+    """Keep result and the tested installation (for a run that failed on its verdict only)."""
     store.save_final(result)
     if os.path.isdir(store.cache_dir):
         shutil.rmtree(store.cache_dir)
     shutil.copytree(tested_installation, store.cache_dir, symlinks=True)
-    return True

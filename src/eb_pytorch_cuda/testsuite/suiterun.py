@@ -1,43 +1,37 @@
-"""Run the test suites one process each: per-suite timeouts, results saved as each suite ends, resume.
+"""Run the test suites: per-suite timeouts, results saved as they end, resume after a killed eb.
 
-A ten-hour test step must survive a hanging multiprocess test and a killed `eb`.  So each suite
-(`run_test.py -i <suite>`) runs in its own process group with a timeout that kills the whole group;
-its outcome (parsed from its output and its XML reports) is appended to a results file outside the
-build directory the moment it ends; and a rerun of the same build (same fingerprint: sources,
-patches, build settings, compiler options, not the failure policy) skips every suite already there.
-Opt-in parallelism runs N suites at a time, pinning each to a GPU with CUDA_VISIBLE_DEVICES.
+A ten-hour test step must survive a hanging multiprocess test and a killed `eb`.  Suites run in
+batches through run_test.py itself (batchrun: its pool and serial list apply, no per-suite start-up
+cost), each batch in its own process group killed at the sum of its suites' timeouts; a suite its
+killed batch did not finish runs again alone (run_suite) with its own timeout.  Each suite's outcome
+(outcome: exit state, log, XML reports) is appended to a results file outside the build directory
+as its batch ends, and a rerun of the same build (same fingerprint: sources, patches, build settings,
+compiler options, not the failure policy) skips every suite already there.
 """
 
 import json
 import os
-import re
 import shutil
 import subprocess
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 
-from eb_pytorch_cuda.errors import PluginError
-from eb_pytorch_cuda.testsuite.logparse import parse_log_text
-from eb_pytorch_cuda.testsuite.model import SUITE_INCOMPLETE, SUITE_TIMED_OUT, RunResult, Suite
-from eb_pytorch_cuda.testsuite.results import merge
+from eb_pytorch_cuda.testsuite import batchrun, discovery
+from eb_pytorch_cuda.testsuite.batchlog import split_batch_output
+from eb_pytorch_cuda.testsuite.harness import harness_of
+from eb_pytorch_cuda.testsuite.model import RunResult
+from eb_pytorch_cuda.testsuite.outcome import build_outcome, remove_reports
+from eb_pytorch_cuda.testsuite.results import mark_missing
 from eb_pytorch_cuda.testsuite.runner import kill_group
-from eb_pytorch_cuda.testsuite.xmlparse import parse_report_files
 
 DEFAULT_TIMEOUT = 3 * 3600  # PyTorch's slowest suites take well under an hour on a build node
-OUTPUT_KEPT = 20000  # characters of a suite's output kept in the results file
-_SELECTED = re.compile(r'^Selected tests:\s*\n((?:[ \t]+\S.*\n?)*)', re.M)
+OUTPUT_KEPT = batchrun.OUTPUT_KEPT
 
 
 def discover_suites(command, env):
-    """The suites run_test.py would run, from `run_test.py ... --dry-run` (no shell)."""
-    done = subprocess.run(command.argv + ['--dry-run'], cwd=command.cwd, env=env, capture_output=True, text=True,
-                          errors='replace', timeout=3600)
-    match = _SELECTED.search(done.stdout + done.stderr)
-    if not match:
-        raise PluginError('runtest', f"'{' '.join(command.argv)} --dry-run' listed no tests (exit {done.returncode})")
-    return [line.strip() for line in match.group(1).splitlines() if line.strip()]
+    """The suites run_test.py would run, from its own `--dry-run` (no shell); see discovery.discover."""
+    return discovery.discover(command, env)[0]
 
 
 class ResultStore:
@@ -99,58 +93,30 @@ class ResultStore:
             shutil.rmtree(self.cache_dir)
 
 
-def _suite_reports(test_dir, suite):
-    """The XML reports this suite wrote (test-reports/<runner>/<dotted.suite>/...), as a RunResult or None."""
-    dotted = suite.replace('/', '.')
-    reports = os.path.join(test_dir, 'test-reports')
-    if not os.path.isdir(reports):
-        return None
-    directories = [os.path.join(reports, runner, dotted) for runner in os.listdir(reports)]
-    files = [os.path.join(d, f) for d in directories if os.path.isdir(d) for f in os.listdir(d) if f.endswith('.xml')]
-    if not files:
-        return None
-    return parse_report_files(reports, sorted(files)).suites.get(suite)
-
-
 def run_suite(command, suite, timeout, output_dir, env, gpu=None):
-    """Run one suite in its own process group; return its record (the parsed Suite plus facts)."""
-    argv = command.argv + ['-i', suite]
-    env = dict(env)
-    if gpu is not None:
-        env['CUDA_VISIBLE_DEVICES'] = str(gpu)
+    """Run one suite alone (`run_test.py -i suite`) in its own process group; return its record."""
+    harness = harness_of(command.cwd)
+    remove_reports(command.cwd, suite)
+    argv = discovery.run_argv(command.argv, [suite], batchrun.batch_options(harness))
     output_path = os.path.join(output_dir, suite.replace('/', '.') + '.log')
     start = time.time()
     with open(output_path, 'w') as output:
-        process = subprocess.Popen(argv, cwd=command.cwd, env=env, stdout=output, stderr=subprocess.STDOUT,
-                                   start_new_session=True)
+        process = subprocess.Popen(argv, cwd=command.cwd, env=batchrun.batch_env(env, gpu), stdout=output,
+                                   stderr=subprocess.STDOUT, start_new_session=True)
         try:
-            code, status = process.wait(timeout=timeout), None
+            code, timed_out = process.wait(timeout=timeout), None
         except subprocess.TimeoutExpired:
             kill_group(process)
-            code, status = process.returncode, SUITE_TIMED_OUT
+            code, timed_out = process.returncode, f'timeout after {timeout}s'
     with open(output_path, errors='replace') as handle:
         text = handle.read()
-    suite_result = _judgeable_suite(suite, text, command.cwd, status, timeout)
-    suite_result.seconds = round(time.time() - start, 1)
-    return {'suite': asdict(suite_result), 'exit_code': code, 'seconds': round(time.time() - start, 1),
-            'gpu': gpu, 'output_tail': text[-OUTPUT_KEPT:], 'output_file': output_path}
-
-
-def _judgeable_suite(suite, text, test_dir, status, timeout):
-    try:
-        parsed = parse_log_text(text).suites.get(suite)
-    except PluginError:
-        parsed = None
-    from_xml = _suite_reports(test_dir, suite)
-    if from_xml and parsed:
-        combined = RunResult({suite: from_xml})
-        merge(combined, RunResult({suite: parsed}))
-        result = combined.suites[suite]
-    else:
-        result = from_xml or parsed or Suite(suite, status=SUITE_INCOMPLETE, sources=['log'])
-    if status == SUITE_TIMED_OUT:
-        result.status, result.signal = SUITE_TIMED_OUT, f'timeout after {timeout}s'
-    return result
+    out = split_batch_output(text, [suite], command.cwd)[suite]
+    failed = out.failed or (code != 0 and timed_out is None)
+    result, exit_code, notes = build_outcome(suite, out.text or text, True, failed, out.signal, timed_out,
+                                             command.cwd)
+    result.seconds = round(time.time() - start, 1)
+    return {'suite': asdict(result), 'exit_code': code if timed_out is None else None, 'seconds': result.seconds,
+            'gpu': gpu, 'notes': notes, 'output_tail': text[-OUTPUT_KEPT:], 'output_file': output_path}
 
 
 def gpu_count(env):
@@ -165,37 +131,15 @@ def gpu_count(env):
     return [str(i) for i, line in enumerate(listing.splitlines()) if line.startswith('GPU ')]
 
 
-def run_all(command, suites, store, output_dir, env, timeout_for, parallel=1, progress=None):
-    """Run every suite not already in the store; return (RunResult of all, [suites run now])."""
-    done = store.load()
-    todo = [suite for suite in suites if suite not in done]
-    if progress and done:
-        progress(f'resuming: {len(done)} suite(s) already measured for this build, {len(todo)} to run')
+def run_all(command, suites, store, output_dir, env, timeout_for, parallel=1, progress=None, harness=None,
+            batch_size=batchrun.DEFAULT_BATCH_SIZE):
+    """Run every suite not already in the store, in batches; return (RunResult of all, [suites run now])."""
+    harness = harness or harness_of(command.cwd)
     gpus = gpu_count(env) if parallel > 1 else []
-    lock, finished = threading.Lock(), [len(done)]
-    failing = [sum(1 for record in done.values() if record['suite']['status'] != 'passed')]
-
-    def one(index_suite):
-        index, suite = index_suite
-        gpu = gpus[index % len(gpus)] if gpus else None
-        record = run_suite(command, suite, timeout_for(suite), output_dir, env, gpu)
-        store.append(record)
-        with lock:
-            finished[0] += 1
-            state = record['suite']['status']
-            failing[0] += state != 'passed'
-            if progress:
-                progress(f"suite {finished[0]}/{len(suites)}: {suite} {state} ({record['seconds']}s; "
-                         f"{failing[0]} suite(s) failed so far)")
-        return record
-
-    os.makedirs(output_dir, exist_ok=True)
-    if parallel > 1:
-        with ThreadPoolExecutor(max_workers=parallel) as pool:
-            list(pool.map(one, enumerate(todo)))
-    else:
-        for item in enumerate(todo):
-            one(item)
+    todo = batchrun.run_batches(command, suites, store, output_dir, env, timeout_for, harness, parallel, progress,
+                                gpus, solo=lambda suite, timeout: run_suite(command, suite, timeout, output_dir, env),
+                                batch_size=batch_size)
     records = store.load()
     result = RunResult.from_dict({'suites': [records[suite]['suite'] for suite in suites if suite in records]})
+    mark_missing(result, suites)  # a discovered suite without an outcome fails the verdict, never passes
     return result, todo

@@ -35,13 +35,16 @@ class _Recorder(unittest.TextTestResult):
 
 
 def run_tests(suite_file):
-    """unittest.main-like: honours -k, prints unittest's summary, writes the XML report; exits 1 on failure."""
+    """unittest.main-like: honours -k and exact 'Class.test' ids, prints unittest's summary, writes the XML
+    report; exits 1 on failure."""
     suite_name = os.path.relpath(os.path.abspath(suite_file), HERE)[:-3]
     argv = sys.argv[1:]
     loader = unittest.TestLoader()
     if '-k' in argv:
         loader.testNamePatterns = [f'*{argv[argv.index("-k") + 1]}*']
-    tests = loader.loadTestsFromModule(sys.modules['__main__'])
+    names = [arg for arg in argv if not arg.startswith('-') and '.' in arg]
+    module = sys.modules['__main__']
+    tests = loader.loadTestsFromNames(names, module) if names else loader.loadTestsFromModule(module)
     runner = unittest.TextTestRunner(stream=sys.stdout, verbosity=2, resultclass=_Recorder)
     result = runner.run(tests)
     cases = ''.join(f'<testcase classname={quoteattr(type(t).__module__ + "." + type(t).__name__)} '

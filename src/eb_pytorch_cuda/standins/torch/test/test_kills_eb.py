@@ -2,6 +2,7 @@
 first run kills the `eb` process that runs the tests (SIGKILL, no cleanup); later runs pass."""
 import os
 import signal
+import time
 import unittest
 
 from common import run_tests
@@ -24,6 +25,7 @@ class TestInterrupted(unittest.TestCase):
         marker = os.environ.get('STANDIN_KILL_EB_ONCE')
         if marker and not os.path.exists(marker):
             open(marker, 'w').close()
+            time.sleep(1)  # suites that ended before are stored within a poll of the batch output (0.25 s)
             eb = _eb_ancestor()
             if eb:
                 os.kill(eb, signal.SIGKILL)

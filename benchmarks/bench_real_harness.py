@@ -1,0 +1,120 @@
+"""Benchmark: the test step's runner against one plain run_test.py call, on PyTorch's real 2.6.0 harness.
+
+Why: running one run_test.py call per suite cost ~4.3 s per suite before it started and lost the
+harness's own pool (3.2x a plain call on six suites).  The runner now hands batches of suites to
+run_test.py itself.  This runs the same real CPU suites (Debian's pytorch 2.6.0 tree and torch 2.6.0 from
+tools/setup.sh) three ways, each --repeat times on a fresh copy of the tree:
+  plain:      run_test.py --continue-through-error --save-xml -i <suites>   (XML so results can be compared)
+  serial:     eb-pytorch-cuda test-suite ... (one batch at a time: the same parallelism as plain)
+  parallel N: eb-pytorch-cuda test-suite ... --parallel N
+and prints the median wall times, their ratio to plain, the per-suite overhead, and whether the per-suite
+results agree (failed suites from `X failed!` lines; passed counts from each suite's XML reports).
+
+    python benchmarks/bench_real_harness.py [--repeat 3] [--parallel 2] [--suites a b ...]
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+from eb_pytorch_cuda.testsuite.outcome import suite_reports
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TREE = os.path.join(REPO, '.venvs', 'pytorch-src', 'pytorch-v2.6.0')
+PYTHON = os.path.join(REPO, '.venvs', 'harness', 'bin', 'python')
+CLI = os.path.join(os.path.dirname(sys.executable), 'eb-pytorch-cuda')
+SUITES = ['test_show_pickle', 'test_per_overload_api', 'test_type_info', 'test_native_functions',
+          'test_cuda_primary_ctx', 'test_ci_sanity_check_fail', 'test_logging', 'test_function_schema',
+          'test_set_default_mobile_cpu_allocator', 'test_monitor', 'test_license', 'test_comparison_utils',
+          'test_file_check']
+_FAILED = re.compile(r'^([\w./-]+)(?: \d+/\d+)? failed!', re.M)
+
+
+def fresh_tree(workdir):
+    tree = os.path.join(workdir, 'pytorch')
+    for part in ('test', 'tools'):
+        shutil.copytree(os.path.join(TREE, part), os.path.join(tree, part),
+                        ignore=shutil.ignore_patterns('test-reports'))
+    return tree
+
+
+def xml_passed(tree, suites):
+    counts = {}
+    for suite in suites:
+        found = suite_reports(os.path.join(tree, 'test'), suite)
+        counts[suite] = found.counts['passed'] if found else 0
+    return counts
+
+
+def plain(suites):
+    with tempfile.TemporaryDirectory() as workdir:
+        tree = fresh_tree(workdir)
+        start = time.time()
+        done = subprocess.run([PYTHON, 'run_test.py', '--continue-through-error', '--save-xml', '-i', *suites],
+                              cwd=os.path.join(tree, 'test'), capture_output=True, text=True)
+        seconds = time.time() - start
+        failed = set(_FAILED.findall(done.stdout + done.stderr))
+        return seconds, {'failed': sorted(failed), 'passed': xml_passed(tree, suites)}
+
+
+def runner(suites, parallel):
+    with tempfile.TemporaryDirectory() as workdir:
+        tree = fresh_tree(workdir)
+        results = os.path.join(workdir, 'results')
+        runtest = 'cd test && %(python)s run_test.py --continue-through-error -i ' + ' '.join(suites)
+        start = time.time()
+        subprocess.run([CLI, 'test-suite', tree, '--python', PYTHON, '--runtest', runtest, '--parallel',
+                        str(parallel), '--results', results, '--format', 'json'], capture_output=True, text=True)
+        seconds = time.time() - start
+        records = {}
+        with open(os.path.join(results, 'results.jsonl')) as handle:
+            for line in handle:
+                record = json.loads(line)
+                records[record['suite']['name']] = record
+        failed = sorted(name for name, record in records.items() if record['exit_code'])
+        passed = {suite: records[suite]['suite']['counts']['passed'] if suite in records else 0 for suite in suites}
+        return seconds, {'failed': failed, 'passed': passed}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--repeat', type=int, default=3)
+    parser.add_argument('--parallel', type=int, default=2)
+    parser.add_argument('--suites', nargs='+', default=SUITES)
+    args = parser.parse_args()
+    if not os.path.isfile(os.path.join(TREE, 'test', 'run_test.py')):
+        sys.exit(f'{TREE}: missing; run tools/setup.sh')
+    ways = {'plain run_test.py': lambda: plain(args.suites),
+            'test-suite (1 batch at a time)': lambda: runner(args.suites, 1),
+            f'test-suite --parallel {args.parallel}': lambda: runner(args.suites, args.parallel)}
+    times, results = {name: [] for name in ways}, {}
+    for repeat in range(args.repeat):
+        for name, way in ways.items():  # interleaved, so load changes on the machine hit every way alike
+            seconds, result = way()
+            times[name].append(seconds)
+            results.setdefault(name, result)
+            print(f'run {repeat + 1}: {name}: {seconds:.1f}s', flush=True)
+    base = statistics.median(times['plain run_test.py'])
+    print(f'\n{len(args.suites)} real suites of PyTorch 2.6.0, median of {args.repeat}, {os.cpu_count()} CPUs:')
+    for name in ways:
+        median = statistics.median(times[name])
+        print(f'  {name:32} {median:7.1f}s  ratio {median / base:.2f}  '
+              f'overhead {(median - base) / len(args.suites):+.2f}s per suite')
+    reference = results['plain run_test.py']
+    for name, result in results.items():
+        same = result == reference
+        print(f"  results of {name}: {'same as plain' if same else 'DIFFERENT'}"
+              f"{'' if same else ': ' + json.dumps(result) + ' vs ' + json.dumps(reference)}")
+    print(f"  failed suites: {', '.join(reference['failed']) or 'none'}; "
+          f"tests passed: {sum(reference['passed'].values())}")
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,219 @@
+"""Run suites in batches: one run_test.py call for many suites, so its own pool and serial list apply.
+
+One call per suite costs ~4.3 s before the suite starts (torch imported by run_test.py and by each of
+its pool's workers), over an hour for ~1,000 suites, and loses the harness's own parallelism.  So
+suites run as `run_test.py ... -i a b c ...` (one batch at a time by default: exactly what a plain
+run_test.py call does, serial suites after its pool).  With parallel=N, N batches of non-serial suites
+run at a time, then the suites the harness must run alone (its must_serial list) in one batch by
+themselves.  Each batch runs in its own process group, killed when it outlives the sum of its suites'
+timeouts; its suites' outcomes are stored when it ends, so a killed `eb` loses at most the batches
+in flight; a suite the killed batch did not finish is run again alone with its own timeout.
+"""
+
+import os
+import subprocess
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict
+
+from eb_pytorch_cuda.testsuite import discovery
+from eb_pytorch_cuda.testsuite.batchlog import split_batch_output
+from eb_pytorch_cuda.testsuite.outcome import build_outcome, remove_reports
+from eb_pytorch_cuda.testsuite.runner import die_with_parent, kill_group
+
+OUTPUT_KEPT = 20000  # characters of a suite's output kept in the results file
+DEFAULT_BATCH_SIZE = 50  # suites per run_test.py call: ~4 s of start-up per 50 suites, resume granularity
+XML_VARIABLE = 'EASYBUILD_WRITE_PYTORCH_TEST_REPORTS'  # upstream EB_PyTorch's switch for XML reports
+
+
+def batch_options(harness, save_xml=True):
+    """Options added to each batch call: keep going after a failed suite, per-suite logs, XML reports."""
+    options = ['--continue-through-error']
+    if harness.pipe_logs:
+        options.append('--pipe-logs')
+    if save_xml and harness.forwards_unknown_args:
+        options.append('--save-xml')  # passed on to every test file (common_utils), as in CI mode
+    elif save_xml and harness.positional_unittest_args:
+        options += ['--', '--save-xml']  # 2.1: after `--`, for every test file (discovery.run_argv keeps it last)
+    return options
+
+
+def batch_env(env, gpu=None):
+    env = dict(env)
+    env[XML_VARIABLE] = '1'  # test files of a torch built by EB_PyTorch >= 1.10 write XML reports with it
+    if gpu is not None:
+        env['CUDA_VISIBLE_DEVICES'] = str(gpu)
+    return env
+
+
+POLL_SECONDS = 0.25  # how often a running batch's output is looked at for suites that have ended
+_SETTLING_WORDS = ('failed!', 'was successful', 'Running ')  # only output with these can settle a suite
+
+
+def _record(suite, out, seconds, code, gpu, output_path, test_dir):
+    result, exit_code, notes = build_outcome(suite, out.text, True, out.failed, out.signal, test_dir=test_dir)
+    return {'suite': asdict(result), 'exit_code': exit_code, 'seconds': result.seconds, 'batch_seconds': seconds,
+            'batch_exit_code': code, 'gpu': gpu, 'notes': notes, 'output_tail': out.text[-OUTPUT_KEPT:],
+            'output_file': output_path}
+
+
+def run_batch(command, suites, timeout, output_path, env, options, gpu=None, harness=None, on_settled=None):
+    """Run suites in one run_test.py call.  on_settled(suite, record) is called as soon as the output says a
+    suite's outcome is final (its `failed!` or `was successful` line; with a serial inline harness, the next
+    suite's start), so it can be stored before the batch ends.  Returns ({suite: record or None when the
+    killed batch had not finished it}, killed); records already given to on_settled are included."""
+    for suite in suites:
+        remove_reports(command.cwd, suite)
+    argv = discovery.run_argv(command.argv, suites, options)
+    inline_is_serial = harness is not None and not harness.replays_logs
+    start = time.time()
+    killed, settled = False, {}
+
+    def read_output():
+        with open(output_path, errors='replace') as handle:
+            return handle.read()
+
+    seen = [0]
+
+    def something_ended():
+        """Whether output written since the last look may settle a suite (cheap: reads only the new part)."""
+        with open(output_path, 'rb') as handle:
+            handle.seek(max(0, seen[0] - 100))
+            new = handle.read().decode('utf-8', 'replace')
+            seen[0] = handle.tell()
+        return any(word in new for word in _SETTLING_WORDS)
+
+    def settle(text, code=None):
+        outputs = split_batch_output(text, suites, command.cwd, inline_is_serial,
+                                     harness.runs_of if harness is not None else None,
+                                     harness is not None and harness.full_log_means_passed)
+        for suite in suites:
+            if suite not in settled and outputs[suite].settled:
+                settled[suite] = _record(suite, outputs[suite], round(time.time() - start, 1), code, gpu,
+                                         output_path, command.cwd)
+                if on_settled:
+                    on_settled(suite, settled[suite])
+        return outputs
+
+    with open(output_path, 'w') as output:
+        process = subprocess.Popen(argv, cwd=command.cwd, env=batch_env(env, gpu), stdout=output,
+                                   stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=die_with_parent)
+        deadline = start + timeout
+        while True:
+            try:
+                code = process.wait(timeout=max(0.1, min(POLL_SECONDS, deadline - time.time())))
+                break
+            except subprocess.TimeoutExpired:
+                if time.time() >= deadline:
+                    kill_group(process)
+                    code, killed = process.returncode, True
+                    break
+                if something_ended():
+                    settle(read_output())
+    seconds = round(time.time() - start, 1)
+    text = read_output()
+    outputs = settle(text, code)
+    started = [suite for suite in suites if outputs[suite].sources]
+    records = {}
+    for suite in suites:
+        out = outputs[suite]
+        if suite in settled:
+            final = _record(suite, out, seconds, code, gpu, output_path, command.cwd)
+            early = settled[suite]
+            same = (final['exit_code'], final['suite']['status'], final['suite']['counts']) == \
+                (early['exit_code'], early['suite']['status'], early['suite']['counts'])
+            records[suite] = early if same else dict(final, corrected=True)  # stored again: the last one counts
+            continue
+        # a batch that ended by itself finished every suite; a killed one only those it reported as ended
+        if killed and not (out.settled or ('inline' in out.sources and started[-1] != suite)):
+            records[suite] = None
+            continue
+        records[suite] = _record(suite, out, seconds, code, gpu, output_path, command.cwd)
+    if not killed and code != 0 and not any(r and r['exit_code'] for r in records.values()):
+        # the harness failed without naming a failed suite (bad option, import error): nothing can be judged
+        for suite in suites:
+            if not outputs[suite].sources and not outputs[suite].finished:
+                result, _code, _notes = build_outcome(suite, '', False, False, test_dir=command.cwd)
+                records[suite] = {'suite': asdict(result), 'exit_code': code, 'seconds': None,
+                                  'batch_seconds': seconds, 'batch_exit_code': code, 'gpu': gpu,
+                                  'notes': [f'run_test.py exited {code} without naming a failed suite'],
+                                  'output_tail': text[-OUTPUT_KEPT:], 'output_file': output_path}
+    return records, killed
+
+
+def plan_batches(suites, must_serial, parallel, batch_size=DEFAULT_BATCH_SIZE):
+    """[(batch, runs alone)]: with parallel 1 one batch after another as run_test.py orders them itself;
+    with parallel > 1 the non-serial suites in batches spread over the workers, then the serial ones alone."""
+    size = max(1, batch_size)
+    if parallel <= 1:
+        return [(suites[i:i + size], False) for i in range(0, len(suites), size)]
+    free = [suite for suite in suites if not must_serial(suite)]
+    alone = [suite for suite in suites if must_serial(suite)]
+    per_worker = max(1, min(size, -(-len(free) // parallel)))
+    batches = [(free[i:i + per_worker], False) for i in range(0, len(free), per_worker)]
+    batches += [(alone[i:i + size], True) for i in range(0, len(alone), size)]
+    return batches
+
+
+def run_batches(command, suites, store, output_dir, env, timeout_for, harness, parallel=1, progress=None,
+                gpus=(), solo=None, batch_size=DEFAULT_BATCH_SIZE, save_xml=True):
+    """Run every suite not in store, in batches; store each record as its batch ends.  solo(suite, timeout)
+    runs a suite its killed batch did not finish, alone.  Returns the list of suites run now."""
+    done = store.load()
+    todo = [suite for suite in suites if suite not in done]
+    if progress and done:
+        progress(f'resuming: {len(done)} suite(s) already measured for this build, {len(todo)} to run')
+    options = batch_options(harness, save_xml)
+    lock, counter = threading.Lock(), {'finished': len(done), 'failing': sum(
+        1 for record in done.values() if record['suite']['status'] != 'passed'), 'batch': 0}
+    os.makedirs(output_dir, exist_ok=True)
+
+    def report(suite, record):
+        store.append(record)
+        with lock:
+            counter['finished'] += 1
+            state = record['suite']['status']
+            counter['failing'] += state != 'passed'
+            if progress:
+                notes = f" [{'; '.join(record.get('notes') or [])}]" if record.get('notes') else ''
+                progress(f"suite {counter['finished']}/{len(suites)}: {suite} {state}{notes} "
+                         f"({counter['failing']} suite(s) failed so far)")
+
+    def one(batch):
+        with lock:
+            counter['batch'] += 1
+            index = counter['batch']
+        gpu = gpus[index % len(gpus)] if gpus else None
+        path = os.path.join(output_dir, f'batch-{os.getpid()}-{index:04d}.log')
+        stored = set()
+
+        def settled(suite, record):
+            stored.add(suite)
+            report(suite, record)
+        records, killed = run_batch(command, batch, sum(timeout_for(s) for s in batch), path, env, options, gpu,
+                                    harness, settled)
+        for suite in batch:
+            if suite in stored:
+                if records[suite].get('corrected'):
+                    store.append(records[suite])
+                continue
+            if records[suite] is None and solo is not None:
+                if progress:
+                    progress(f'{suite}: not finished when its batch was killed; running it alone')
+                records[suite] = solo(suite, timeout_for(suite))
+            if records[suite] is not None:
+                report(suite, records[suite])
+
+    batches = plan_batches(todo, harness.must_serial, parallel, batch_size)
+    together = [batch for batch, alone in batches if not alone]
+    alone = [batch for batch, alone_ in batches if alone_]
+    if parallel > 1 and len(together) > 1:
+        with ThreadPoolExecutor(max_workers=parallel) as pool:
+            list(pool.map(one, together))
+    else:
+        for batch in together:
+            one(batch)
+    for batch in alone:
+        one(batch)
+    return todo

@@ -1,0 +1,88 @@
+"""Facts about the PyTorch test harness (test/run_test.py) of a source tree, read from its source.
+
+The runner needs to know what the harness itself will do with a suite: whether it must run alone
+(`must_serial`: RUN_PARALLEL_BLOCKLIST, CI_SERIAL_LIST, JIT_EXECUTOR_TESTS, ONNX_SERIAL_LIST, a
+CUSTOM_HANDLERS entry or a distributed suite, in 2.1 as in 2.6), whether it has a custom handler (its
+own environment: distributed backends, a subprocess), and which switches exist (`--pipe-logs`, 2.2+:
+without it 2.6 prints suite outputs inline, interleaved when its pool runs two at a time).  The lists
+are read with `ast` (string literals only), never by importing run_test.py, which imports torch.
+"""
+
+import ast
+import os
+from dataclasses import dataclass, field
+
+from eb_pytorch_cuda.errors import PluginError
+
+SERIAL_LISTS = ('RUN_PARALLEL_BLOCKLIST', 'CI_SERIAL_LIST', 'JIT_EXECUTOR_TESTS', 'ONNX_SERIAL_LIST')
+
+
+@dataclass
+class Harness:
+    """What a run_test.py does with suites (empty lists for a harness that has none, e.g. a stand-in)."""
+
+    path: str
+    serial: set = field(default_factory=set)
+    handlers: set = field(default_factory=set)
+    pipe_logs: bool = False  # accepts --pipe-logs
+    forwards_unknown_args: bool = False  # parse_known_args: unknown options reach every test file
+    positional_unittest_args: bool = False  # 2.1: `-- <args>` reach every test file (parse_args, no unknowns)
+    has_distributed_prefix_rule: bool = False
+    replays_logs: bool = False  # prints each suite's log between PRINTING LOG FILE markers after it ends
+    serial_marked_pass: bool = False  # 2.3+: runs each parallel suite twice, `-m serial` alone, then the rest
+    full_log_means_passed: bool = False  # 2.1: a log replayed whole (not its BEGINNING) is a passed suite's
+
+    def runs_of(self, suite: str) -> int:
+        """How many times the harness runs (and reports the end of) suite in one call."""
+        return 2 if self.serial_marked_pass and not self.must_serial(suite) else 1
+
+    def must_serial(self, suite: str) -> bool:
+        """As run_test.py's must_serial (without its environment switches)."""
+        return (suite in self.serial or suite in self.handlers
+                or (self.has_distributed_prefix_rule and 'distributed' in suite))
+
+    def has_handler(self, suite: str) -> bool:
+        return suite in self.handlers
+
+
+def _strings(node):
+    """String literals inside node (a list, a list + something, a dict's keys)."""
+    if isinstance(node, ast.Dict):
+        return {key.value for key in node.keys if isinstance(key, ast.Constant) and isinstance(key.value, str)}
+    found = set()
+    for child in ast.walk(node):
+        if isinstance(child, ast.Constant) and isinstance(child.value, str):
+            found.add(child.value)
+    return found
+
+
+def read_harness(run_test_py: str) -> Harness:
+    """Harness facts of run_test_py; a PluginError naming the file when it cannot be read or parsed."""
+    try:
+        with open(run_test_py, encoding='utf-8', errors='replace') as handle:
+            source = handle.read()
+        tree = ast.parse(source, filename=run_test_py)
+    except (OSError, SyntaxError, ValueError) as err:
+        raise PluginError(run_test_py, f'is not a readable run_test.py ({err})') from None
+    harness = Harness(run_test_py, pipe_logs="'--pipe-logs'" in source or '"--pipe-logs"' in source,
+                      forwards_unknown_args='parse_known_args' in source,
+                      has_distributed_prefix_rule='DISTRIBUTED_TEST_PREFIX in file' in source,
+                      replays_logs='PRINTING LOG FILE' in source,
+                      serial_marked_pass='["-m", "serial"]' in source,
+                      full_log_means_passed='PRINTING BEGINNING OF LOG FILE' in source,
+                      positional_unittest_args='"additional_unittest_args"' in source)
+    for node in tree.body:
+        if not isinstance(node, ast.Assign) or len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
+            continue
+        name = node.targets[0].id
+        if name in SERIAL_LISTS:
+            harness.serial |= _strings(node.value)
+        elif name == 'CUSTOM_HANDLERS':
+            harness.handlers |= _strings(node.value)
+    return harness
+
+
+def harness_of(test_dir: str) -> Harness:
+    """The harness in test_dir (test/run_test.py of a source tree), or an empty one when there is none."""
+    path = os.path.join(test_dir, 'run_test.py')
+    return read_harness(path) if os.path.isfile(path) else Harness(path)

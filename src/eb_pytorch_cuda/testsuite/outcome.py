@@ -1,0 +1,138 @@
+"""A suite's outcome from everything known about it: its output, its exit state, its XML reports.
+
+The exit state comes first: run_test.py prints `X failed!` exactly when the suite's process (or its
+custom handler) returned non-zero.  So a suite that finished without that line exited 0: with no
+countable summary it passed with 0 tests (noted: e.g. test_cuda_primary_ctx on a machine without a
+GPU); one with the line and no countable failure failed without a countable summary (it fails the
+run unless a known failure names it).  XML reports, when written, are the precise source of counts
+and failed tests; the log is compared with them, a difference becomes a note, and a failure that
+only one of the two shows still counts.
+"""
+
+import os
+import re
+
+from eb_pytorch_cuda.errors import PluginError
+from eb_pytorch_cuda.testsuite.logparse import parse_log_text
+from eb_pytorch_cuda.testsuite.model import (COUNT_KEYS, SUITE_FAILED, SUITE_INCOMPLETE, SUITE_PASSED, SUITE_TERMINATED,
+                                             SUITE_TIMED_OUT, SUITE_UNCOUNTED, RunResult, Suite)
+from eb_pytorch_cuda.testsuite.xmlparse import parse_report_files
+
+
+def suite_reports(test_dir: str, suite: str):
+    """The XML reports this suite wrote (test-reports/<runner>/<dotted.suite>/...), as a Suite or None."""
+    dotted = suite.replace('/', '.')
+    reports = os.path.join(test_dir, 'test-reports')
+    if not os.path.isdir(reports):
+        return None
+    directories = [os.path.join(reports, runner, dotted) for runner in sorted(os.listdir(reports))]
+    files = [os.path.join(d, f) for d in directories if os.path.isdir(d) for f in sorted(os.listdir(d))
+             if f.endswith('.xml')]
+    if not files:
+        return None
+    try:
+        return parse_report_files(reports, files).suites.get(suite)
+    except PluginError:
+        return None
+
+
+def remove_reports(test_dir: str, suite: str) -> None:
+    """Drop a suite's XML reports of an earlier run, so that only this run's are read."""
+    reports = os.path.join(test_dir, 'test-reports')
+    if not os.path.isdir(reports):
+        return
+    dotted = suite.replace('/', '.')
+    for runner in os.listdir(reports):
+        directory = os.path.join(reports, runner, dotted)
+        if os.path.isdir(directory):
+            for name in os.listdir(directory):
+                if name.endswith('.xml'):
+                    os.unlink(os.path.join(directory, name))
+
+
+_SUMMARY_SECONDS = re.compile(r'^(?:Ran \d+ tests? in (?P<unittest>[\d.]+)s'
+                              r'|=+ .*? in (?P<pytest>[\d.]+)s(?: \([\d:]+\))? =+)[ \t]*$', re.M)
+
+
+def summary_seconds(text: str):
+    """Seconds the suite's tests took by its own summaries (start-up excluded), None without any."""
+    times = [float(m.group('unittest') or m.group('pytest')) for m in _SUMMARY_SECONDS.finditer(text)]
+    return round(sum(times), 2) if times else None
+
+
+def _from_log(suite: str, text: str):
+    try:
+        return parse_log_text(f'Running {suite} 1/1 ... [\n{text}').suites.get(suite)
+    except PluginError:
+        return None
+
+
+def _compare(log, xml):
+    """Notes on where the log and the XML reports disagree (counts of failures, failed test ids)."""
+    notes = []
+    if log.failing_count != xml.failing_count:
+        notes.append(f'log and XML reports differ: {log.failing_count} vs {xml.failing_count} failed/errors')
+    log_ids = {t.test_id for t in log.failed_tests}
+    xml_ids = {t.test_id for t in xml.failed_tests}
+    for ids, other, where in ((log_ids - xml_ids, xml_ids, 'the log'), (xml_ids - log_ids, log_ids, 'the XML')):
+        if ids and other is not None:
+            notes.append(f"failed only in {where}: {', '.join(sorted(ids))}")
+    return notes
+
+
+def _combined(log, xml):
+    """XML counts and tests, plus any failure only the log shows."""
+    suite = Suite(xml.name, counts=dict(xml.counts), failed_tests=list(xml.failed_tests), sources=['xml', 'log'])
+    for key in ('failed', 'errors'):
+        suite.counts[key] = max(suite.counts[key], log.counts[key])
+    known = {t.test_id for t in suite.failed_tests}
+    suite.failed_tests += [t for t in log.failed_tests if t.test_id not in known]
+    return suite
+
+
+def build_outcome(suite: str, text: str, finished: bool, failed: bool, signal=None, timed_out=None,
+                  test_dir=None):
+    """(Suite, exit_code, notes) of one suite.
+
+    finished: the harness reported the suite done; failed: it printed `suite failed!` (its process
+    exited non-zero); signal: the signal named there; timed_out: 'timeout after Ns' when it was killed.
+    """
+    notes = []
+    log = _from_log(suite, text)
+    counted = log is not None and log.status != SUITE_INCOMPLETE
+    xml = suite_reports(test_dir, suite) if test_dir else None
+    if xml is not None and log is not None and counted:
+        notes += _compare(log, xml)
+        result = _combined(log, xml)
+    elif xml is not None:
+        result, counted = xml, True
+    elif log is not None:
+        result = log
+    else:
+        result = Suite(suite, sources=['log'])
+    result.counts = {key: result.counts.get(key, 0) for key in COUNT_KEYS}
+    result.seconds = summary_seconds(text)
+    if timed_out:
+        result.status, result.signal = SUITE_TIMED_OUT, timed_out
+        return result, None, notes
+    if not finished:
+        result.status = SUITE_INCOMPLETE
+        return result, None, notes
+    if signal:
+        result.status, result.signal = SUITE_TERMINATED, signal
+        return result, 1, notes
+    if failed:
+        result.status = SUITE_FAILED if counted and (result.failing_count or result.failed_tests) else SUITE_UNCOUNTED
+        return result, 1, notes
+    if result.failing_count or result.failed_tests:
+        result.status = SUITE_FAILED
+        notes.append('exit 0 but failures counted')
+    else:
+        result.status = SUITE_PASSED
+        if not counted:
+            notes.append('exit 0 without a countable summary: passed with 0 tests')
+    return result, 0, notes
+
+
+def outcome_result(suites) -> RunResult:
+    return RunResult({suite.name: suite for suite in suites})

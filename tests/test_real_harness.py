@@ -1,0 +1,195 @@
+"""The test step's runner against PyTorch's REAL test harness: Debian's pytorch 2.6.0 source tree
+(test/run_test.py, tools/testing/) run with torch 2.6.0 from PyPI, both set up by tools/setup.sh.
+
+One `eb-pytorch-cuda test-suite` run (two batches at a time) over real CPU suites is shared by most tests:
+test_show_pickle (on the harness's must-serial list), test_cuda_primary_ctx (custom handler; 0 tests and
+exit 0 without a GPU), test_ci_sanity_check_fail (custom handler; fails for real outside CI: its test
+passes, so its handler returns 1), and fast CPU suites.  A hang, a crash and a killed `eb` are only
+shown by the stand-in (tests/test_eb_easyblock_tests.py, tests/test_suiterun.py).
+"""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from eb_pytorch_cuda.cli import main
+from eb_pytorch_cuda.errors import PluginError
+from eb_pytorch_cuda.testsuite import discovery, runner, suiterun
+from eb_pytorch_cuda.testsuite.command import TestCommand as Command  # not a pytest test class
+from eb_pytorch_cuda.testsuite.harness import read_harness
+from eb_pytorch_cuda.testsuite.outcome import build_outcome, remove_reports
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TREE = os.path.join(REPO, '.venvs', 'pytorch-src', 'pytorch-v2.6.0')
+PYTHON = os.path.join(REPO, '.venvs', 'harness', 'bin', 'python')
+SUITES = ['test_show_pickle', 'test_per_overload_api', 'test_type_info', 'test_native_functions',
+          'test_cuda_primary_ctx', 'test_ci_sanity_check_fail', 'test_logging']
+NOT_SERIAL = ['test_per_overload_api', 'test_type_info', 'test_native_functions', 'test_logging']
+
+
+@pytest.fixture(scope='module')
+def tree(tmp_path_factory):
+    """A private copy of the real tree (the harness writes test/test-reports into it)."""
+    assert os.path.isfile(os.path.join(TREE, 'test', 'run_test.py')) and os.access(PYTHON, os.X_OK), \
+        'the real PyTorch 2.6.0 harness is missing: run tools/setup.sh'
+    copy = tmp_path_factory.mktemp('real') / 'pytorch'
+    copy.mkdir()
+    for part in ('test', 'tools'):
+        shutil.copytree(os.path.join(TREE, part), copy / part, ignore=shutil.ignore_patterns('test-reports'))
+    return copy
+
+
+def _runtest(*extra):
+    return 'cd test && %(python)s run_test.py --continue-through-error ' + ' '.join(extra)
+
+
+@pytest.fixture(scope='module')
+def suite_run(tree, tmp_path_factory):
+    results = tmp_path_factory.mktemp('results')
+    argv = ['test-suite', str(tree), '--python', PYTHON, '--runtest', _runtest('-i', *SUITES),
+            '--parallel', '2', '--results', str(results), '--format', 'json']
+    done = subprocess.run([_cli(), *argv], capture_output=True, text=True, timeout=1500)
+    records = {}
+    with open(results / 'results.jsonl') as handle:
+        for line in handle:
+            record = json.loads(line)
+            records[record['suite']['name']] = record
+    return done, records, results, argv
+
+
+def _cli():
+    return os.path.join(os.path.dirname(sys.executable), 'eb-pytorch-cuda')
+
+
+def test_every_selected_suite_ran_with_its_real_outcome(suite_run):
+    done, records, _results, _argv = suite_run
+    assert set(records) == set(SUITES), done.stderr
+    report = json.loads(done.stdout)
+    assert done.returncode == 1 and report['verdict'] == 'fail'
+    assert records['test_native_functions']['suite']['counts']['passed'] == 11
+    assert records['test_type_info']['suite']['counts']['passed'] == 5
+    assert records['test_per_overload_api']['suite']['counts']['passed'] == 3
+    assert all(records[s]['suite']['status'] == 'passed' for s in SUITES if s != 'test_ci_sanity_check_fail')
+
+
+def test_exit_0_without_a_summary_is_a_pass_with_0_tests_noted(suite_run):
+    _done, records, _results, _argv = suite_run
+    record = records['test_cuda_primary_ctx']  # no GPU here: 0 tests, run_test.py says it succeeded
+    assert record['suite']['status'] == 'passed' and record['exit_code'] == 0
+    assert sum(record['suite']['counts'].values()) == 0
+    assert record['notes'] == ['exit 0 without a countable summary: passed with 0 tests']
+
+
+def test_a_suite_its_handler_fails_fails_the_run_although_its_tests_passed(suite_run):
+    done, records, _results, _argv = suite_run
+    record = records['test_ci_sanity_check_fail']
+    assert record['exit_code'] == 1 and record['suite']['status'] == 'failed without countable summary'
+    assert record['suite']['counts']['passed'] == 1  # from its XML report
+    assert 'test_ci_sanity_check_fail: failed without countable summary, and not a known failure' in done.stdout
+
+
+def test_xml_reports_are_written_and_read_for_each_suite_that_has_tests(suite_run, tree):
+    _done, records, _results, _argv = suite_run
+    for suite in ('test_show_pickle', 'test_per_overload_api', 'test_native_functions', 'test_ci_sanity_check_fail'):
+        assert 'xml' in records[suite]['suite']['sources'], suite
+        assert os.listdir(tree / 'test' / 'test-reports' / 'python-pytest' / suite)
+
+
+def test_the_harness_serial_list_is_kept_with_two_batches_at_a_time(suite_run):
+    _done, records, _results, _argv = suite_run
+    serial = {records[s]['output_file'] for s in ('test_show_pickle', 'test_cuda_primary_ctx',
+                                                  'test_ci_sanity_check_fail')}
+    assert len(serial) == 1  # one batch, run after the others, alone
+    with open(serial.pop()) as handle:
+        text = handle.read()
+    assert not any(f'Running {suite} ' in text for suite in NOT_SERIAL)
+    assert len({records[s]['output_file'] for s in NOT_SERIAL}) == 2  # two batches of the others
+
+
+def test_the_same_command_again_runs_nothing_and_a_known_failure_passes_it(suite_run, tmp_path):
+    _done, records, results, argv = suite_run
+    easyconfig = tmp_path / 'PyTorch-2.6.0.eb'
+    easyconfig.write_text("easyblock = 'PyTorch'\nname = 'PyTorch'\nversion = '2.6.0'\nhomepage = 'x'\n"
+                          "description = 'x'\ntoolchain = SYSTEM\nmax_failed_tests = 0\n"
+                          "known_test_failures = {'': [('test_ci_sanity_check_fail', 'passes outside CI, "
+                          "so its handler reports a failure')]}\n")
+    done = subprocess.run([_cli(), *argv[:-2], '--format', 'text', '--easyconfig', str(easyconfig)],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f'resuming: {len(SUITES)} suite(s) already measured for this build, 0 to run' in done.stderr
+    assert 'verdict: PASS' in done.stdout
+    with open(results / 'results.jsonl') as handle:
+        assert len(handle.readlines()) == len(SUITES)  # nothing ran again
+
+
+def test_bad_input_is_exit_2_naming_the_file(tmp_path):
+    assert main(['test-suite', str(tmp_path), '--python', PYTHON]) == 2
+    assert main(['test-suite', TREE, '--python', str(tmp_path / 'python')]) == 2
+
+
+def test_discovery_reads_the_26_batch_listing_without_verbose():
+    command = Command(os.path.join(TREE, 'test'), {}, [PYTHON, 'run_test.py', '-i', *SUITES])
+    suites, serial = discovery.discover(command, dict(os.environ))
+    assert sorted(suites) == sorted(SUITES)
+    assert serial == {'test_show_pickle', 'test_cuda_primary_ctx', 'test_ci_sanity_check_fail'}
+
+
+def test_an_invalid_exclusion_names_the_command_and_shows_its_error():
+    command = Command(os.path.join(TREE, 'test'), {}, [PYTHON, 'run_test.py', '-x', 'test_no_such_suite'])
+    with pytest.raises(PluginError, match=r"run_test.py -x test_no_such_suite --dry-run --verbose' .*exit 2.*"
+                                          r"invalid choice: 'test_no_such_suite'"):
+        discovery.discover(command, dict(os.environ))
+
+
+def test_an_empty_selection_is_an_error_not_a_pass():
+    command = Command(os.path.join(TREE, 'test'), {}, [PYTHON, 'run_test.py', '-i', 'test_type_info',
+                                                       '-x', 'test_type_info'])
+    with pytest.raises(PluginError, match='selected no test suite'):
+        discovery.discover(command, dict(os.environ))
+
+
+def test_a_sharded_runtest_runs_its_shard_without_passing_shard_to_each_suite(tree, tmp_path):
+    argv = [PYTHON, 'run_test.py', '--continue-through-error', '-i', *SUITES]
+    first, _ = discovery.discover(Command(str(tree / 'test'), {}, argv + ['--shard', '1', '2']), dict(os.environ))
+    second, _ = discovery.discover(Command(str(tree / 'test'), {}, argv + ['--shard', '2', '2']), dict(os.environ))
+    assert sorted(first + second) == sorted(SUITES) and not set(first) & set(second)
+    suite = next(s for s in second if s in NOT_SERIAL)
+    command = Command(str(tree / 'test'), {}, argv + ['--shard', '2', '2'])
+    assert '--shard' not in discovery.run_argv(command.argv, [suite])
+    record = suiterun.run_suite(command, suite, 600, str(tmp_path), dict(os.environ))
+    assert record['suite']['status'] == 'passed' and record['suite']['counts']['passed'] > 0, record['output_tail']
+
+
+def test_a_rerun_runs_exactly_the_one_failed_test(tree):
+    harness = read_harness(str(tree / 'test' / 'run_test.py'))
+    command = Command(str(tree / 'test'), {}, [PYTHON, 'run_test.py', '--continue-through-error'])
+    passed, output = runner.rerun_isolated(command, PYTHON, 'test_per_overload_api',
+                                           'TestPerOverloadAPI.test_basics_opoverload', harness, dict(os.environ),
+                                           timeout=600)
+    assert passed and re.search(r'^Ran 1 test in', output, re.M), output
+    assert 'test_basics_opoverloadpacket' not in output  # `-k test_basics_opoverload` would run it too
+    # a suite with a custom handler is rerun through run_test.py, so the handler's environment applies
+    assert runner.rerun_argv(command, PYTHON, 'test_cuda_primary_ctx', 'TestCudaPrimaryCtx.test_x', harness)[:2] == \
+        [PYTHON, 'run_test.py']
+
+
+def test_a_failure_only_the_xml_shows_counts_and_is_noted(tree):
+    # a real failure: test_ci_sanity_check_fail's test fails when CI is set (run directly, not via run_test.py)
+    test_dir = tree / 'test'
+    remove_reports(str(test_dir), 'test_ci_sanity_check_fail')  # as before each run: only this run's reports
+    done = subprocess.run([PYTHON, 'test_ci_sanity_check_fail.py', '--save-xml'], cwd=test_dir,
+                          env=dict(os.environ, CI='1'), capture_output=True, text=True, timeout=600)
+    assert done.returncode != 0
+    log = done.stdout + done.stderr
+    assert re.search(r'^FAIL .*test_env_vars_exist', log, re.M) and 'FAILED (failures=1' in log
+    lost = '\n'.join(line for line in log.splitlines() if 'FAIL' not in line and not line.startswith('Ran '))
+    suite, code, notes = build_outcome('test_ci_sanity_check_fail', lost + '\nRan 1 test in 0.1s\n\nOK\n', True,
+                                       True, test_dir=str(test_dir))
+    assert suite.status == 'failed' and suite.counts['failed'] == 1 and code == 1
+    assert any('log and XML reports differ' in note for note in notes)
+    assert any('failed only in the XML: TestCISanityCheck.test_env_vars_exist' in note for note in notes)
