@@ -126,7 +126,8 @@ def cmd_test_suite(args):
     progress = (lambda message: print(f'== {message}', file=sys.stderr, flush=True))
     result = run_test_suite(args.source, args.python, results, args.runtest, excluded,
                             args.parallel or settings.parallel_test_suites, args.timeout or settings.test_suite_timeout,
-                            settings.rerun_failed_tests if args.rerun is None else args.rerun, progress)
+                            settings.rerun_failed_tests if args.rerun is None else args.rerun, progress,
+                            jobs=args.jobs or settings.test_suite_jobs)
     verdict = judge(result, policy)
     report = to_json(result, verdict, context)
     report['notes'] = notes_of(results, args.source, args.python, args.runtest, excluded)
@@ -224,6 +225,9 @@ def build_parser():
                             "last results, else 3 h)")
     suite.add_argument('--rerun', type=int, metavar='N', help='rerun each failed test up to N times in isolation '
                                                               '(default: rerun_failed_tests of EC, else 0)')
+    suite.add_argument('--jobs', type=int, metavar='N', help='spread the suites over N Slurm jobs (sbatch; DIR, SRC '
+                                                             'and PY on a path all nodes see; default: '
+                                                             'test_suite_jobs of EC, else 1: here)')
     suite.add_argument('--results', metavar='DIR', help='where results and reports go (default: ./pytorch-test-'
                                                         'suite); the same command again runs only what is missing')
     suite.add_argument('--format', choices=('text', 'json', 'markdown'), default='text')

@@ -45,7 +45,7 @@ from easybuild.tools.systemtools import get_cpu_architecture
 from eb_pytorch_cuda.eb import hooks as easybuild_hooks
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.eb import ecpolicy, testinstall
-from eb_pytorch_cuda.testsuite import batchrun, step
+from eb_pytorch_cuda.testsuite import batchrun, spread, step
 from eb_pytorch_cuda.testsuite.command import parse_runtest
 from eb_pytorch_cuda.testsuite.policy import detect_context, judge
 from eb_pytorch_cuda.testsuite.report import to_json, to_markdown, to_text
@@ -174,11 +174,12 @@ class EB_PyTorch(UpstreamPyTorch):
         except PluginError as err:
             raise EasyBuildError(str(err)) from None
 
-    def _test_install(self):
-        """Install into a temporary prefix, as PythonPackage's test step does; return (prefix, PYTHONPATH
-        entries, bin dir).  The entries make the package importable whatever the installer made: pip's
-        site-packages, the posix_local scheme's local/, or an egg that only easy-install.pth names."""
-        prefix = tempfile.mkdtemp()
+    def _test_install(self, parent=None):
+        """Install into a temporary prefix (in parent, default the system's temporary directory), as
+        PythonPackage's test step does; return (prefix, PYTHONPATH entries, bin dir).  The entries make the
+        package importable whatever the installer made: pip's site-packages, the posix_local scheme's local/,
+        or an egg that only easy-install.pth names."""
+        prefix = tempfile.mkdtemp(dir=parent)
         actual = os.path.join(prefix, 'local') if self.using_local_py_install_scheme() else prefix
         pylibdirs = [os.path.join(actual, pylibdir) for pylibdir in self.all_pylibdirs]
         for pylibdir in pylibdirs:
@@ -217,7 +218,8 @@ class EB_PyTorch(UpstreamPyTorch):
         if not runtest or runtest is True:
             raise EasyBuildError("Set 'runtest' to the test command, or use --skip-test-step")
         self._set_test_environment()
-        prefix, pylibdirs, bindir = self._test_install()
+        # spread over Slurm jobs, the tested installation must be where the jobs see it: the build path
+        prefix, pylibdirs, bindir = self._test_install(self.builddir if settings.test_suite_jobs > 1 else None)
         try:
             easybuild_hooks.patch_libraries(self, [prefix], 'test installation')
             try:
@@ -229,7 +231,9 @@ class EB_PyTorch(UpstreamPyTorch):
                 result = step.run_suites(command, env, store, os.path.join(self.builddir, 'pytorch-test-output'),
                                          self.python_cmd, self._suite_timeouts(), settings.parallel_test_suites,
                                          settings.rerun_failed_tests,
-                                         progress=lambda message: print_msg(message, log=self.log))
+                                         progress=lambda message: print_msg(message, log=self.log),
+                                         jobs=settings.test_suite_jobs, previous_results=self._previous_results(),
+                                         tested_installation=prefix)
             except PluginError as err:
                 raise EasyBuildError(str(err)) from None
             for suite, notes in step.notes(store).items():  # exit 0 without a summary, log/XML differences
@@ -239,6 +243,8 @@ class EB_PyTorch(UpstreamPyTorch):
             remove_dir(prefix)
         self._judge(result, verdict, context)
         store.remove()
+        if settings.test_suite_jobs > 1:
+            spread.remove_queue(store)
 
     def _judge(self, result, verdict, context):
         """Print and write the verdict; raise when the policy says the run failed."""
@@ -297,10 +303,13 @@ class EB_PyTorch(UpstreamPyTorch):
         return os.path.join(root, '.eb-pytorch-cuda-test-results', f'{self.name}-{self.version}'
                             f"{self.cfg['versionsuffix']}-{self.toolchain.name}-{self.toolchain.version}.jsonl")
 
+    def _previous_results(self):
+        """The results JSON of the previous installation (per-suite times: timeouts, longest-first spread)."""
+        return os.path.join(self.installdir, 'easybuild', RESULTS_JSON)
+
     def _suite_timeouts(self):
         """test_suite_timeout, else derived from the previous installation's results (step.suite_timeouts)."""
-        return step.suite_timeouts(self.cfg['test_suite_timeout'],
-                                   os.path.join(self.installdir, 'easybuild', RESULTS_JSON))
+        return step.suite_timeouts(self.cfg['test_suite_timeout'], self._previous_results())
 
     def _write_reports(self, directory):
         if self.pytorch_test_report is None:
@@ -427,6 +436,10 @@ class EB_PyTorch(UpstreamPyTorch):
                              f"({batchrun.XML_VARIABLE}=1, --save-xml)")
         except PluginError as err:
             self.dry_run_msg(f'  command: cannot run without a shell: {err}')
+        jobs = int(self.cfg['test_suite_jobs'] or 1)
+        if jobs > 1:
+            self.dry_run_msg(f'  spread over {jobs} Slurm jobs (sbatch; a suite at a time per claim from a shared '
+                             f'queue, longest first; tested installation and results under {self.builddir})')
         self.dry_run_msg(f'  scope: {context.cpu_family}, target {context.target}, '
                          f"compute capabilities {', '.join(context.compute_capabilities) or 'none'}")
         self.dry_run_msg(f"  excluded (-x): {' '.join(excluded) or 'none'}")

@@ -19,6 +19,7 @@ PARAMETERS = (
     ('excluded_tests', None, True),
     ('test_suite_timeout', None, True),
     ('parallel_test_suites', 1, True),
+    ('test_suite_jobs', 1, True),  # where the suites run, not what is tested: Slurm jobs (testsuite/spread)
     ('cuda_compute_capabilities', None, False),
 )
 NAMES = tuple(name for name, _default, _judging in PARAMETERS)
@@ -38,6 +39,7 @@ class TestSettings:
     excluded_tests: dict = field(default_factory=dict)
     test_suite_timeout: Optional[int] = None
     parallel_test_suites: int = 1
+    test_suite_jobs: int = 1
     cuda_compute_capabilities: tuple = ()
 
     @classmethod
@@ -55,6 +57,7 @@ class TestSettings:
                    test_suite_timeout=None if values.get('test_suite_timeout') in (None, '') else
                    int(values['test_suite_timeout']),
                    parallel_test_suites=max(1, int(value('parallel_test_suites', 1))),
+                   test_suite_jobs=max(1, int(value('test_suite_jobs', 1))),
                    cuda_compute_capabilities=tuple(str(c) for c in value('cuda_compute_capabilities', ())))
 
     def policy(self, context, default_budget: int = 0, source: str = 'known_test_failures') -> Policy:

@@ -36,7 +36,7 @@ def store_for(results_dir: str, source: str, python: str, argv) -> ResultStore:
 
 
 def run_test_suite(source, python, results_dir, runtest=None, excluded=(), parallel=1, timeout=None, reruns=0,
-                   progress=None, batch_size=None):
+                   progress=None, batch_size=None, jobs=1):
     """RunResult of the test suites of source run with python; results kept in results_dir."""
     check_inputs(source, python)
     python = os.path.abspath(python)  # the command runs in test/; a venv's python must stay a path into the venv
@@ -47,7 +47,8 @@ def run_test_suite(source, python, results_dir, runtest=None, excluded=(), paral
     timeouts = step.suite_timeouts(timeout, os.path.join(results_dir, 'pytorch-test-results.json'))
     kwargs = {'batch_size': batch_size} if batch_size else {}
     return step.run_suites(command, env, store, os.path.join(results_dir, 'output'), python, timeouts,
-                           parallel=parallel, reruns=reruns, progress=progress, **kwargs)
+                           parallel=parallel, reruns=reruns, progress=progress, jobs=jobs,
+                           previous_results=os.path.join(results_dir, 'pytorch-test-results.json'), **kwargs)
 
 
 def notes_of(results_dir, source, python, runtest=None, excluded=()):

@@ -45,10 +45,17 @@ def suite_timeouts(explicit, previous_results):
 
 
 def run_suites(command, env, store, output_dir, python, timeouts, parallel=1, reruns=0, progress=None,
-               batch_size=batchrun.DEFAULT_BATCH_SIZE):
-    """Discover and run every suite not yet in store (in batches through run_test.py), then rerun failures
-    in isolation; return the RunResult."""
+               batch_size=batchrun.DEFAULT_BATCH_SIZE, jobs=1, previous_results=None, tested_installation=None):
+    """Discover and run every suite not yet in store (in batches through run_test.py, or with jobs > 1 on
+    that many Slurm jobs: testsuite/spread), then rerun failures in isolation; return the RunResult.
+    previous_results (a results JSON) orders the spread longest first; tested_installation must then be on
+    a path the jobs see."""
     progress = progress or (lambda message: None)
+    if int(jobs) > 1:
+        from eb_pytorch_cuda.testsuite import spread  # spread builds on this module (its reruns)
+        return spread.run_spread(command, env, store, output_dir, python, timeouts, int(jobs), parallel=parallel,
+                                 reruns=reruns, previous_seconds=spread.previous_suite_seconds(previous_results),
+                                 tested_installation=tested_installation, progress=progress)
     suites, listed_serial = discovery.discover(command, env)
     harness = harness_of(command.cwd)
     if listed_serial is not None:
