@@ -408,3 +408,40 @@ def test_the_worker_on_a_directory_that_is_no_queue_says_so_in_one_line_and_exit
     assert done.returncode == 2 and done.stdout == ''
     assert done.stderr == (f"eb_pytorch_cuda.testsuite.worker: {tmp_path / 'spec.json'}: not a suite queue ([Errno 2] "
                            f"No such file or directory: '{tmp_path / 'spec.json'}')\n")
+
+
+def _test_suite_cli(source, results, *extra, env=None):
+    done = subprocess.run([sys.executable, '-m', 'eb_pytorch_cuda', 'test-suite', str(source), '--python',
+                           sys.executable, '--results', str(results), '--format', 'json', '--timeout', '120', *extra],
+                          capture_output=True, text=True, env=env, timeout=600)
+    import json
+    return done, json.loads(done.stdout) if done.stdout.strip().startswith('{') else None
+
+
+def test_test_suite_command_with_jobs_gives_the_verdict_of_the_same_command_run_here(slurm, tmp_path):
+    """`eb-pytorch-cuda test-suite ... --jobs 2` (what the easyblock's test_suite_jobs calls: step.run_suites
+    with jobs > 1) spreads the suites over real Slurm jobs; the report equals the one run on this node."""
+    keep = ('test_known_failure', 'test_flaky')
+    here_src, spread_src = tmp_path / 'here', tmp_path / 'spread'
+    _tree(here_src, sleepers=2, seconds=1, keep=keep)
+    _tree(spread_src, sleepers=2, seconds=1, keep=keep)
+    env = dict(os.environ, EB_PYTORCH_CUDA_SHARED_PATHS=str(tmp_path))  # one node: its tmp is "shared"
+    here, here_report = _test_suite_cli(here_src, tmp_path / 'here-results', env=env)
+    spread_done, spread_report = _test_suite_cli(spread_src, tmp_path / 'spread-results', '--jobs', '2', env=env)
+    assert here.returncode == spread_done.returncode == 1, (here.stderr[-2000:], spread_done.stderr[-2000:])
+    assert 'Slurm job(s)' in spread_done.stderr and 'Slurm job' not in here.stderr
+
+    def comparable(report):
+        return sorted((suite['name'], suite['status'], suite['counts'].get('failed', 0)) for suite in report['suites'])
+    assert comparable(spread_report) == comparable(here_report)
+    assert {suite['name'] for suite in spread_report['suites']} == {'test_known_failure', 'test_flaky',
+                                                                    'test_sleep_0', 'test_sleep_1'}
+    assert spread_report['verdict'] == here_report['verdict'] == 'fail'
+
+
+def test_test_suite_command_refuses_a_node_local_results_path_for_jobs(tmp_path):
+    source = tmp_path / 'src'
+    _tree(source, sleepers=1, seconds=1, keep=())
+    env = {k: v for k, v in os.environ.items() if k != 'EB_PYTORCH_CUDA_SHARED_PATHS'}
+    done, _report = _test_suite_cli(source, tmp_path / 'results', '--jobs', '2', env=env)
+    assert done.returncode == 2 and 'node' in done.stderr.strip().splitlines()[-1], done.stderr[-2000:]

@@ -168,3 +168,29 @@ def test_21_gets_xml_switched_on_through_its_positional_unittest_args(tmp_path):
                               batchrun.batch_options(harness))
     assert argv == ['python', 'run_test.py', '-x', 'test_z', '--continue-through-error', '-i', 'test_a', 'test_b',
                     '--', '--save-xml']
+
+
+def test_a_hang_inside_a_batch_costs_its_own_timeout_not_the_batchs_and_the_others_still_run(tree, tmp_path):
+    """A stand-in hang (no real suite can be made to hang on demand) in one run_test.py batch with other
+    suites: the batch is killed once the hanging suite has run its own timeout, that suite is `timed out`
+    with its children gone, and the batch's unfinished suites are run alone and judged as usual."""
+    command = Command(str(tree), {}, [sys.executable, 'run_test.py', '-x', 'test_crash', 'test_hang', 'test_cudnn',
+                                      'test_kills_eb'])
+    (tree / 'test_spawns_and_hangs.py').rename(tree / 'test_a_spawns_and_hangs.py')  # suites follow it
+    env = dict(os.environ)
+    suites = suiterun.discover_suites(command, env)
+    assert suites.index('test_a_spawns_and_hangs') < suites.index('test_known_failure')
+    timeouts = {'': 300, 'test_a_spawns_and_hangs': 3}
+    store = suiterun.ResultStore(str(tmp_path / 'r' / 'r.jsonl'), 'build')
+    lines = []
+    start = time.time()
+    result, _ = suiterun.run_all(command, suites, store, str(tmp_path / 'out'), env,
+                                 lambda suite: timeouts.get(suite, timeouts['']), progress=lines.append)
+    elapsed = time.time() - start
+    assert elapsed < 120, lines  # the batch's own limit is the sum of its suites' timeouts (over 1,000 s)
+    assert result.suites['test_a_spawns_and_hangs'].status == 'timed out'
+    assert result.suites['test_a_spawns_and_hangs'].signal == 'timeout after 3s'
+    assert result.suites['test_known_failure'].status == 'failed' and set(result.suites) == set(suites)
+    child = int((tree / 'child.pid').read_text())
+    time.sleep(0.5)
+    assert not os.path.exists(f'/proc/{child}') or 'Z' in open(f'/proc/{child}/stat').read().split()[2]

@@ -47,6 +47,15 @@ class SuiteOutput:
     ends: int = 0  # `failed!` and `was successful` lines: one per run of the suite
 
 
+def announced_runs(text: str) -> dict:
+    """{suite: how many times the harness announced a run of it (`Running X ... [`)}: with the end lines
+    (SuiteOutput.ends), whether a run of it is in progress now."""
+    counts: dict = {}
+    for match in _RUNNING.finditer(text):
+        counts[match.group('name')] = counts.get(match.group('name'), 0) + 1
+    return counts
+
+
 def _read(path):
     try:
         with open(path, errors='replace') as handle:

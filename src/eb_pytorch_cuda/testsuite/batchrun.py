@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 
 from eb_pytorch_cuda.testsuite import discovery
-from eb_pytorch_cuda.testsuite.batchlog import split_batch_output
+from eb_pytorch_cuda.testsuite.batchlog import announced_runs, split_batch_output
 from eb_pytorch_cuda.testsuite.outcome import build_outcome, remove_reports
 from eb_pytorch_cuda.testsuite.runner import die_with_parent, kill_group
 
@@ -48,6 +48,7 @@ def batch_env(env, gpu=None):
 
 
 POLL_SECONDS = 0.25  # how often a running batch's output is looked at for suites that have ended
+WATCH_SECONDS = 5  # how often a running batch's started suites are checked against their own timeouts
 _SETTLING_WORDS = ('failed!', 'was successful', 'Running ')  # only output with these can settle a suite
 
 
@@ -58,17 +59,24 @@ def _record(suite, out, seconds, code, gpu, output_path, test_dir):
             'output_file': output_path}
 
 
-def run_batch(command, suites, timeout, output_path, env, options, gpu=None, harness=None, on_settled=None):
+def run_batch(command, suites, timeout, output_path, env, options, gpu=None, harness=None, on_settled=None,
+              timeout_for=None):
     """Run suites in one run_test.py call.  on_settled(suite, record) is called as soon as the output says a
     suite's outcome is final (its `failed!` or `was successful` line; with a serial inline harness, the next
     suite's start), so it can be stored before the batch ends.  Returns ({suite: record or None when the
-    killed batch had not finished it}, killed); records already given to on_settled are included."""
+    killed batch had not finished it}, killed); records already given to on_settled are included.
+
+    timeout is the whole batch's limit; with timeout_for(suite), a suite that has run longer than its own
+    timeout since the harness announced it is a hang: the batch is killed at once and that suite recorded
+    `timed out` (the batch's other unfinished suites come back as None, to be run alone), so one hanging
+    suite costs its own timeout, not the sum of the batch's."""
     for suite in suites:
         remove_reports(command.cwd, suite)
     argv = discovery.run_argv(command.argv, suites, options)
     inline_is_serial = harness is not None and not harness.replays_logs
     start = time.time()
-    killed, settled = False, {}
+    killed, settled, overdue, first_seen = False, {}, {}, {}
+    next_watch = start + WATCH_SECONDS
 
     def read_output():
         with open(output_path, errors='replace') as handle:
@@ -111,6 +119,17 @@ def run_batch(command, suites, timeout, output_path, env, options, gpu=None, har
                     break
                 if something_ended():
                     settle(read_output())
+                if timeout_for is not None and time.time() >= next_watch:
+                    next_watch = time.time() + WATCH_SECONDS
+                    text = read_output()
+                    overdue = _overdue(text, split_batch_output(text, suites, command.cwd, inline_is_serial,
+                                                                harness.runs_of if harness is not None else None,
+                                                                harness is not None and harness.full_log_means_passed),
+                                       settled, first_seen, timeout_for)
+                    if overdue:
+                        kill_group(process)
+                        code, killed = process.returncode, True
+                        break
     seconds = round(time.time() - start, 1)
     text = read_output()
     outputs = settle(text, code)
@@ -124,6 +143,12 @@ def run_batch(command, suites, timeout, output_path, env, options, gpu=None, har
             same = (final['exit_code'], final['suite']['status'], final['suite']['counts']) == \
                 (early['exit_code'], early['suite']['status'], early['suite']['counts'])
             records[suite] = early if same else dict(final, corrected=True)  # stored again: the last one counts
+            continue
+        if suite in overdue:  # hung: its own timeout passed inside the batch
+            result, _code, notes = build_outcome(suite, out.text, True, False, None, overdue[suite], command.cwd)
+            records[suite] = {'suite': asdict(result), 'exit_code': None, 'seconds': None, 'batch_seconds': seconds,
+                              'batch_exit_code': code, 'gpu': gpu, 'notes': notes,
+                              'output_tail': out.text[-OUTPUT_KEPT:], 'output_file': output_path}
             continue
         # a batch that ended by itself finished every suite; a killed one only those it reported as ended
         if killed and not (out.settled or ('inline' in out.sources and started[-1] != suite)):
@@ -154,6 +179,23 @@ def plan_batches(suites, must_serial, parallel, batch_size=DEFAULT_BATCH_SIZE):
     batches = [(free[i:i + per_worker], False) for i in range(0, len(free), per_worker)]
     batches += [(alone[i:i + size], True) for i in range(0, len(alone), size)]
     return batches
+
+
+def _overdue(text, outputs, settled, first_seen, timeout_for):
+    """{suite: 'timeout after Ns'} of the suites whose current run (announced by a `Running X` line and not
+    ended yet) has lasted at least their own timeout; first_seen ((suite, run): when that announcement was
+    first seen) is updated in place.  A suite the harness runs twice (2.6: `-m serial`, then in its pool)
+    is timed per run, so waiting for a pool slot between its runs is not counted."""
+    now, late = time.time(), {}
+    for suite, runs in announced_runs(text).items():
+        out = outputs.get(suite)
+        if out is None or suite in settled or out.settled or out.ends >= runs:
+            continue
+        first_seen.setdefault((suite, runs), now)
+        limit = timeout_for(suite)
+        if now - first_seen[(suite, runs)] >= limit:
+            late[suite] = f'timeout after {limit}s'
+    return late
 
 
 def run_batches(command, suites, store, output_dir, env, timeout_for, harness, parallel=1, progress=None,
@@ -192,7 +234,7 @@ def run_batches(command, suites, store, output_dir, env, timeout_for, harness, p
             stored.add(suite)
             report(suite, record)
         records, killed = run_batch(command, batch, sum(timeout_for(s) for s in batch), path, env, options, gpu,
-                                    harness, settled)
+                                    harness, settled, timeout_for)
         for suite in batch:
             if suite in stored:
                 if records[suite].get('corrected'):
