@@ -32,35 +32,10 @@ from eb_pytorch_cuda.testsuite import spread, suiterun
 from eb_pytorch_cuda.testsuite.command import TestCommand
 from eb_pytorch_cuda.testsuite.queue import longest_first
 
-SUITE = '''import time
-import unittest
-
-from common import run_tests
-
-
-class TestSleeps(unittest.TestCase):
-    def test_sleep(self):
-        time.sleep({seconds})
-
-    def test_maybe_fails(self):
-        self.assertFalse({fails})
-
-
-if __name__ == '__main__':
-    run_tests(__file__)
-'''
-
 
 def make_tree(root, suites, seconds):
-    """A fresh test tree (XML reports of one run must not mix with another's); every fifth suite fails."""
-    test_dir = os.path.join(root, 'test')
-    os.makedirs(test_dir)
-    for name in ('run_test.py', 'common.py'):
-        shutil.copy(os.path.join(standins.TORCH_SOURCES, 'test', name), test_dir)
-    for index in range(suites):
-        with open(os.path.join(test_dir, f'test_bench_{index:03d}.py'), 'w') as handle:
-            handle.write(SUITE.format(seconds=seconds, fails=index % 5 == 0))
-    return test_dir
+    """A fresh stand-in tree of sleeping suites (standins.sleeping_suite_tree)."""
+    return standins.sleeping_suite_tree(root, suites, seconds)
 
 
 def _outcomes(result):

@@ -6,6 +6,7 @@ them outside EasyBuild for the library-level tests.
 """
 
 import os
+import shutil
 import subprocess
 import tarfile
 
@@ -61,3 +62,36 @@ def make_sources(directory):
         tar.add(TORCH_SOURCES, arcname='pytorch-standin',
                 filter=lambda info: None if '__pycache__' in info.name or 'test-reports' in info.name else info)
     return directory
+
+
+SLEEPING_SUITE = '''import time
+import unittest
+
+from common import run_tests
+
+
+class TestSleeps(unittest.TestCase):
+    def test_sleep(self):
+        time.sleep({seconds})
+
+    def test_maybe_fails(self):
+        self.assertFalse({fails})
+
+
+if __name__ == '__main__':
+    run_tests(__file__)
+'''
+
+
+def sleeping_suite_tree(root, suites, seconds):
+    """A fresh stand-in test tree (run_test.py, common.py) of `suites` suites that sleep `seconds`, every
+    fifth failing one test: for benchmarks of how suites are scheduled, where the suites' own work must be
+    a known constant (XML reports of one run must not mix with another's, hence a fresh tree each time)."""
+    test_dir = os.path.join(root, 'test')
+    os.makedirs(test_dir)
+    for name in ('run_test.py', 'common.py'):
+        shutil.copy(os.path.join(TORCH_SOURCES, 'test', name), test_dir)
+    for index in range(suites):
+        with open(os.path.join(test_dir, f'test_bench_{index:03d}.py'), 'w') as handle:
+            handle.write(SLEEPING_SUITE.format(seconds=seconds, fails=index % 5 == 0))
+    return test_dir
