@@ -4,7 +4,6 @@ from dataclasses import asdict, dataclass, field
 
 # states of a test case, as the reports name them
 PASSED, FAILED, ERROR, SKIPPED, XFAILED, XPASSED = 'passed', 'failed', 'error', 'skipped', 'xfailed', 'xpassed'
-FAILING_STATES = (FAILED, ERROR)
 COUNT_KEYS = ('failed', 'errors', 'passed', 'skipped', 'xfailed', 'xpassed', 'rerun')
 
 # suite outcomes
