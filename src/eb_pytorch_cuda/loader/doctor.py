@@ -36,6 +36,8 @@ import re
 import stat
 from dataclasses import asdict, dataclass, field
 
+from typing import Optional
+
 from eb_pytorch_cuda import cudnn
 from eb_pytorch_cuda.elf.reader import read_elf
 from eb_pytorch_cuda.elf.symbols import ElfSymbols, SymbolTable
@@ -44,7 +46,7 @@ from eb_pytorch_cuda.loader.dlopen_note import dlopen_note_sonames
 from eb_pytorch_cuda.loader.resolve import Resolver
 
 _SHARED_OBJECT = re.compile(r'\.so(\.\d+)*$')
-_INFO_CACHE = {}
+_INFO_CACHE: dict = {}
 
 
 def _read_elf(path):
@@ -76,7 +78,7 @@ class Finding:
     message: str
     details: dict = field(default_factory=dict)
     severity: str = ''
-    fix: list = None  # [library to patch, soname to add as NEEDED], when a NEEDED entry fixes it
+    fix: Optional[list] = None  # [library to patch, soname to add as NEEDED], when a NEEDED entry fixes it
 
     def __post_init__(self):
         self.severity = self.severity or SEVERITY_OF_KIND[self.kind]
@@ -575,14 +577,14 @@ def blocking(findings) -> bool:
 def fix_commands(findings) -> list:
     """One `eb-pytorch-cuda add-needed LIB SONAME...` per library to patch, without sonames that another
     added soname already pulls in as its NEEDED entry (cnn_train brings ops_infer, ops_train, cnn_infer)."""
-    wanted = {}
+    wanted: dict = {}
     for finding in findings:
         if finding.fix:
             library, soname = finding.fix
             wanted.setdefault(library, {})[soname] = finding
     commands = []
     for library, sonames in wanted.items():
-        covered = set()
+        covered: set = set()
         for soname, finding in sonames.items():
             target = finding.details.get('exists') or finding.details.get('expected') or finding.object
             try:

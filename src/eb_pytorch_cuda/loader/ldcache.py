@@ -58,7 +58,7 @@ def parse_ld_so_cache(data):
     return result
 
 
-_CACHE = {}
+_CACHE: dict = {}
 
 
 def load_ld_so_cache(path=DEFAULT_CACHE):

@@ -22,6 +22,8 @@ import re
 import subprocess
 from dataclasses import dataclass, field
 
+from typing import Optional
+
 from eb_pytorch_cuda.elf.reader import read_abi_key
 from eb_pytorch_cuda.loader.ldcache import load_ld_so_cache
 
@@ -44,8 +46,8 @@ class Resolution:
     """Where a soname resolved (path None when it did not), how, and which directories were tried."""
 
     soname: str
-    path: str = None
-    via: str = None  # e.g. 'DT_RPATH of /x/libtorch_cuda.so', 'ld.so.cache', 'already loaded'
+    path: Optional[str] = None
+    via: Optional[str] = None  # e.g. 'DT_RPATH of /x/libtorch_cuda.so', 'ld.so.cache', 'already loaded'
     tried: list = field(default_factory=list)
 
     @property
@@ -72,7 +74,7 @@ def object_search_dirs(info, tag):
     return [expand_tokens(entry, origin, info.elf_class) for entry in getattr(info, tag)]
 
 
-_HOST_SYSTEM_DIRS = []
+_HOST_SYSTEM_DIRS: list = []
 
 
 def _host_system_dirs():

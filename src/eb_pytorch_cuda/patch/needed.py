@@ -87,7 +87,7 @@ class LoadReport:
     """What a real load in a clean process did."""
 
     loaded: bool
-    error: str = None
+    error: Optional[str] = None
     mapped: list = field(default_factory=list)
     preloaded: list = field(default_factory=list)
 

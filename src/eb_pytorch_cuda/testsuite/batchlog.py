@@ -18,6 +18,7 @@ A suite that none of these mentions has not finished.
 import os
 import re
 from dataclasses import dataclass, field
+from typing import Optional
 
 _NAME = r'(?P<name>[\w./-]+)(?: \d+/\d+)?'
 _LOG_START = re.compile(r'^(?:##\[group\])?PRINTING (?P<beginning>BEGINNING OF )?LOG FILE of ' + _NAME +
@@ -41,7 +42,7 @@ class SuiteOutput:
     text: str = ''
     finished: bool = False
     failed: bool = False
-    signal: str = None
+    signal: Optional[str] = None
     sources: list = field(default_factory=list)  # 'log section', 'log file', 'inline'
     settled: bool = False  # its outcome cannot change any more (its last run reported, or inline and over)
     ends: int = 0  # `failed!` and `was successful` lines: one per run of the suite

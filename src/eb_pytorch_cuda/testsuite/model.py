@@ -1,6 +1,7 @@
 """The result model shared by the parsers, the policy and the reports (plain data, JSON round-trip)."""
 
 from dataclasses import asdict, dataclass, field
+from typing import Optional
 
 # states of a test case, as the reports name them
 PASSED, FAILED, ERROR, SKIPPED, XFAILED, XPASSED = 'passed', 'failed', 'error', 'skipped', 'xfailed', 'xpassed'
@@ -30,7 +31,7 @@ class TestCase:
     test_id: str
     state: str
     reruns: int = 0
-    rerun_outcome: str = None  # 'flaky' (passed on an isolated rerun) or 'reproducible'
+    rerun_outcome: Optional[str] = None  # 'flaky' (passed on an isolated rerun) or 'reproducible'
 
 
 @dataclass
@@ -41,11 +42,11 @@ class Suite:
     status: str = SUITE_PASSED
     counts: dict = field(default_factory=lambda: dict.fromkeys(COUNT_KEYS, 0))
     failed_tests: list = field(default_factory=list)  # TestCase, failing ones only
-    signal: str = None
+    signal: Optional[str] = None
     sources: list = field(default_factory=list)  # 'log', 'xml'
-    rerun_outcome: str = None  # for a suite rerun as a whole: 'flaky' or 'reproducible'
-    seconds: float = None  # how long the suite ran, when it ran in a process of its own
-    note: str = None  # why the suite could not be judged, when a parser knows more than the status says
+    rerun_outcome: Optional[str] = None  # for a suite rerun as a whole: 'flaky' or 'reproducible'
+    seconds: Optional[float] = None  # how long the suite ran, when it ran in a process of its own
+    note: Optional[str] = None  # why the suite could not be judged, when a parser knows more than the status says
 
     @property
     def failing_count(self):

@@ -89,7 +89,7 @@ class KnownFailure:
     pattern: str
     reason: str
     scope: str = ''
-    limit: int = None
+    limit: Optional[int] = None
 
     @property
     def suite_pattern(self):
@@ -154,7 +154,7 @@ class Verdict:
     not_run: list  # KnownFailure entries whose suite is not in the results
     budget: int
     reasons: list
-    policy: Policy = None  # the policy it was judged by (report's suggestion re-judges with entries added)
+    policy: Optional[Policy] = None  # the policy it was judged by (report's suggestion re-judges with entries added)
 
 
 def _first(entries, predicate, used=None):

@@ -146,14 +146,15 @@ class SuiteQueue:
     def claims(self, skip: Iterable[str] = ()) -> Dict[str, tuple]:
         """{suite: (latest claim number, worker holding it)}, leaving out the suites in skip (done ones: their
         claim files are not read, which counts on NFS with a thousand suites)."""
-        latest, skip = {}, set(skip)
+        latest: Dict[str, tuple] = {}
+        skipped = set(skip)
         for name in os.listdir(self.path('claims')):
-            suite_name, _, number = name.rpartition('~')
-            if not number.isdigit() or name.startswith('.'):
+            suite_name, _, count = name.rpartition('~')
+            if not count.isdigit() or name.startswith('.'):
                 continue
             suite = _suite(suite_name)
-            if suite not in skip and int(number) > latest.get(suite, (0, None))[0]:
-                latest[suite] = (int(number), name)
+            if suite not in skipped and int(count) > latest.get(suite, (0, None))[0]:
+                latest[suite] = (int(count), name)
         holders = {}
         for suite, (number, name) in latest.items():
             try:
@@ -225,7 +226,7 @@ class SuiteQueue:
 
     def records(self) -> Dict[str, dict]:
         """{suite: record} from every worker's results file (the first stored outcome of a suite wins)."""
-        records = {}
+        records: dict = {}
         for name in sorted(os.listdir(self.path('results'))):
             if name.endswith('.jsonl'):
                 for suite, record in ResultStore(self.path('results', name), self.spec['fingerprint']).load().items():

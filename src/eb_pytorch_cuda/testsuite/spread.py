@@ -26,7 +26,7 @@ import shutil
 import sys
 import time
 from dataclasses import asdict
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Mapping, Optional, Sequence
 
 from eb_pytorch_cuda.testsuite import slurmjobs, step, suiterun
 from eb_pytorch_cuda.testsuite.model import SUITE_INCOMPLETE, SUITE_PASSED, RunResult, Suite
@@ -67,9 +67,9 @@ def run_spread(command, env: dict, store: suiterun.ResultStore, output_dir: str,
                timeouts: Dict[str, int], jobs: int, parallel: int = 1, reruns: int = 0,
                suites: Optional[List[str]] = None, previous_seconds: Optional[Dict[str, float]] = None,
                tested_installation: Optional[str] = None, slurm_settings: Optional[dict] = None,
-               shared_paths: List[str] = (), progress: Optional[Callable[[str], None]] = None,
+               shared_paths: Sequence[str] = (), progress: Optional[Callable[[str], None]] = None,
                poll: float = 10, stale_after: float = DEFAULT_STALE_AFTER, max_attempts: int = DEFAULT_MAX_ATTEMPTS,
-               worker_python: Optional[str] = None, environ: Optional[dict] = None) -> RunResult:
+               worker_python: Optional[str] = None, environ: Optional[Mapping[str, str]] = None) -> RunResult:
     """Run every suite not yet in store on `jobs` Slurm jobs, then rerun failures here; return the RunResult.
 
     command: suiterun's TestCommand (cwd, argv); env: the full test environment; timeouts: {suite: s, '': s};

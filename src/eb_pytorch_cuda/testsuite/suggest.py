@@ -56,7 +56,7 @@ class Run:
     policy: Policy
     entries: list = field(default_factory=list)
     not_run: list = field(default_factory=list)  # patterns of known entries whose suite is not in the results
-    passes_now: bool = None  # its verdict under its own policy, before any suggested entry
+    passes_now: Optional[bool] = None  # its verdict under its own policy, before any suggested entry
 
 
 def validate_scope(scope: str, source: str = '--suggest-policy') -> str:
@@ -79,7 +79,7 @@ def entries_for(verdict: Verdict) -> list:
     Named tests come before their suite's count entry, so the count is left for the unnamed failures.
     Flaky failures (passed on an isolated rerun) are not suggested: they are what the rerun is for.
     """
-    named, unnamed, crashed = [], {}, {}
+    named, unnamed, crashed = [], {}, {}  # type: list, dict, dict
     for suite, test in verdict.unknown:
         if test is None:
             unnamed[suite] = unnamed.get(suite, 0) + 1
@@ -124,13 +124,13 @@ def _levels(scope):
 def merge(runs: list) -> dict:
     """{scope: [Entry, ...]} covering every run's entries, lifted to the widest scope all of its runs share."""
     scopes = [run.scope for run in runs]
-    seen = {}  # Entry -> scopes of the runs that need it
+    seen: dict = {}  # Entry -> scopes of the runs that need it
     for run in runs:
         for entry in run.entries:
             seen.setdefault(entry, [])
             if run.scope not in seen[entry]:
                 seen[entry].append(run.scope)
-    merged = {}
+    merged: dict = {}
     for entry, where in seen.items():
         for scope in _lift(where, scopes):
             merged.setdefault(scope, [])
@@ -272,7 +272,7 @@ def runs_from_paths(paths: list, policy_for: Callable[[ScopeContext], Policy], t
     """The runs to suggest for: with target, all paths are one run for it (as `report` judges them); without,
     each saved JSON result that recorded its target (the easyblock writes one per build) is a run of its own
     and the other paths form one run for the detected target.  policy_for(context) gives each run its policy."""
-    groups = {}  # (target, capabilities) -> paths
+    groups: dict = {}  # (target, capabilities) -> paths
     for path in paths:
         scope = None if target else _saved_scope(path)
         key = scope or (target, tuple(capabilities))

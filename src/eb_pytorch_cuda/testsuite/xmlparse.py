@@ -293,12 +293,12 @@ def parse_report_files(root: str, files: list, strict: bool = False) -> RunResul
     (the test step) its suite is recorded as SUITE_BAD_REPORT with the problem in its note, and the
     other suites are parsed as usual.  Files are read one suite at a time (memory: the largest suite).
     """
-    paths_of = {}
+    paths_of: dict = {}
     for path in files:
         name = _suite_name(path, root)
         if name is not None:
             paths_of.setdefault(name, []).append(path)
-    result, refused = RunResult(), {}
+    result, refused = RunResult(), {}  # type: RunResult, dict
     for name, paths in paths_of.items():
         entries = _read_suite(name, paths, strict, refused)
         empty = [path for path, data in entries if data is _EMPTY]
