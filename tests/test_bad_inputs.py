@@ -224,7 +224,7 @@ def test_a_fifo_named_xml_in_a_report_directory_is_refused_not_waited_on(tmp_pat
     script = shutil.which('eb-pytorch-cuda', path=os.path.dirname(sys.executable))
     done = subprocess.run([script, 'report', str(tmp_path / 'test-reports')], capture_output=True, text=True,
                           timeout=120)  # a hang would raise TimeoutExpired here: the test fails, it does not hang
-    _assert_clean_failure(done, reports / 'test_x-1.xml', 'is a FIFO, not a regular file')
+    _assert_clean_failure(done, reports / 'test_x-1.xml', 'is a FIFO (named pipe), not a regular file')
 
 
 @pytest.mark.parametrize('kind', ['fifo', 'device', 'socket'])

@@ -1,8 +1,10 @@
-"""Reading a user-supplied input file whole, with the one-line error the CLI shows for any failure.
+"""Opening user-supplied files: regular files only, with the one-line error the CLI shows for any failure.
 
-Only regular files are read: a FIFO named `*.xml` in a report directory would block a plain open()
-forever, and a device or socket is never a test log.  The file is opened non-blocking and checked with
-fstat() on the opened descriptor, so a file swapped for a FIFO between a check and the open is refused too.
+A FIFO named like a library (`libx.so`) or a report (`*.xml`) makes a plain open() wait for a writer
+forever; a device file may have side effects when opened, and is never a library or a test log.  stat()
+first refuses anything that is not a regular file, and the open itself is non-blocking with the type
+checked again on the descriptor (the name could have been replaced in between).  Used by the patcher
+(elf/patchelf, patch/needed) and by the test-result readers alike.
 """
 
 import os
@@ -10,43 +12,58 @@ import stat
 
 from eb_pytorch_cuda.errors import PluginError
 
-_KINDS = ((stat.S_ISFIFO, 'a FIFO'), (stat.S_ISCHR, 'a character device'), (stat.S_ISBLK, 'a block device'),
-          (stat.S_ISSOCK, 'a socket'))
+_KINDS = ((stat.S_ISDIR, 'a directory'), (stat.S_ISFIFO, 'a FIFO (named pipe)'), (stat.S_ISSOCK, 'a socket'),
+          (stat.S_ISCHR, 'a character device'), (stat.S_ISBLK, 'a block device'))
 
 
-def _refuse_unless_regular(path, mode):
-    if stat.S_ISDIR(mode):
-        raise PluginError(path, 'is a directory, not a file')
-    if not stat.S_ISREG(mode):
-        kind = next((name for test, name in _KINDS if test(mode)), 'not a regular file')
-        raise PluginError(path, f'is {kind}, not a regular file; refused')
+def file_kind(mode: int) -> str:
+    """'a regular file', 'a FIFO (named pipe)', ... for an st_mode."""
+    for test, name in _KINDS:
+        if test(mode):
+            return name
+    return 'a regular file' if stat.S_ISREG(mode) else 'not a regular file'
 
 
-def check_regular_file(path: str) -> None:
-    """PluginError unless path is (a symbolic link to) a regular file."""
+def _refuse(path, mode):
+    raise PluginError(path, f'is {file_kind(mode)}, not a regular file')
+
+
+def open_regular(path: str) -> int:
+    """Return a read-only descriptor (close-on-exec) of path, which must be a regular file (symlinks followed).
+
+    Raises PluginError naming the path: no such file, not a regular file, or not readable.
+    """
     try:
         mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise PluginError(path, 'no such file') from None
     except OSError as err:
         raise PluginError(path, f'cannot be read: {err.strerror}') from None
-    _refuse_unless_regular(path, mode)
+    if not stat.S_ISREG(mode):
+        _refuse(path, mode)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise PluginError(path, 'no such file') from None
+    except OSError as err:
+        raise PluginError(path, f'cannot be read: {err.strerror}') from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        _refuse(path, mode)
+    return fd
+
+
+def require_regular(path: str) -> None:
+    """Raise PluginError unless path is a readable regular file (checked without blocking)."""
+    os.close(open_regular(path))
 
 
 def read_bytes(path: str) -> bytes:
     """The bytes of path, or PluginError naming the file and why it cannot be read (not a regular file,
     missing, unreadable)."""
-    check_regular_file(path)
-    try:
-        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    except OSError as err:
-        raise PluginError(path, f'cannot be read: {err.strerror}') from None
-    try:  # the type checked again on the open descriptor: the path may have been swapped meanwhile
-        _refuse_unless_regular(path, os.fstat(descriptor).st_mode)
-        handle = os.fdopen(descriptor, 'rb')
-    except BaseException:
-        os.close(descriptor)
-        raise
-    try:
-        with handle:
+    with os.fdopen(open_regular(path), 'rb') as handle:
+        try:
             return handle.read()
-    except OSError as err:
-        raise PluginError(path, f'cannot be read: {err.strerror}') from None
+        except OSError as err:
+            raise PluginError(path, f'cannot be read: {err.strerror}') from None

@@ -41,7 +41,7 @@ import time
 from typing import Optional
 
 from eb_pytorch_cuda.elf.reader import ElfInfo, read_elf
-from eb_pytorch_cuda.elf.regularfile import open_regular
+from eb_pytorch_cuda.inputs import open_regular
 from eb_pytorch_cuda.errors import PluginError, Terminated
 
 TEMPORARY_SUFFIX = '.patching'

@@ -21,7 +21,7 @@ from eb_pytorch_cuda.loader import loadprobe
 from eb_pytorch_cuda.elf.reader import read_abi_key, read_elf
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.elf.patchelf import lock_target, write_needed
-from eb_pytorch_cuda.elf.regularfile import require_regular
+from eb_pytorch_cuda.inputs import require_regular
 from eb_pytorch_cuda.loader.resolve import Resolver
 
 SCRUBBED_ENV = ('LD_LIBRARY_PATH', 'LD_PRELOAD', 'LD_AUDIT')
