@@ -114,7 +114,7 @@ def cmd_test_suite(args):
     import json
     from eb_pytorch_cuda.eb import ecpolicy
     from eb_pytorch_cuda.testsuite.policy import detect_context, judge
-    from eb_pytorch_cuda.testsuite.report import to_json, to_markdown, to_text
+    from eb_pytorch_cuda.testsuite.report import RESULTS_JSON, RESULTS_MARKDOWN, to_json, to_markdown, to_text
     from eb_pytorch_cuda.testsuite.settings import TestSettings
     from eb_pytorch_cuda.testsuite.standalone import check_inputs, notes_of, run_test_suite
     check_inputs(args.source, args.python)
@@ -131,14 +131,15 @@ def cmd_test_suite(args):
     verdict = judge(result, policy)
     report = to_json(result, verdict, context)
     report['notes'] = notes_of(results, args.source, args.python, args.runtest, excluded)
-    with open(os.path.join(results, 'pytorch-test-results.json'), 'w') as handle:
+    markdown = to_markdown(result, verdict)
+    with open(os.path.join(results, RESULTS_JSON), 'w') as handle:
         json.dump(report, handle, indent=1)
-    with open(os.path.join(results, 'pytorch-test-summary.md'), 'w') as handle:
-        handle.write(to_markdown(result, verdict))
+    with open(os.path.join(results, RESULTS_MARKDOWN), 'w') as handle:
+        handle.write(markdown)
     if args.format == 'json':
         print(json.dumps(report, indent=1))
     elif args.format == 'markdown':
-        print(to_markdown(result, verdict))
+        print(markdown)
     else:
         print(to_text(result, verdict))
         for suite, notes in report['notes'].items():

@@ -48,12 +48,10 @@ from eb_pytorch_cuda.eb import ecpolicy, testinstall
 from eb_pytorch_cuda.testsuite import batchrun, spread, step
 from eb_pytorch_cuda.testsuite.command import parse_runtest
 from eb_pytorch_cuda.testsuite.policy import detect_context, judge
-from eb_pytorch_cuda.testsuite.report import to_json, to_markdown, to_text
+from eb_pytorch_cuda.testsuite.report import RESULTS_JSON, RESULTS_MARKDOWN, to_json, to_markdown, to_text
 from eb_pytorch_cuda.testsuite.settings import NAMES as SETTINGS_NAMES, TestSettings
 from eb_pytorch_cuda.testsuite.suiterun import ResultStore
 
-RESULTS_JSON = 'pytorch-test-results.json'
-RESULTS_MARKDOWN = 'pytorch-test-summary.md'
 
 # every copy of this file carries this line; upstream's pytorch.py never does
 EXTENDS_UPSTREAM = 'eb-pytorch-cuda easyblock: extends the EB_PyTorch of easybuild-easyblocks'
@@ -166,11 +164,14 @@ class EB_PyTorch(UpstreamPyTorch):
         capabilities = build_option('cuda_compute_capabilities') or self.cfg['cuda_compute_capabilities'] or ()
         return detect_context(capabilities, aliases=(get_cpu_architecture(),))
 
-    def _policy(self, context):
-        keys = ('max_failed_tests', 'known_test_failures', 'flaky_failures_consume_budget')
-        values = {key: self.cfg[key] for key in keys}
+    def _settings(self):
+        """The test step's parameters of this easyconfig (testsuite/settings: one list for all their readers)."""
+        return TestSettings.from_values({name: self.cfg[name] for name in SETTINGS_NAMES})
+
+    def _policy(self, settings, context):
         try:
-            return ecpolicy.policy_from_values(values, context, source=self.cfg.path or 'known_test_failures')
+            return settings.policy(context, ecpolicy.upstream_default_max_failed_tests(),
+                                   self.cfg.path or 'known_test_failures')
         except PluginError as err:
             raise EasyBuildError(str(err)) from None
 
@@ -204,12 +205,12 @@ class EB_PyTorch(UpstreamPyTorch):
     def test_step(self):
         """Run run_test.py (batches of suites, testsuite.step) against a patched temporary install, judge once
         by the policy, report."""
-        settings = TestSettings.from_values({name: self.cfg[name] for name in SETTINGS_NAMES})
+        settings = self._settings()
         context = self._scope_context()
         excluded = settings.excluded(context)
-        policy = self._policy(context)
+        policy = self._policy(settings, context)
         if self.dry_run:
-            self._dry_run_test_plan(context, excluded, policy)
+            self._dry_run_test_plan(settings, context, excluded, policy)
             return
         if self._reusable_build():
             self._judge(self._reuse, judge(self._reuse, policy), context)
@@ -229,7 +230,7 @@ class EB_PyTorch(UpstreamPyTorch):
                             'PATH': os.pathsep.join([bindir, os.environ.get('PATH', '')])})
                 store = self._results_store()
                 result = step.run_suites(command, env, store, os.path.join(self.builddir, 'pytorch-test-output'),
-                                         self.python_cmd, self._suite_timeouts(), settings.parallel_test_suites,
+                                         self.python_cmd, self._suite_timeouts(settings), settings.parallel_test_suites,
                                          settings.rerun_failed_tests,
                                          progress=lambda message: print_msg(message, log=self.log),
                                          jobs=settings.test_suite_jobs, previous_results=self._previous_results(),
@@ -307,9 +308,9 @@ class EB_PyTorch(UpstreamPyTorch):
         """The results JSON of the previous installation (per-suite times: timeouts, longest-first spread)."""
         return os.path.join(self.installdir, 'easybuild', RESULTS_JSON)
 
-    def _suite_timeouts(self):
+    def _suite_timeouts(self, settings):
         """test_suite_timeout, else derived from the previous installation's results (step.suite_timeouts)."""
-        return step.suite_timeouts(self.cfg['test_suite_timeout'], self._previous_results())
+        return step.suite_timeouts(settings.test_suite_timeout, self._previous_results())
 
     def _write_reports(self, directory):
         if self.pytorch_test_report is None:
@@ -423,7 +424,7 @@ class EB_PyTorch(UpstreamPyTorch):
             return None
         return super().load_module(*args, **kwargs)
 
-    def _dry_run_test_plan(self, context, excluded, policy):
+    def _dry_run_test_plan(self, settings, context, excluded, policy):
         """What the test step would do, for `eb -x`."""
         self.dry_run_msg('test suite (eb_pytorch_cuda):')
         try:
@@ -432,11 +433,11 @@ class EB_PyTorch(UpstreamPyTorch):
             self.dry_run_msg(f"  command (no shell): {' '.join(command.argv)}  [in {command.cwd}]")
             self.dry_run_msg(f"  suites: as its --dry-run selects them, run {batchrun.DEFAULT_BATCH_SIZE} at most per "
                              f"run_test.py call (its own pool and serial list apply), "
-                             f"{self.cfg['parallel_test_suites'] or 1} call(s) at a time; XML reports on "
+                             f"{settings.parallel_test_suites} call(s) at a time; XML reports on "
                              f"({batchrun.XML_VARIABLE}=1, --save-xml)")
         except PluginError as err:
             self.dry_run_msg(f'  command: cannot run without a shell: {err}')
-        jobs = int(self.cfg['test_suite_jobs'] or 1)
+        jobs = settings.test_suite_jobs
         if jobs > 1:
             self.dry_run_msg(f'  spread over {jobs} Slurm jobs (sbatch; a suite at a time per claim from a shared '
                              f'queue, longest first; tested installation and results under {self.builddir})')
@@ -444,7 +445,7 @@ class EB_PyTorch(UpstreamPyTorch):
                          f"compute capabilities {', '.join(context.compute_capabilities) or 'none'}")
         self.dry_run_msg(f"  excluded (-x): {' '.join(excluded) or 'none'}")
         self.dry_run_msg(f'  budget for unknown failures: {policy.max_failed_tests}; '
-                         f"reruns: {self.cfg['rerun_failed_tests']}")
+                         f"reruns: {settings.rerun_failed_tests}")
         for entry in policy.known:
             limit = f' (at most {entry.limit})' if entry.limit else ''
             self.dry_run_msg(f"  known failure [{entry.scope or 'all'}]: {entry.pattern}{limit} -- {entry.reason}")

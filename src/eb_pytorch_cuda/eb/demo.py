@@ -20,6 +20,7 @@ from eb_pytorch_cuda import standins
 from eb_pytorch_cuda.eb.config import plugin_files
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.elf.patchelf import patchelf_binary
+from eb_pytorch_cuda.testsuite.report import RESULTS_JSON, RESULTS_MARKDOWN
 
 ROOT_FLAG = '--allow-use-as-root-and-accept-consequences'
 LMOD_CANDIDATES = ('/usr/share/lmod/lmod/libexec/lmod', '/opt/lmod/lmod/libexec/lmod')
@@ -127,7 +128,7 @@ def run_demo(workdir: Optional[str] = None) -> int:
                 print(line.rstrip())
         code = process.wait()
     install = os.path.join(workdir, 'easybuild', 'software', 'PyTorch', '2.1.2-standin-easyblock')
-    summary = os.path.join(install, 'easybuild', 'pytorch-test-summary.md')
+    summary = os.path.join(install, 'easybuild', RESULTS_MARKDOWN)
     if code != 0 or not os.path.exists(summary):
         print(f'demo: eb failed (exit {code}); see {workdir}/eb-output.log')
         return 1
@@ -141,7 +142,7 @@ def run_demo(workdir: Optional[str] = None) -> int:
     print(f'  installation: {install}')
     print(f"  module: {os.path.join(workdir, 'easybuild', 'modules', 'all', 'PyTorch', '2.1.2-standin-easyblock.lua')}")
     print(f'  patched library: {library}')
-    print(f"  test results: {os.path.join(install, 'easybuild', 'pytorch-test-results.json')}")
+    print(f"  test results: {os.path.join(install, 'easybuild', RESULTS_JSON)}")
     print(f'  eb output: {workdir}/eb-output.log')
     print(f'demo finished in {time.time() - start:.0f}s')
     return 0

@@ -52,11 +52,16 @@ WATCH_SECONDS = 5  # how often a running batch's started suites are checked agai
 _SETTLING_WORDS = ('failed!', 'was successful', 'Running ')  # only output with these can settle a suite
 
 
+def _stored(result, exit_code, notes, suite_seconds, batch_seconds, code, gpu, text, output_path):
+    """The store's record of one suite of a batch (the form suiterun.run_suite gives a suite run alone)."""
+    return {'suite': asdict(result), 'exit_code': exit_code, 'seconds': suite_seconds, 'batch_seconds': batch_seconds,
+            'batch_exit_code': code, 'gpu': gpu, 'notes': notes, 'output_tail': text[-OUTPUT_KEPT:],
+            'output_file': output_path}
+
+
 def _record(suite, out, seconds, code, gpu, output_path, test_dir):
     result, exit_code, notes = build_outcome(suite, out.text, True, out.failed, out.signal, test_dir=test_dir)
-    return {'suite': asdict(result), 'exit_code': exit_code, 'seconds': result.seconds, 'batch_seconds': seconds,
-            'batch_exit_code': code, 'gpu': gpu, 'notes': notes, 'output_tail': out.text[-OUTPUT_KEPT:],
-            'output_file': output_path}
+    return _stored(result, exit_code, notes, result.seconds, seconds, code, gpu, out.text, output_path)
 
 
 def run_batch(command, suites, timeout, output_path, env, options, gpu=None, harness=None, on_settled=None,
@@ -146,9 +151,7 @@ def run_batch(command, suites, timeout, output_path, env, options, gpu=None, har
             continue
         if suite in overdue:  # hung: its own timeout passed inside the batch
             result, _code, notes = build_outcome(suite, out.text, True, False, None, overdue[suite], command.cwd)
-            records[suite] = {'suite': asdict(result), 'exit_code': None, 'seconds': None, 'batch_seconds': seconds,
-                              'batch_exit_code': code, 'gpu': gpu, 'notes': notes,
-                              'output_tail': out.text[-OUTPUT_KEPT:], 'output_file': output_path}
+            records[suite] = _stored(result, None, notes, None, seconds, code, gpu, out.text, output_path)
             continue
         # a batch that ended by itself finished every suite; a killed one only those it reported as ended
         if killed and not (out.settled or ('inline' in out.sources and started[-1] != suite)):
@@ -160,10 +163,8 @@ def run_batch(command, suites, timeout, output_path, env, options, gpu=None, har
         for suite in suites:
             if not outputs[suite].sources and not outputs[suite].finished:
                 result, _code, _notes = build_outcome(suite, '', False, False, test_dir=command.cwd)
-                records[suite] = {'suite': asdict(result), 'exit_code': code, 'seconds': None,
-                                  'batch_seconds': seconds, 'batch_exit_code': code, 'gpu': gpu,
-                                  'notes': [f'run_test.py exited {code} without naming a failed suite'],
-                                  'output_tail': text[-OUTPUT_KEPT:], 'output_file': output_path}
+                records[suite] = _stored(result, code, [f'run_test.py exited {code} without naming a failed suite'],
+                                         None, seconds, code, gpu, text, output_path)
     return records, killed
 
 

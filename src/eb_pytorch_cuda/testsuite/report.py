@@ -7,6 +7,11 @@ from eb_pytorch_cuda.testsuite.policy import ScopeContext, Verdict
 from eb_pytorch_cuda.testsuite.results import RESULT_FORMAT
 from eb_pytorch_cuda.testsuite.suggest import for_verdict
 
+# the file names of a judged run's reports, where the easyblock (<installdir>/easybuild/) and test-suite
+# (its results directory) write them and where the next run reads per-suite times from
+RESULTS_JSON = 'pytorch-test-results.json'
+RESULTS_MARKDOWN = 'pytorch-test-summary.md'
+
 
 def _failure_label(suite, test_id):
     return f'{suite}::{test_id}' if test_id else f'{suite} (unnamed failure)'

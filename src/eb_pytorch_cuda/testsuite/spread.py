@@ -30,7 +30,6 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence
 
 from eb_pytorch_cuda.testsuite import slurmjobs, step, suiterun
 from eb_pytorch_cuda.testsuite.model import SUITE_INCOMPLETE, SUITE_PASSED, RunResult, Suite
-from eb_pytorch_cuda.testsuite.results import mark_missing
 from eb_pytorch_cuda.testsuite.queue import (DEFAULT_MAX_ATTEMPTS, DEFAULT_STALE_AFTER, RecordReader, SuiteQueue,
                                              job_of, longest_first)
 
@@ -123,9 +122,7 @@ def run_spread(command, env: dict, store: suiterun.ResultStore, output_dir: str,
             _wait(queue, pool, suites, done, failed, collect, progress, poll)
         finally:
             pool.finish()
-    records = store.load()
-    result = RunResult.from_dict({'suites': [records[suite]['suite'] for suite in suites if suite in records]})
-    mark_missing(result, suites)  # as suiterun.run_all: a suite without an outcome never passes
+    result = store.result(suites)
     step.rerun_failures(result, command, python, env, reruns,
                         lambda suite: timeouts.get(suite, timeouts['']), progress)
     return result

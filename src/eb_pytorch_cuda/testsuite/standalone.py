@@ -13,6 +13,7 @@ import os
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite import step
 from eb_pytorch_cuda.testsuite.command import parse_runtest
+from eb_pytorch_cuda.testsuite.report import RESULTS_JSON
 from eb_pytorch_cuda.testsuite.suiterun import ResultStore
 
 DEFAULT_RUNTEST = 'cd test && %(python)s run_test.py --continue-through-error %(excluded_tests)s'
@@ -44,11 +45,12 @@ def run_test_suite(source, python, results_dir, runtest=None, excluded=(), paral
     os.makedirs(results_dir, exist_ok=True)
     store = store_for(results_dir, source, python, command.argv)
     env = dict(os.environ, **command.env)
-    timeouts = step.suite_timeouts(timeout, os.path.join(results_dir, 'pytorch-test-results.json'))
+    previous = os.path.join(results_dir, RESULTS_JSON)
+    timeouts = step.suite_timeouts(timeout, previous)
     kwargs = {'batch_size': batch_size} if batch_size else {}
     return step.run_suites(command, env, store, os.path.join(results_dir, 'output'), python, timeouts,
                            parallel=parallel, reruns=reruns, progress=progress, jobs=jobs,
-                           previous_results=os.path.join(results_dir, 'pytorch-test-results.json'), **kwargs)
+                           previous_results=previous, **kwargs)
 
 
 def notes_of(results_dir, source, python, runtest=None, excluded=()):

@@ -56,6 +56,14 @@ class ResultStore:
                         records[record['suite']['name']] = record
         return records
 
+    def result(self, suites):
+        """RunResult of the stored outcomes of suites, in their order; a suite with none is marked missing,
+        so it fails the verdict and never passes (the serial, batched and Slurm-spread runs alike)."""
+        records = self.load()
+        result = RunResult.from_dict({'suites': [records[suite]['suite'] for suite in suites if suite in records]})
+        mark_missing(result, suites)
+        return result
+
     def append(self, record):
         record = dict(record, fingerprint=self.fingerprint)
         with self._lock, open(self.path, 'a') as handle:
@@ -139,7 +147,4 @@ def run_all(command, suites, store, output_dir, env, timeout_for, parallel=1, pr
     todo = batchrun.run_batches(command, suites, store, output_dir, env, timeout_for, harness, parallel, progress,
                                 gpus, solo=lambda suite, timeout: run_suite(command, suite, timeout, output_dir, env),
                                 batch_size=batch_size)
-    records = store.load()
-    result = RunResult.from_dict({'suites': [records[suite]['suite'] for suite in suites if suite in records]})
-    mark_missing(result, suites)  # a discovered suite without an outcome fails the verdict, never passes
-    return result, todo
+    return store.result(suites), todo
