@@ -42,6 +42,7 @@ except ImportError:  # EasyBuild 4.x
         return _run_cmd(cmd, log_all=True, simple=True)
 from easybuild.tools.systemtools import get_cpu_architecture
 
+from eb_pytorch_cuda import cudnn
 from eb_pytorch_cuda.eb import hooks as easybuild_hooks
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.eb import ecpolicy, testinstall
@@ -142,9 +143,9 @@ class EB_PyTorch(UpstreamPyTorch):
                                    "required; options from $EB_PYTORCH_CUDA_SLURM_*, see README)", CUSTOM],
             'cudnn_needed': [None, "cuDNN sub-libraries to add as NEEDED entries of libtorch_cuda.so (a list of "
                                    "sonames, or a dict {cuDNN major version: list}); None: the catalog default "
-                                   "(cuDNN 8: libcudnn_cnn_train.so.8; cuDNN 9: libcudnn_engines_precompiled.so.9, "
-                                   "libcudnn_engines_runtime_compiled.so.9), [] to switch the patch off; entries "
-                                   "missing from the cuDNN installation are always skipped. See "
+                                   f"(cuDNN 8: {', '.join(cudnn.DEFAULT_NEEDED[8])}; "
+                                   f"cuDNN 9: {', '.join(cudnn.DEFAULT_NEEDED[9])}), [] to switch the patch off; "
+                                   "entries missing from the cuDNN installation are always skipped. See "
                                    "`eb-pytorch-cuda cudnn-catalog`", CUSTOM],
         })
         return extra_vars

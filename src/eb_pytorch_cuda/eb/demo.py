@@ -16,10 +16,11 @@ import tempfile
 import time
 from typing import Dict, Optional
 
-from eb_pytorch_cuda import standins
+from eb_pytorch_cuda import cudnn, standins
 from eb_pytorch_cuda.eb.config import plugin_files
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.elf.patchelf import patchelf_binary
+from eb_pytorch_cuda.patch.plan import find_libraries
 from eb_pytorch_cuda.testsuite.report import RESULTS_JSON, RESULTS_MARKDOWN
 
 ROOT_FLAG = '--allow-use-as-root-and-accept-consequences'
@@ -75,7 +76,8 @@ def show_prevented_error(library: str, workdir: str) -> None:
     unpatched = os.path.join(os.path.dirname(library), '.demo-unpatched-libtorch_cuda.so')
     shutil.copy2(library, unpatched)
     try:
-        subprocess.run([patchelf_binary(), '--remove-needed', 'libcudnn_cnn_train.so.8', unpatched], check=True)
+        removals = [arg for soname in cudnn.DEFAULT_NEEDED[8] for arg in ('--remove-needed', soname)]
+        subprocess.run([patchelf_binary(), *removals, unpatched], check=True)
         env = {k: v for k, v in os.environ.items() if k != 'LD_LIBRARY_PATH'}
         for label, path in (('without the NEEDED entry (what EESSI hit)', unpatched), ('as installed', library)):
             done = subprocess.run([harness, path], env=env, capture_output=True, text=True)
@@ -135,7 +137,7 @@ def run_demo(workdir: Optional[str] = None) -> int:
     print('\n--- the test report (' + summary + ') ---')
     with open(summary) as handle:
         print(handle.read().rstrip())
-    library = next(os.path.join(d, f) for d, _, fs in os.walk(install) for f in fs if f == 'libtorch_cuda.so')
+    library = find_libraries([install])[0]  # the eb run above succeeded: it installed one
     print('\n--- the loader error the patch prevents (real glibc, LD_LIBRARY_PATH unset) ---')
     show_prevented_error(library, workdir)
     print('\n--- where everything is ---')
