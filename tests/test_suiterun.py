@@ -194,3 +194,14 @@ def test_a_hang_inside_a_batch_costs_its_own_timeout_not_the_batchs_and_the_othe
     child = int((tree / 'child.pid').read_text())
     time.sleep(0.5)
     assert not os.path.exists(f'/proc/{child}') or 'Z' in open(f'/proc/{child}/stat').read().split()[2]
+
+
+def test_suites_run_outside_pytorchs_ci_mode_unless_the_runtest_line_asks_for_it(tmp_path):
+    # CI=true (set by GitLab/GitHub runners) switches run_test.py into PyTorch's CI mode; the real harness
+    # run with CI=true is in tests/test_real_harness.py
+    from eb_pytorch_cuda.testsuite.command import harness_environment, parse_runtest
+    plain = parse_runtest('cd test && %(python)s run_test.py', str(tmp_path), sys.executable)
+    env = harness_environment({'CI': 'true', 'OMP_NUM_THREADS': '4'}, plain)
+    assert env == {'OMP_NUM_THREADS': '4'}
+    asked = parse_runtest('cd test && CI=1 %(python)s run_test.py', str(tmp_path), sys.executable)
+    assert harness_environment({'CI': 'true'}, asked) == {'CI': '1'}

@@ -18,6 +18,13 @@ from eb_pytorch_cuda.errors import PluginError
 _ASSIGNMENT = re.compile(r'^[A-Za-z_][A-Za-z0-9_]*=')
 _SHELL_SYNTAX = ('|', ';', '>', '<', '`', '$(', '||', '&')
 
+# PyTorch's harness switches to PyTorch's own CI mode when CI is non-empty (common_utils.IS_CI, read by
+# run_test.py): logs piped to files, target determination that skips suites, its own timeouts and reruns,
+# downloads of test times, and handlers that expect CI-only failures (test_ci_sanity_check_fail).  GitLab
+# and GitHub runners set CI=true, so a build run inside a CI job would otherwise test differently from the
+# same build on a build node.
+CI_MODE_VARIABLES = ('CI',)
+
 
 @dataclass
 class TestCommand:
@@ -55,3 +62,11 @@ def parse_runtest(runtest, start_dir, python, excluded=()):
     if not argv:
         raise PluginError('runtest', f'has no command: {runtest!r}')
     return TestCommand(cwd, env, argv)
+
+
+def harness_environment(environ, command):
+    """The environment the suites of command run in: environ without PyTorch's CI-mode switch (unless the
+    runtest line sets it itself), plus the runtest line's own assignments."""
+    env = {name: value for name, value in environ.items() if name not in CI_MODE_VARIABLES}
+    env.update(command.env)
+    return env

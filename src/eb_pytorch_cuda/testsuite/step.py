@@ -12,6 +12,7 @@ import shutil
 
 from eb_pytorch_cuda.testsuite import batchrun, discovery, runner, settings
 from eb_pytorch_cuda.testsuite import suiterun
+from eb_pytorch_cuda.testsuite.command import harness_environment
 from eb_pytorch_cuda.testsuite.harness import harness_of
 from eb_pytorch_cuda.testsuite.policy import judge
 
@@ -51,6 +52,7 @@ def run_suites(command, env, store, output_dir, python, timeouts, parallel=1, re
     previous_results (a results JSON) orders the spread longest first; tested_installation must then be on
     a path the jobs see."""
     progress = progress or (lambda message: None)
+    env = harness_environment(env, command)
     if int(jobs) > 1:
         from eb_pytorch_cuda.testsuite import spread  # spread builds on this module (its reruns)
         return spread.run_spread(command, env, store, output_dir, python, timeouts, int(jobs), parallel=parallel,
