@@ -20,18 +20,16 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional
 
-_NAME = r'(?P<name>[\w./-]+)(?: \d+/\d+)?'
-_LOG_START = re.compile(r'^(?:##\[group\])?PRINTING (?P<beginning>BEGINNING OF )?LOG FILE of ' + _NAME +
-                        r' \([^)\n]*\)[ \t]*$', re.M)
-_LOG_END = re.compile(r'^FINISHED PRINTING LOG FILE of ' + _NAME + r'(?: \([^)\n]*\))?[ \t]*$', re.M)
+from eb_pytorch_cuda.testsuite import markers
+
+_LOG_START = re.compile(rf'^{markers.LOG_START}[^)\n]*\)[ \t]*$', re.M)
+_LOG_END = re.compile(rf'^{markers.LOG_END}(?: \([^)\n]*\))?[ \t]*$', re.M)
 # lines only the harness prints (2.1 replays a failed suite's short log with no start marker: its log
 # then begins after the last of these)
-_HARNESS_LINE = re.compile(r'^(?:Running \S+|Executing |FINISHED PRINTING LOG FILE of |Expand the folded group|'
-                           r'[\w./-]+(?: \d+/\d+)? failed!|[\w./-]+(?: \d+/\d+)? was successful).*$', re.M)
-_SUCCESS = re.compile(r'^' + _NAME + r' was successful, full logs can be found in artifacts with path (?P<path>\S+)',
-                      re.M)
-_FAILED = re.compile(r'^' + _NAME + r' failed!(?: Received signal: (?P<signal>\w+))?', re.M)
-_RUNNING = re.compile(r'^Running ' + _NAME + r' \.\.\. \[', re.M)
+_HARNESS_LINE = re.compile(rf'^(?:{markers.HARNESS_ONLY}).*$', re.M)
+_SUCCESS = re.compile(rf'^{markers.SUCCESS}{markers.SUCCESS_LOG_PATH}', re.M)
+_FAILED = re.compile(rf'^{markers.FAILED}', re.M)  # not `RuntimeError: X failed!`: the same end again
+_RUNNING = re.compile(rf'^{markers.RUNNING}', re.M)
 
 
 @dataclass

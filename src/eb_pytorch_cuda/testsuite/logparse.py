@@ -38,18 +38,18 @@ from bisect import bisect_right
 
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.inputs import read_bytes
+from eb_pytorch_cuda.testsuite import markers
 from eb_pytorch_cuda.testsuite.model import (ERROR, FAILED, SUITE_FAILED, SUITE_INCOMPLETE, SUITE_PASSED,
                                              SUITE_TERMINATED, SUITE_UNCOUNTED, RunResult, TestCase)
 
-_NAME = r'(?P<name>[\w./-]+)(?: (?P<shard>\d+)/(?P<shards>\d+))?'
 START, FINISHED, FAILED_LINE, SUCCESS = 'start', 'finished', 'failed', 'success'
-MARKERS = {
-    START: re.compile(rf'^(?:Running {_NAME} \.\.\. \[|(?:##\[group\])?PRINTING (?:BEGINNING OF )?LOG FILE of '
-                      rf'{_NAME.replace("(?P<", "(?P<p_")} \()', re.M),
-    FINISHED: re.compile(rf'^FINISHED PRINTING LOG FILE of {_NAME} \(', re.M),
-    FAILED_LINE: re.compile(rf'^(?:RuntimeError: )?{_NAME} failed!(?: Received signal: (?P<signal>\w+))?', re.M),
-    SUCCESS: re.compile(rf'^{_NAME} was successful, full logs can be found', re.M),
-}
+MARKERS = [  # (kind, pattern): a suite's run starts with either start line
+    (START, re.compile(rf'^{markers.RUNNING}', re.M)),
+    (START, re.compile(rf'^{markers.LOG_START}', re.M)),
+    (FINISHED, re.compile(rf'^{markers.LOG_END} \(', re.M)),
+    (FAILED_LINE, re.compile(rf'^(?:{markers.FAILED_RAISED_PREFIX})?{markers.FAILED}', re.M)),
+    (SUCCESS, re.compile(rf'^{markers.SUCCESS}', re.M)),
+]
 UNITTEST_SUMMARY = re.compile(r'^Ran (?P<total>\d+) tests? in [\d.]+s[ \t]*\n(?:[ \t]*\n)*'
                               r'(?P<status>OK|FAILED)(?: \((?P<details>[^)\n]*)\))?[ \t]*$', re.M)
 PYTEST_LINE = re.compile(r'^=+ [^\n]*', re.M)  # candidate lines; the summary is checked with str methods
@@ -78,12 +78,10 @@ def _test_id(test, where):
 def _events(text):
     """[(start, end, kind, suite, shard, shards, signal)] of every marker line, in order."""
     events = []
-    for kind, pattern in MARKERS.items():
+    for kind, pattern in MARKERS:
         for match in pattern.finditer(text):
             groups = match.groupdict()
-            name = groups.get('name') or groups.get('p_name')
-            shard = groups.get('shard') or groups.get('p_shard') or '1'
-            shards = groups.get('shards') or groups.get('p_shards') or '1'
+            name, shard, shards = groups['name'], groups['shard'] or '1', groups['shards'] or '1'
             end = text.find('\n', match.end())
             events.append((match.start(), len(text) if end < 0 else end, kind, name, int(shard), int(shards),
                            groups.get('signal')))
