@@ -1,6 +1,7 @@
 """Bad input: one-line error naming the file and the problem, non-zero exit, nothing modified."""
 
 import os
+import subprocess
 
 import pytest
 
@@ -256,3 +257,23 @@ def test_an_expected_suite_without_outcome_fails_the_verdict(tmp_path):
     done = cli('report', saved, '--max-failed-tests', '100')
     assert done.returncode == 1 and 'test_torch: missing, and not a known failure' in done.stdout
     assert cli('report', path).returncode == 0  # without the expectation, the same result passes
+
+
+def test_the_symbol_reader_refuses_a_corrupt_identification_or_a_cut_header_in_one_line(tmp_path):
+    # the header-only readers share one check of the ELF identification (elf.reader.decode_ident)
+    from eb_pytorch_cuda.elf.reader import read_abi_key
+    from eb_pytorch_cuda.elf.symbols import ElfSymbols
+    from eb_pytorch_cuda.errors import PluginError
+    library = tmp_path / 'libx.so'
+    subprocess.run(['gcc', '-shared', '-fPIC', '-o', str(library), '-x', 'c', '-'], input='int x(void){return 1;}\n',
+                   text=True, check=True)
+    data = library.read_bytes()
+    assert read_abi_key(library)[:2] == (64, True) and ElfSymbols(str(library)).is64
+    corrupt, cut = tmp_path / 'libcorrupt.so', tmp_path / 'libcut.so'
+    corrupt.write_bytes(data[:4] + b'\x07' + data[5:])  # EI_CLASS neither 1 nor 2
+    cut.write_bytes(data[:40])
+    with pytest.raises(PluginError, match=r'libcorrupt\.so.*not an ELF file \(bad magic, class or byte order\)'):
+        ElfSymbols(str(corrupt))
+    assert read_abi_key(corrupt) is None
+    with pytest.raises(PluginError, match=r'libcut\.so.*truncated ELF file'):
+        ElfSymbols(str(cut))

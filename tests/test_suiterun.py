@@ -85,7 +85,7 @@ def test_timeouts_come_from_the_previous_results_or_a_default(tmp_path):
 def test_one_list_of_parameters_feeds_the_reader_the_fingerprint_and_the_settings(tmp_path):
     from eb_pytorch_cuda.eb import ecpolicy
     from eb_pytorch_cuda.testsuite import settings, step
-    assert step.POLICY_PARAMETERS == settings.JUDGING and ecpolicy.POLICY_PARAMETERS == settings.NAMES
+    assert step.POLICY_PARAMETERS == settings.JUDGING
     easyconfig = tmp_path / 'PyTorch-2.1.2.eb'
     easyconfig.write_text("easyblock = 'PyTorch'\nname = 'PyTorch'\nversion = '2.1.2'\nhomepage = 'x'\n"
                           "description = 'x'\ntoolchain = SYSTEM\nmax_failed_tests = 3\nrerun_failed_tests = 2\n"

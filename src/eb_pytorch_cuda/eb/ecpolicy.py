@@ -3,8 +3,6 @@
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite import settings
 
-POLICY_PARAMETERS = settings.NAMES  # kept for callers of the old name
-
 
 def upstream_default_max_failed_tests():
     """The installed easybuild-easyblocks' EB_PyTorch default (0 in 4.9.4, 10 in 5.x); 0 without it."""

@@ -136,6 +136,15 @@ def read_elf(path: Union[str, 'os.PathLike[str]']) -> ElfInfo:
         raise PluginError(path, f'is a truncated or corrupt ELF file ({type(err).__name__})') from None
 
 
+def decode_ident(head: bytes) -> Optional[Tuple[bool, bool]]:
+    """(64-bit, little-endian) from the first bytes of a file, or None when they are not a valid ELF
+    identification (magic, EI_CLASS 1 or 2, EI_DATA 1 or 2): the one check of the header-only readers
+    (read_abi_key here, symbols.ElfSymbols)."""
+    if len(head) < 6 or head[:4] != ELF_MAGIC or head[4] not in (1, 2) or head[5] not in (1, 2):
+        return None
+    return head[4] == 2, head[5] == 1
+
+
 def read_abi_key(path: Union[str, 'os.PathLike[str]']) -> Optional[Tuple[int, bool, Union[str, int]]]:
     """Return (class, little_endian, machine) from the ELF header alone, or None if not a usable ELF.
 
@@ -147,8 +156,9 @@ def read_abi_key(path: Union[str, 'os.PathLike[str]']) -> Optional[Tuple[int, bo
             head = handle.read(20)
     except OSError:
         return None
-    if len(head) < 20 or head[:4] != ELF_MAGIC or head[4] not in (1, 2) or head[5] not in (1, 2):
+    ident = decode_ident(head)
+    if len(head) < 20 or ident is None:
         return None
-    little = head[5] == 1
+    is64, little = ident
     machine = struct.unpack('<H' if little else '>H', head[18:20])[0]
-    return (32 if head[4] == 1 else 64, little, MACHINE_NAMES.get(machine, machine))
+    return (64 if is64 else 32, little, MACHINE_NAMES.get(machine, machine))

@@ -12,6 +12,7 @@ import struct
 from typing import Set
 from dataclasses import dataclass, field
 
+from eb_pytorch_cuda.elf.reader import decode_ident
 from eb_pytorch_cuda.errors import PluginError
 
 SHT_DYNSYM, SHT_GNU_VERDEF, SHT_GNU_VERNEED, SHT_GNU_VERSYM = 11, 0x6ffffffd, 0x6ffffffe, 0x6fffffff
@@ -38,11 +39,15 @@ class ElfSymbols:
                 self.map = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
         except (OSError, ValueError) as err:
             raise PluginError(path, f'cannot be mapped for reading ({err})') from None
-        ident = self.map[:16]
-        if ident[:4] != b'\x7fELF':
-            raise PluginError(path, 'is not an ELF file (bad magic)')
-        self.is64 = ident[4] == 2
-        self.order = '<' if ident[5] == 1 else '>'
+        ident = decode_ident(self.map[:16])
+        if ident is None:
+            self.map.close()
+            raise PluginError(path, 'is not an ELF file (bad magic, class or byte order)')
+        self.is64, little = ident
+        self.order = '<' if little else '>'
+        if len(self.map) < (64 if self.is64 else 52):
+            self.map.close()
+            raise PluginError(path, 'is a truncated ELF file (shorter than its ELF header)')
         if self.is64:
             (_type, _machine, _version, _entry, _phoff, self.shoff, _flags, _ehsize, _phentsize, _phnum,
              self.shentsize, self.shnum, self.shstrndx) = struct.unpack_from(self.order + 'HHIQQQIHHHHHH', self.map, 16)

@@ -21,6 +21,11 @@ _COMPUTE_CAPABILITY = re.compile(r'^\d+\.\d+$')
 _VENDORS = {'GenuineIntel': 'intel', 'AuthenticAMD': 'amd', 'ARM': 'arm', 'Nvidia': 'nvidia', 'NVIDIA': 'nvidia'}
 
 
+def is_compute_capability(scope) -> bool:
+    """Whether a scope names a CUDA compute capability ('8.0'), not a CPU family or target."""
+    return bool(_COMPUTE_CAPABILITY.match(str(scope)))
+
+
 @dataclass(frozen=True)
 class ScopeContext:
     """Where this build runs: CPU family, EESSI-style CPU target, CUDA compute capabilities."""
@@ -34,7 +39,7 @@ class ScopeContext:
         scope = str(scope)
         if scope in ('', self.cpu_family) or scope in self.aliases:
             return True
-        if _COMPUTE_CAPABILITY.match(scope):
+        if is_compute_capability(scope):
             return scope in self.compute_capabilities
         return '/' in scope and fnmatchcase(self.target, scope)
 

@@ -25,12 +25,11 @@ from typing import Callable, Optional
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite.model import RunResult
 from eb_pytorch_cuda.testsuite.policy import (KnownFailure, Policy, ScopeContext, Verdict, detect_context, judge,
-                                              known_failures)
+                                              is_compute_capability, known_failures)
 from eb_pytorch_cuda.testsuite.results import load_results, load_saved
 
 PLACEHOLDER = 'TODO: why it fails, and the issue or PR URL'
 FAMILIES = ('x86_64', 'aarch64', 'ppc64le', 'riscv64')
-_COMPUTE_CAPABILITY = re.compile(r'^\d+\.\d+$')
 
 
 @dataclass(frozen=True)
@@ -62,7 +61,7 @@ class Run:
 def validate_scope(scope: str, source: str = '--suggest-policy') -> str:
     """A scope the policy can apply: '', a CPU family, an EESSI target ('family/...') or a compute capability."""
     scope = str(scope)
-    if scope in ('',) + FAMILIES or _COMPUTE_CAPABILITY.match(scope) or scope.split('/', 1)[0] in FAMILIES:
+    if scope in ('',) + FAMILIES or is_compute_capability(scope) or scope.split('/', 1)[0] in FAMILIES:
         return scope
     raise PluginError(source, f"scope {scope!r} is not '', a CPU family ({', '.join(FAMILIES)}), an EESSI target "
                               f"such as 'x86_64/intel/haswell', or a CUDA compute capability such as '9.0'")
@@ -114,7 +113,7 @@ def budget_left(result: RunResult, policy: Policy) -> tuple:
 
 def _levels(scope):
     """The scopes a run's scope lifts to, narrowest first: 'x86_64/intel/haswell' -> 'x86_64/intel/*', 'x86_64'."""
-    if _COMPUTE_CAPABILITY.match(scope) or scope == '':
+    if is_compute_capability(scope) or scope == '':
         return []
     parts = scope.split('/')
     levels = [f'{parts[0]}/{parts[1]}/*'] if len(parts) >= 3 else []
@@ -167,7 +166,7 @@ def _lift(where, scopes):
 
 
 def _scope_order(scope):
-    rank = 0 if scope == '' else 3 if _COMPUTE_CAPABILITY.match(scope) else 1 if '/' not in scope else 2
+    rank = 0 if scope == '' else 3 if is_compute_capability(scope) else 1 if '/' not in scope else 2
     return rank, scope
 
 
