@@ -15,6 +15,11 @@ nothing and what remains is our fixed cost per call (lock, exec wrapper that tie
 ours, verification, owner/xattr/mode copy), which the large library's noise would hide.
 
     python benchmarks/bench_add_needed.py [--size-mb 700] [--rounds 5] [--workdir DIR]
+    python benchmarks/bench_add_needed.py --library .venvs/cudnn8-torch212/torch/lib/libtorch_cuda.so
+
+--library times a real library instead (the torch 2.1.2 wheel's, set up by tools/setup.sh): its copies
+are made in a directory beside the library's own, so its $ORIGIN-relative RPATH still finds cuDNN and
+add-needed's check that the new soname resolves is the real one.
 """
 
 import argparse
@@ -88,13 +93,27 @@ def show(results):
     print(f'  add-needed minus bare patchelf: {overhead:+.3f} s')
 
 
+def measure_real(library, rounds):
+    """Time a real library; its copies sit in a sibling directory of its own (same $ORIGIN depth)."""
+    target_dir = tempfile.mkdtemp(prefix='.bench-add-needed-', dir=os.path.dirname(os.path.dirname(library)))
+    try:
+        print(f'library: {library}, {os.path.getsize(library) / 1e6:.0f} MB, {rounds} rounds, median seconds '
+              f'(each followed by sync)')
+        show(measure(library, target_dir, rounds))
+    finally:
+        shutil.rmtree(target_dir)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--size-mb', type=int, default=700)
     parser.add_argument('--rounds', type=int, default=5)
     parser.add_argument('--small-rounds', type=int, default=30)
     parser.add_argument('--workdir', default=None, help='where to build (default: a temporary directory)')
+    parser.add_argument('--library', default=None, help='time this real library instead of a built one')
     args = parser.parse_args()
+    if args.library:
+        return measure_real(os.path.abspath(args.library), args.rounds)
     workdir = tempfile.mkdtemp(prefix='bench-add-needed-', dir=args.workdir)
     try:
         original = build_large_library(workdir, args.size_mb)
