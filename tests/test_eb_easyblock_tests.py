@@ -142,3 +142,22 @@ def test_parallel_suites_give_the_same_results(eb, tmp_path):
     data = json.loads((eb.installdir('PyTorch', '2.1.2-standin-easyblock') / 'easybuild' /
                        'pytorch-test-results.json').read_text())
     assert data['verdict'] == 'pass' and data['failed_tests'] == 2 and len(data['suites']) == 5
+
+
+def test_the_test_step_spread_over_two_slurm_jobs_gives_the_serial_verdict(eb, slurm, tmp_path):
+    # real `eb`, real Slurm (tests/slurm_cluster.py): the easyblock's own path to testsuite/spread
+    path = variant(tmp_path, parallel_test_suites='1')
+    path.write_text(path.read_text() + '\ntest_suite_jobs = 2\n')
+    done, out = run(eb, path, {'EB_PYTORCH_CUDA_SHARED_PATHS': str(tmp_path),
+                               'EB_PYTORCH_CUDA_SLURM_CPUS_PER_JOB': '1'})
+    assert done.returncode == 0, out
+    assert re.search(r'running 5 suites on 2 Slurm job\(s\) \(--cpus-per-task 1;', out), out
+    assert re.search(r'suites 5/5 done on 2 job\(s\); 2 failed', out), out
+    # what the serial run of the first test says, from results gathered by the jobs
+    assert 'rerun of test_flaky::TestFlaky.test_sometimes: flaky' in out
+    assert 'known: 1, unknown: 0 (budget 0), flaky: 1' in out and '== verdict: PASS' in out
+    data = json.loads((eb.installdir('PyTorch', '2.1.2-standin-easyblock') / 'easybuild' /
+                       'pytorch-test-results.json').read_text())
+    assert data['verdict'] == 'pass' and data['failed_tests'] == 2 and len(data['suites']) == 5
+    results = tmp_path / 'eb' / 'build' / '.eb-pytorch-cuda-test-results'
+    assert results.is_dir() and not [p for p in results.iterdir() if '.queue-' in p.name]  # removed once passed
