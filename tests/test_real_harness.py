@@ -196,3 +196,22 @@ def test_a_failure_only_the_xml_shows_counts_and_is_noted(tree):
     assert suite.status == 'failed' and suite.counts['failed'] == 1 and code == 1
     assert any('log and XML reports differ' in note for note in notes)
     assert any('failed only in the XML: TestCISanityCheck.test_env_vars_exist' in note for note in notes)
+
+
+def test_xml_reports_are_asked_for_only_where_the_suites_can_write_them():
+    # common_utils.run_tests imports xmlrunner on --save-xml in unittest mode (2.1.2's and 2.6's alike, read
+    # from torch's own file): without unittest-xml-reporting every suite would die of an ImportError
+    from eb_pytorch_cuda.testsuite.batchrun import xml_reports_safe
+    harness = read_harness(os.path.join(TREE, 'test', 'run_test.py'))
+    assert harness.pytest_by_default  # can_run_in_pytest(): pytest writes the XML itself
+    without = sys.executable  # the test runner's Python: no xmlrunner
+    assert subprocess.run([without, '-c', 'import xmlrunner'], capture_output=True).returncode != 0
+    assert subprocess.run([PYTHON, '-c', 'import xmlrunner'], capture_output=True).returncode == 0
+
+    def safe(python, **env):
+        command = Command(os.path.join(TREE, 'test'), {}, [python, 'run_test.py'])
+        return xml_reports_safe(harness, command, dict(os.environ, **env))
+
+    assert safe(without) and safe(PYTHON)
+    assert not safe(without, PYTORCH_TEST_DO_NOT_USE_PYTEST='1')  # unittest mode, no xmlrunner: no --save-xml
+    assert safe(PYTHON, PYTORCH_TEST_DO_NOT_USE_PYTEST='1')

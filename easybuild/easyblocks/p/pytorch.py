@@ -435,7 +435,7 @@ class EB_PyTorch(UpstreamPyTorch):
             self.dry_run_msg(f"  suites: as its --dry-run selects them, run {batchrun.DEFAULT_BATCH_SIZE} at most per "
                              f"run_test.py call (its own pool and serial list apply), "
                              f"{settings.parallel_test_suites} call(s) at a time; XML reports on "
-                             f"({batchrun.XML_VARIABLE}=1, --save-xml)")
+                             f"({batchrun.XML_VARIABLE}=1, --save-xml under pytest or with xmlrunner)")
         except PluginError as err:
             self.dry_run_msg(f'  command: cannot run without a shell: {err}')
         jobs = settings.test_suite_jobs

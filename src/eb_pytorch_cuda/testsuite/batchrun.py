@@ -10,6 +10,7 @@ timeouts; its suites' outcomes are stored when it ends, so a killed `eb` loses a
 in flight; a suite the killed batch did not finish is run again alone with its own timeout.
 """
 
+import functools
 import os
 import subprocess
 import threading
@@ -37,6 +38,25 @@ def batch_options(harness, save_xml=True):
     elif save_xml and harness.positional_unittest_args:
         options += ['--', '--save-xml']  # 2.1: after `--`, for every test file (discovery.run_argv keeps it last)
     return options
+
+
+def xml_reports_safe(harness, command, env) -> bool:
+    """Whether the suites can be asked for XML reports (--save-xml).  Under pytest they always can (pytest
+    writes them); under unittest (a harness older than 2.1, or PYTORCH_TEST_DO_NOT_USE_PYTEST set)
+    common_utils.run_tests imports xmlrunner on --save-xml, so every suite would die of an ImportError
+    where the test Python lacks unittest-xml-reporting (PyTorch 2.1.2's easyconfigs do not bring it)."""
+    if harness.pytest_by_default and env.get('PYTORCH_TEST_DO_NOT_USE_PYTEST', '0') == '0':
+        return True
+    return _imports_xmlrunner(command.argv[0], env.get('PYTHONPATH', ''), env.get('PATH', ''))
+
+
+@functools.lru_cache(maxsize=None)
+def _imports_xmlrunner(python, pythonpath, path):
+    try:
+        return subprocess.run([python, '-c', 'import xmlrunner'], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              env=dict(os.environ, PYTHONPATH=pythonpath, PATH=path), timeout=300).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
 
 
 def batch_env(env, gpu=None):
@@ -207,7 +227,7 @@ def run_batches(command, suites, store, output_dir, env, timeout_for, harness, p
     todo = [suite for suite in suites if suite not in done]
     if progress and done:
         progress(f'resuming: {len(done)} suite(s) already measured for this build, {len(todo)} to run')
-    options = batch_options(harness, save_xml)
+    options = batch_options(harness, save_xml and xml_reports_safe(harness, command, env))
     lock, counter = threading.Lock(), {'finished': len(done), 'failing': sum(
         1 for record in done.values() if record['suite']['status'] != 'passed'), 'batch': 0}
     os.makedirs(output_dir, exist_ok=True)

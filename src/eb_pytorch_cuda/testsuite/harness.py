@@ -31,6 +31,8 @@ class Harness:
     replays_logs: bool = False  # prints each suite's log between PRINTING LOG FILE markers after it ends
     serial_marked_pass: bool = False  # 2.3+: runs each parallel suite twice, `-m serial` alone, then the rest
     full_log_means_passed: bool = False  # 2.1: a log replayed whole (not its BEGINNING) is a passed suite's
+    pytest_by_default: bool = False  # 2.1+: can_run_in_pytest(): every suite under pytest unless
+    # PYTORCH_TEST_DO_NOT_USE_PYTEST is set; otherwise unittest, whose --save-xml needs xmlrunner
 
     def runs_of(self, suite: str) -> int:
         """How many times the harness runs (and reports the end of) suite in one call."""
@@ -70,7 +72,9 @@ def read_harness(run_test_py: str) -> Harness:
                       replays_logs='PRINTING LOG FILE' in source,
                       serial_marked_pass='["-m", "serial"]' in source,
                       full_log_means_passed='PRINTING BEGINNING OF LOG FILE' in source,
-                      positional_unittest_args='"additional_unittest_args"' in source)
+                      positional_unittest_args='"additional_unittest_args"' in source,
+                      pytest_by_default=any(isinstance(node, ast.FunctionDef) and node.name == 'can_run_in_pytest'
+                                            for node in tree.body) and 'PYTORCH_TEST_DO_NOT_USE_PYTEST' in source)
     for node in tree.body:
         if not isinstance(node, ast.Assign) or len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
             continue

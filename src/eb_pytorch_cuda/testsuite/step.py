@@ -62,6 +62,9 @@ def run_suites(command, env, store, output_dir, python, timeouts, parallel=1, re
     harness = harness_of(command.cwd)
     if listed_serial is not None:
         harness.serial |= listed_serial  # what this very harness says it runs alone
+    if not batchrun.xml_reports_safe(harness, command, env):
+        progress(f"XML reports off: the suites run under unittest and {command.argv[0]} cannot import xmlrunner "
+                 f"(unittest-xml-reporting), which --save-xml needs; results come from the log only")
     progress(f"running {len(suites)} suites: {' '.join(discovery.run_argv(command.argv, ['<suites>']))} in "
              f"{command.cwd}, in batches of up to {batch_size} (run_test.py's own pool and serial list apply; "
              f"{parallel} batch(es) at a time; outputs in {output_dir}; results kept in {store.path})")

@@ -105,7 +105,8 @@ def run_suite(command, suite, timeout, output_dir, env, gpu=None):
     """Run one suite alone (`run_test.py -i suite`) in its own process group; return its record."""
     harness = harness_of(command.cwd)
     remove_reports(command.cwd, suite)
-    argv = discovery.run_argv(command.argv, [suite], batchrun.batch_options(harness))
+    argv = discovery.run_argv(command.argv, [suite],
+                              batchrun.batch_options(harness, batchrun.xml_reports_safe(harness, command, env)))
     output_path = os.path.join(output_dir, suite.replace('/', '.') + '.log')
     start = time.time()
     with open(output_path, 'w') as output:
