@@ -447,3 +447,34 @@ def test_test_suite_command_refuses_a_node_local_results_path_for_jobs(tmp_path)
     env = {k: v for k, v in os.environ.items() if k != 'EB_PYTORCH_CUDA_SHARED_PATHS'}
     done, _report = _test_suite_cli(source, tmp_path / 'results', '--jobs', '2', env=env)
     assert done.returncode == 2 and 'node' in done.stderr.strip().splitlines()[-1], done.stderr[-2000:]
+
+
+def test_a_must_serial_suite_runs_alone_in_its_job_while_the_others_share_its_slots(tmp_path):
+    """The worker a job runs, in this process (no Slurm needed for what happens inside one job): 3 slots,
+    one suite on the harness's must-serial list; real processes, the stand-in's sleeping suites."""
+    from eb_pytorch_cuda.testsuite import worker
+    test_dir = _tree(tmp_path / 'tree', sleepers=4, seconds=2, keep=())
+    queue_dir = str(tmp_path / 'queue')
+    SuiteQueue(queue_dir).create({'cwd': str(test_dir), 'argv': [sys.executable, 'run_test.py'],
+                                  'env': dict(os.environ), 'timeouts': {'': 120}, 'output_dir': str(tmp_path / 'out'),
+                                  'fingerprint': 'f', 'slots': 3, 'serial': ['test_sleep_2']},
+                                 [f'test_sleep_{index}' for index in range(4)])
+    events = []
+
+    def log(line, flush=True):
+        events.append((time.monotonic(), line))
+
+    assert worker.work(queue_dir, 'job1.host.1', log=log) == 4
+    spans = {}
+    for when, line in events:
+        for suite in (f'test_sleep_{index}' for index in range(4)):
+            if line.startswith(f'job1.host.1: running {suite}'):
+                spans[suite] = [when, None, line]
+            elif line.startswith(f'job1.host.1: {suite} passed'):
+                spans[suite][1] = when
+    assert spans['test_sleep_2'][2].endswith('running test_sleep_2 alone')
+    start, end, _ = spans['test_sleep_2']
+    others = [spans[f'test_sleep_{index}'] for index in (0, 1, 3)]
+    assert all(other_end <= start or other_start >= end for other_start, other_end, _ in others)
+    # the other three shared the slots: some two of them ran at the same time
+    assert any(a[0] < b[1] and b[0] < a[1] for a in others for b in others if a is not b)

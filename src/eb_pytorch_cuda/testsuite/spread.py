@@ -28,7 +28,8 @@ import time
 from dataclasses import asdict
 from typing import Callable, Dict, List, Mapping, Optional, Sequence
 
-from eb_pytorch_cuda.testsuite import slurmjobs, step, suiterun
+from eb_pytorch_cuda.testsuite import discovery, slurmjobs, step, suiterun
+from eb_pytorch_cuda.testsuite.harness import harness_of
 from eb_pytorch_cuda.testsuite.model import SUITE_INCOMPLETE, SUITE_PASSED, RunResult, Suite
 from eb_pytorch_cuda.testsuite.queue import (DEFAULT_MAX_ATTEMPTS, DEFAULT_STALE_AFTER, RecordReader, SuiteQueue,
                                              job_of, longest_first)
@@ -87,7 +88,10 @@ def run_spread(command, env: dict, store: suiterun.ResultStore, output_dir: str,
     for path, what in checks:
         slurmjobs.refuse_node_local(path, what, shared_paths, environ)
     options = slurmjobs.job_options(slurm_settings, environ)
-    suites = suiterun.discover_suites(command, env) if suites is None else list(suites)
+    harness = harness_of(command.cwd)
+    if suites is None:
+        suites, listed_serial = discovery.discover(command, env)
+        harness.serial |= listed_serial or set()  # what this very harness says it runs alone
     done = store.load()
     os.makedirs(queue.directory, exist_ok=True)
     pool = slurmjobs.JobPool(queue, options, worker_python or sys.executable, jobs)
@@ -95,7 +99,8 @@ def run_spread(command, env: dict, store: suiterun.ResultStore, output_dir: str,
     todo = longest_first([suite for suite in suites if suite not in done], previous_seconds)
     queue.create({'cwd': command.cwd, 'argv': list(command.argv), 'env': dict(env), 'timeouts': dict(timeouts),
                   'output_dir': output_dir, 'fingerprint': store.fingerprint, 'slots': max(1, int(parallel)),
-                  'stale_after': stale_after, 'max_attempts': max_attempts}, todo)
+                  'stale_after': stale_after, 'max_attempts': max_attempts,
+                  'serial': [suite for suite in todo if harness.must_serial(suite)]}, todo)
     os.makedirs(output_dir, exist_ok=True)
     reader = RecordReader(queue)
     failed = [sum(1 for record in done.values() if record['suite']['status'] != SUITE_PASSED)]

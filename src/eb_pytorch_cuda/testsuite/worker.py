@@ -3,7 +3,9 @@
 It takes suites from the shared queue (queue.SuiteQueue) until none is left, runs each with the same
 per-suite runner as a serial test step (its own process group, the suite's timeout, pinned to one of
 the job's GPUs), and stores each outcome as it ends.  `slots` suites run at a time (the job's
-parallel_test_suites), spread over the GPUs Slurm gave the job (its CUDA_VISIBLE_DEVICES).  A heartbeat
+parallel_test_suites), spread over the GPUs Slurm gave the job (its CUDA_VISIBLE_DEVICES); a suite the
+harness must run alone (spec['serial']: its must-serial list, custom handlers, distributed suites) runs
+alone in its job too, with all of the job's GPUs, as run_test.py runs them after its pool.  A heartbeat
 thread keeps the worker's claims alive; if the job dies, its claims go back to the queue.
 
 The runner is reached through run_one() only, so that another runner (e.g. one that batches suites in
@@ -13,6 +15,7 @@ one run_test.py call) can be plugged in at one place.
 import os
 import sys
 import threading
+from contextlib import contextmanager
 from typing import Mapping, Optional
 
 from eb_pytorch_cuda.errors import PluginError
@@ -29,6 +32,33 @@ def run_one(spec: dict, suite: str, env: dict, gpu: Optional[str]) -> dict:
     command = TestCommand(spec['cwd'], {}, list(spec['argv']))
     timeout = spec['timeouts'].get(suite, spec['timeouts'][''])
     return suiterun.run_suite(command, suite, timeout, spec['output_dir'], env, gpu)
+
+
+class SerialGate:
+    """Lets the job's slots run suites side by side, except a must-serial suite: it waits until the other
+    slots are idle, and no slot starts a suite while it waits or runs."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._running = 0
+        self._alone = False
+
+    @contextmanager
+    def hold(self, alone: bool):
+        with self._changed:
+            self._changed.wait_for(lambda: not self._alone)
+            if alone:
+                self._alone = True
+                self._changed.wait_for(lambda: self._running == 0)
+            self._running += 1
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._running -= 1
+                if alone:
+                    self._alone = False
+                self._changed.notify_all()
 
 
 def job_environment(spec: dict, own: Mapping[str, str]) -> dict:
@@ -59,6 +89,7 @@ def work(queue_dir: str, worker: Optional[str] = None, log=print) -> int:
             queue.heartbeat(worker)
 
     lock, ran = threading.Lock(), [0]
+    serial, gate = set(spec.get('serial', ())), SerialGate()
 
     def slot(index):
         gpu = gpus[index % len(gpus)] if gpus else None
@@ -67,12 +98,16 @@ def work(queue_dir: str, worker: Optional[str] = None, log=print) -> int:
                 suite = queue.claim_next(worker)
             if suite is None:
                 return
-            log(f'{worker}: running {suite}' + (f' on GPU {gpu}' if gpu is not None else ''), flush=True)
-            record = run_one(spec, suite, env, gpu)
-            with lock:
-                queue.record(store, record)
-                ran[0] += 1
-            log(f"{worker}: {suite} {record['suite']['status']} ({record['seconds']}s)", flush=True)
+            alone = suite in serial and slots > 1
+            with gate.hold(alone):
+                on = None if alone else gpu  # alone: every GPU of the job, as the harness gives a serial suite
+                log(f'{worker}: running {suite}' + (' alone' if alone else '') +
+                    (f' on GPU {on}' if on is not None else ''), flush=True)
+                record = run_one(spec, suite, env, on)
+                with lock:
+                    queue.record(store, record)
+                    ran[0] += 1
+                log(f"{worker}: {suite} {record['suite']['status']} ({record['seconds']}s)", flush=True)
 
     heart = threading.Thread(target=beat, daemon=True)
     heart.start()
