@@ -1,6 +1,7 @@
 """Scopes, known failures, budget, stale entries, unjudgeable suites, and the report command."""
 
 import json
+import os
 
 import pytest
 
@@ -153,3 +154,29 @@ def test_a_limit_on_a_known_entry_lets_a_further_failure_through():
 def test_a_bad_limit_is_refused():
     with pytest.raises(PluginError, match='max must be a positive integer'):
         known_failures({'': [('test_x', 'r', 0)]}, HASWELL)
+
+
+def test_known_failures_scoped_to_a_compute_capability_follow_the_gpus_the_suites_run_on(tmp_path, monkeypatch):
+    """nvidia-smi's real answer on the H200 node (docs/validation/gpu.md), replayed by a stand-in nvidia-smi:
+    no GPU can be shown on this machine.  Without nvidia-smi (this machine, for real) nothing is seen."""
+    import shutil
+    from eb_pytorch_cuda.testsuite.policy import detect_context
+    from eb_pytorch_cuda.testsuite.suiterun import gpu_compute_capabilities
+    monkeypatch.setenv('PATH', str(tmp_path))
+    assert shutil.which('nvidia-smi') is None and gpu_compute_capabilities({}) == ()
+    recorded = os.path.join(os.path.dirname(__file__), 'data', 'h200-nvidia-smi-query-compute-cap.txt')
+    answer = open(recorded).read() + '1, 8.0\n'  # a second GPU, an A100, beside the recorded H200
+    script = tmp_path / 'nvidia-smi'
+    script.write_text('#!/bin/sh\n/bin/cat <<"EOF"\n' + answer + 'EOF\n')
+    script.chmod(0o755)
+    assert gpu_compute_capabilities({}) == ('8.0', '9.0')
+    assert gpu_compute_capabilities({'CUDA_VISIBLE_DEVICES': '0'}) == ('9.0',)
+    assert gpu_compute_capabilities({'CUDA_VISIBLE_DEVICES': 'GPU-198b8bd4'}) == ('8.0', '9.0')  # UUIDs: all
+    assert gpu_compute_capabilities({'CUDA_VISIBLE_DEVICES': '7'}) == ()
+    # one test_nn failure, known on A100 nodes only: accepted where the suites ran on the A100, not on the H200
+    result = parse_log_text('Running test_nn 1/1 ... [\nFAIL: test_x (__main__.TestNN)\nRan 3 tests in 0.1s\n\n'
+                            'FAILED (failures=1)\n')
+    a100_only = {'8.0': [('test_nn', 'fails on A100 nodes only', 1)]}
+    for visible, passed in (('0', False), ('1', True)):
+        context = detect_context(gpu_compute_capabilities({'CUDA_VISIBLE_DEVICES': visible}), target='x86_64/generic')
+        assert judge(result, Policy(0, known_failures(a100_only, context))).passed is passed, visible

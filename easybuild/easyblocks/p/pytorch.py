@@ -51,7 +51,7 @@ from eb_pytorch_cuda.testsuite.command import parse_runtest
 from eb_pytorch_cuda.testsuite.policy import detect_context, judge
 from eb_pytorch_cuda.testsuite.report import RESULTS_JSON, RESULTS_MARKDOWN, to_json, to_markdown, to_text
 from eb_pytorch_cuda.testsuite.settings import NAMES as SETTINGS_NAMES, TestSettings
-from eb_pytorch_cuda.testsuite.suiterun import ResultStore
+from eb_pytorch_cuda.testsuite.suiterun import ResultStore, gpu_compute_capabilities
 
 
 # every copy of this file carries this line; upstream's pytorch.py never does
@@ -161,9 +161,16 @@ class EB_PyTorch(UpstreamPyTorch):
         with self.cfg.disable_templating():
             return self.cfg['runtest']
 
-    def _scope_context(self):
+    def _scope_context(self, on_this_node=False):
+        """Where the policy applies.  on_this_node (the suites run here): the compute capabilities of the GPUs
+        they run on, where nvidia-smi sees any, for a known failure scoped '8.0' was seen on such GPUs;
+        otherwise (dry run, no GPU seen, suites spread to other nodes) the build's own."""
         capabilities = build_option('cuda_compute_capabilities') or self.cfg['cuda_compute_capabilities'] or ()
-        return detect_context(capabilities, aliases=(get_cpu_architecture(),))
+        seen = gpu_compute_capabilities(os.environ) if on_this_node else ()
+        if seen:
+            print_msg(f"policy scope: compute capabilities {', '.join(seen)} (the GPUs the suites run on; "
+                      f"built for {', '.join(map(str, capabilities)) or 'none given'})", log=self.log)
+        return detect_context(seen or capabilities, aliases=(get_cpu_architecture(),))
 
     def _settings(self):
         """The test step's parameters of this easyconfig (testsuite/settings: one list for all their readers)."""
@@ -207,7 +214,7 @@ class EB_PyTorch(UpstreamPyTorch):
         """Run run_test.py (batches of suites, testsuite.step) against a patched temporary install, judge once
         by the policy, report."""
         settings = self._settings()
-        context = self._scope_context()
+        context = self._scope_context(on_this_node=not self.dry_run and settings.test_suite_jobs <= 1)
         excluded = settings.excluded(context)
         policy = self._policy(settings, context)
         if self.dry_run:

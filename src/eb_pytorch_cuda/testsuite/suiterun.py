@@ -22,6 +22,7 @@ from eb_pytorch_cuda.testsuite.batchlog import split_batch_output
 from eb_pytorch_cuda.testsuite.harness import harness_of
 from eb_pytorch_cuda.testsuite.model import RunResult
 from eb_pytorch_cuda.testsuite.outcome import build_outcome, remove_reports
+from eb_pytorch_cuda.testsuite.policy import is_compute_capability
 from eb_pytorch_cuda.testsuite.results import mark_missing
 from eb_pytorch_cuda.testsuite.runner import kill_group
 
@@ -138,6 +139,28 @@ def gpu_count(env):
     except (OSError, subprocess.SubprocessError):
         return []
     return [str(i) for i, line in enumerate(listing.splitlines()) if line.startswith('GPU ')]
+
+
+def gpu_compute_capabilities(env) -> tuple:
+    """Compute capabilities ('8.0', '9.0', sorted, once each) of the GPUs the suites will run on, from
+    `nvidia-smi --query-gpu=index,compute_cap` (CUDA_VISIBLE_DEVICES applied when it lists indices); ()
+    where no GPU can be seen.  Known failures scoped to a compute capability were seen on that hardware,
+    so they apply to where the tests run, not to what the build was compiled for."""
+    try:
+        listing = subprocess.run(['nvidia-smi', '--query-gpu=index,compute_cap', '--format=csv,noheader'],
+                                 capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return ()
+    if listing.returncode != 0:
+        return ()
+    visible = [gpu.strip() for gpu in env.get('CUDA_VISIBLE_DEVICES', '').split(',') if gpu.strip()]
+    found = set()
+    for line in listing.stdout.splitlines():
+        index, _, capability = (part.strip() for part in line.partition(','))
+        if is_compute_capability(capability) and (not visible or not all(v.isdigit() for v in visible)
+                                                  or index in visible):
+            found.add(capability)
+    return tuple(sorted(found))
 
 
 def run_all(command, suites, store, output_dir, env, timeout_for, parallel=1, progress=None, harness=None,
