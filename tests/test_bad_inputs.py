@@ -277,3 +277,7 @@ def test_the_symbol_reader_refuses_a_corrupt_identification_or_a_cut_header_in_o
     assert read_abi_key(corrupt) is None
     with pytest.raises(PluginError, match=r'libcut\.so.*truncated ELF file'):
         ElfSymbols(str(cut))
+    small_entries = tmp_path / 'libentries.so'  # e_shentsize (offset 58) too small for a section header
+    small_entries.write_bytes(data[:58] + (8).to_bytes(2, 'little') + data[60:])
+    with pytest.raises(PluginError, match=r'libentries\.so.*corrupt ELF file \(section header entries of 8 bytes\)'):
+        ElfSymbols(str(small_entries))

@@ -47,6 +47,7 @@ def test_known_and_flaky_failures_pass_and_reports_land_in_the_installation(eb):
     assert 'rerun of test_known_failure::TestKnown.test_always_fails: reproducible' in out
     assert 'known: 1, unknown: 0 (budget 0), flaky: 1' in out and '== verdict: PASS' in out
     assert 'reproducible on rerun: test_known_failure::TestKnown.test_always_fails' in out
+    assert 'XML reports off' not in out  # a harness that runs its suites under pytest gets --save-xml
     # one run_test.py call for all suites (its own selection applied by its --dry-run)
     assert 'run_test.py --continue-through-error --verbose -x test_crash test_hang -i <suites>' in out
     assert 'in batches of up to 50' in out

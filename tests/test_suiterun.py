@@ -205,3 +205,17 @@ def test_suites_run_outside_pytorchs_ci_mode_unless_the_runtest_line_asks_for_it
     assert env == {'OMP_NUM_THREADS': '4'}
     asked = parse_runtest('cd test && CI=1 %(python)s run_test.py', str(tmp_path), sys.executable)
     assert harness_environment({'CI': 'true'}, asked) == {'CI': '1'}
+
+
+def test_in_unittest_mode_without_xmlrunner_the_step_says_xml_reports_are_off(tree, tmp_path):
+    # this Python has no xmlrunner; with PYTORCH_TEST_DO_NOT_USE_PYTEST=1 the harness runs unittest, where
+    # --save-xml would make common_utils import it (tests/test_real_harness.py: the real harness's side)
+    from eb_pytorch_cuda.testsuite import step
+    command = Command(str(tree), {}, [sys.executable, 'run_test.py', '-i', 'test_flaky'])
+    lines = []
+    for env, off in ((dict(os.environ), False), (dict(os.environ, PYTORCH_TEST_DO_NOT_USE_PYTEST='1'), True)):
+        lines.clear()
+        store = suiterun.ResultStore(str(tmp_path / f'r{off}' / 'r.jsonl'), 'f')
+        step.run_suites(command, env, store, str(tmp_path / f'out{off}'), sys.executable, {'': 120},
+                        progress=lines.append)
+        assert any(line.startswith('XML reports off') for line in lines) is off, lines

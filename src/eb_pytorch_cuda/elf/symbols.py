@@ -39,14 +39,22 @@ class ElfSymbols:
                 self.map = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
         except (OSError, ValueError) as err:
             raise PluginError(path, f'cannot be mapped for reading ({err})') from None
+        try:
+            self._read_header(path)
+        except struct.error:
+            self.map.close()
+            raise PluginError(path, 'is a truncated or corrupt ELF file (section headers)') from None
+        except BaseException:
+            self.map.close()
+            raise
+
+    def _read_header(self, path: str) -> None:
         ident = decode_ident(self.map[:16])
         if ident is None:
-            self.map.close()
             raise PluginError(path, 'is not an ELF file (bad magic, class or byte order)')
         self.is64, little = ident
         self.order = '<' if little else '>'
         if len(self.map) < (64 if self.is64 else 52):
-            self.map.close()
             raise PluginError(path, 'is a truncated ELF file (shorter than its ELF header)')
         if self.is64:
             (_type, _machine, _version, _entry, _phoff, self.shoff, _flags, _ehsize, _phentsize, _phnum,
@@ -56,6 +64,8 @@ class ElfSymbols:
             (_type, _machine, _version, _entry, _phoff, self.shoff, _flags, _ehsize, _phentsize, _phnum,
              self.shentsize, self.shnum, self.shstrndx) = struct.unpack_from(self.order + 'HHIIIIIHHHHHH', self.map, 16)
             self.section_format = self.order + 'IIIIIIIIII'
+        if self.shnum and self.shentsize < struct.calcsize(self.section_format):
+            raise PluginError(path, f'is a corrupt ELF file (section header entries of {self.shentsize} bytes)')
         if self.shoff + self.shnum * self.shentsize > len(self.map):
             raise PluginError(path, 'is a truncated ELF file (section headers past the end)')
         self.sections = self._read_sections()

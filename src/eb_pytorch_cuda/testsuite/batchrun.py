@@ -10,7 +10,6 @@ timeouts; its suites' outcomes are stored when it ends, so a killed `eb` loses a
 in flight; a suite the killed batch did not finish is run again alone with its own timeout.
 """
 
-import functools
 import os
 import subprocess
 import threading
@@ -47,16 +46,18 @@ def xml_reports_safe(harness, command, env) -> bool:
     where the test Python lacks unittest-xml-reporting (PyTorch 2.1.2's easyconfigs do not bring it)."""
     if harness.pytest_by_default and env.get('PYTORCH_TEST_DO_NOT_USE_PYTEST', '0') == '0':
         return True
-    return _imports_xmlrunner(command.argv[0], env.get('PYTHONPATH', ''), env.get('PATH', ''))
+    key = (command.argv[0], command.cwd, tuple(sorted(env.items())))
+    if key not in _XMLRUNNER_FOUND:
+        try:
+            done = subprocess.run([command.argv[0], '-c', 'import xmlrunner'], cwd=command.cwd, env=dict(env),
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=300)
+        except (OSError, subprocess.SubprocessError):
+            return False  # not a Python, or it hung: no XML this time, asked again next time
+        _XMLRUNNER_FOUND[key] = done.returncode == 0
+    return _XMLRUNNER_FOUND[key]
 
 
-@functools.lru_cache(maxsize=None)
-def _imports_xmlrunner(python, pythonpath, path):
-    try:
-        return subprocess.run([python, '-c', 'import xmlrunner'], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                              env=dict(os.environ, PYTHONPATH=pythonpath, PATH=path), timeout=300).returncode == 0
-    except (OSError, subprocess.SubprocessError):
-        return False
+_XMLRUNNER_FOUND: dict = {}  # (test command's program, its directory, environment) -> imports xmlrunner
 
 
 def batch_env(env, gpu=None):

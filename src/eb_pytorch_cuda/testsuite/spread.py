@@ -29,6 +29,7 @@ from dataclasses import asdict
 from typing import Callable, Dict, List, Mapping, Optional, Sequence
 
 from eb_pytorch_cuda.testsuite import discovery, slurmjobs, step, suiterun
+from eb_pytorch_cuda.testsuite.command import harness_environment
 from eb_pytorch_cuda.testsuite.harness import harness_of
 from eb_pytorch_cuda.testsuite.model import SUITE_INCOMPLETE, SUITE_PASSED, RunResult, Suite
 from eb_pytorch_cuda.testsuite.queue import (DEFAULT_MAX_ATTEMPTS, DEFAULT_STALE_AFTER, RecordReader, SuiteQueue,
@@ -80,6 +81,7 @@ def run_spread(command, env: dict, store: suiterun.ResultStore, output_dir: str,
     when a path the jobs need is node-local, or sbatch refuses."""
     progress = progress or (lambda message: None)
     environ = os.environ if environ is None else environ
+    env = harness_environment(env, command)  # also for callers other than step.run_suites
     queue = SuiteQueue(queue_dir_of(store), stale_after, max_attempts)
     checks = [(os.path.dirname(store.path), 'the results directory'), (command.cwd, 'the test directory'),
               (output_dir, 'the test output directory')]

@@ -53,18 +53,18 @@ def run_suites(command, env, store, output_dir, python, timeouts, parallel=1, re
     a path the jobs see."""
     progress = progress or (lambda message: None)
     env = harness_environment(env, command)
+    harness = harness_of(command.cwd)
+    if not batchrun.xml_reports_safe(harness, command, env):
+        progress(f"XML reports off: the suites run under unittest and {command.argv[0]} cannot import xmlrunner "
+                 f"(unittest-xml-reporting), which --save-xml needs; results come from the log only")
     if int(jobs) > 1:
         from eb_pytorch_cuda.testsuite import spread  # spread builds on this module (its reruns)
         return spread.run_spread(command, env, store, output_dir, python, timeouts, int(jobs), parallel=parallel,
                                  reruns=reruns, previous_seconds=spread.previous_suite_seconds(previous_results),
                                  tested_installation=tested_installation, progress=progress)
     suites, listed_serial = discovery.discover(command, env)
-    harness = harness_of(command.cwd)
     if listed_serial is not None:
         harness.serial |= listed_serial  # what this very harness says it runs alone
-    if not batchrun.xml_reports_safe(harness, command, env):
-        progress(f"XML reports off: the suites run under unittest and {command.argv[0]} cannot import xmlrunner "
-                 f"(unittest-xml-reporting), which --save-xml needs; results come from the log only")
     progress(f"running {len(suites)} suites: {' '.join(discovery.run_argv(command.argv, ['<suites>']))} in "
              f"{command.cwd}, in batches of up to {batch_size} (run_test.py's own pool and serial list apply; "
              f"{parallel} batch(es) at a time; outputs in {output_dir}; results kept in {store.path})")

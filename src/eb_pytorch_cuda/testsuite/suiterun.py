@@ -19,6 +19,7 @@ from dataclasses import asdict
 
 from eb_pytorch_cuda.testsuite import batchrun, discovery
 from eb_pytorch_cuda.testsuite.batchlog import split_batch_output
+from eb_pytorch_cuda.testsuite.command import harness_environment
 from eb_pytorch_cuda.testsuite.harness import harness_of
 from eb_pytorch_cuda.testsuite.model import RunResult
 from eb_pytorch_cuda.testsuite.outcome import build_outcome, remove_reports
@@ -167,6 +168,7 @@ def run_all(command, suites, store, output_dir, env, timeout_for, parallel=1, pr
             batch_size=batchrun.DEFAULT_BATCH_SIZE):
     """Run every suite not already in the store, in batches; return (RunResult of all, [suites run now])."""
     harness = harness or harness_of(command.cwd)
+    env = harness_environment(env, command)  # also for callers other than step.run_suites
     gpus = gpu_count(env) if parallel > 1 else []
     todo = batchrun.run_batches(command, suites, store, output_dir, env, timeout_for, harness, parallel, progress,
                                 gpus, solo=lambda suite, timeout: run_suite(command, suite, timeout, output_dir, env),

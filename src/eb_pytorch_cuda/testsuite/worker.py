@@ -5,7 +5,9 @@ per-suite runner as a serial test step (its own process group, the suite's timeo
 the job's GPUs), and stores each outcome as it ends.  `slots` suites run at a time (the job's
 parallel_test_suites), spread over the GPUs Slurm gave the job (its CUDA_VISIBLE_DEVICES); a suite the
 harness must run alone (spec['serial']: its must-serial list, custom handlers, distributed suites) runs
-alone in its job too, with all of the job's GPUs, as run_test.py runs them after its pool.  A heartbeat
+alone in its job too, with all of the job's GPUs, as run_test.py runs them after its pool (alone in its
+job: other jobs sharing the node still run theirs; ask Slurm for whole nodes, e.g. --exclusive in
+EB_PYTORCH_CUDA_SLURM_EXTRA_OPTIONS, where that matters).  A heartbeat
 thread keeps the worker's claims alive; if the job dies, its claims go back to the queue.
 
 The runner is reached through run_one() only, so that another runner (e.g. one that batches suites in
@@ -42,6 +44,12 @@ class SerialGate:
         self._changed = threading.Condition()
         self._running = 0
         self._alone = False
+
+    def wait_open(self) -> None:
+        """Wait while a must-serial suite waits or runs: a slot claims its next suite only then, so that no
+        claimed suite sits idle in this job (other jobs could run it) while a serial one has the job."""
+        with self._changed:
+            self._changed.wait_for(lambda: not self._alone)
 
     @contextmanager
     def hold(self, alone: bool):
@@ -94,6 +102,7 @@ def work(queue_dir: str, worker: Optional[str] = None, log=print) -> int:
     def slot(index):
         gpu = gpus[index % len(gpus)] if gpus else None
         while True:
+            gate.wait_open()
             with lock:  # one claim at a time per worker: claims of one worker never race each other
                 suite = queue.claim_next(worker)
             if suite is None:
