@@ -189,6 +189,32 @@ def run_batch(command, suites, timeout, output_path, env, options, gpu=None, har
     return records, killed
 
 
+def run_batch_to_the_end(command, batch, output_path, env, options, gpu, harness, timeout_for, report, amend,
+                         solo=None, progress=None):
+    """One batch, every suite of it accounted for: report(suite, record) as each settles; amend(record) when
+    the batch's end corrected a record reported early (stored again: the last one counts); a suite the killed
+    batch did not finish runs alone through solo(suite, timeout) and is reported then.  Shared by the serial
+    and batched runs here and by the jobs of a Slurm-spread run (worker)."""
+    stored = set()
+
+    def settled(suite, record):
+        stored.add(suite)
+        report(suite, record)
+    records, _killed = run_batch(command, batch, sum(timeout_for(s) for s in batch), output_path, env, options, gpu,
+                                 harness, settled, timeout_for)
+    for suite in batch:
+        if suite in stored:
+            if records[suite].get('corrected'):
+                amend(records[suite])
+            continue
+        if records[suite] is None and solo is not None:
+            if progress:
+                progress(f'{suite}: not finished when its batch was killed; running it alone')
+            records[suite] = solo(suite, timeout_for(suite))
+        if records[suite] is not None:
+            report(suite, records[suite])
+
+
 def plan_batches(suites, must_serial, parallel, batch_size=DEFAULT_BATCH_SIZE):
     """[(batch, runs alone)]: with parallel 1 one batch after another as run_test.py orders them itself;
     with parallel > 1 the non-serial suites in batches spread over the workers, then the serial ones alone."""
@@ -250,24 +276,8 @@ def run_batches(command, suites, store, output_dir, env, timeout_for, harness, p
             index = counter['batch']
         gpu = gpus[index % len(gpus)] if gpus else None
         path = os.path.join(output_dir, f'batch-{os.getpid()}-{index:04d}.log')
-        stored = set()
-
-        def settled(suite, record):
-            stored.add(suite)
-            report(suite, record)
-        records, killed = run_batch(command, batch, sum(timeout_for(s) for s in batch), path, env, options, gpu,
-                                    harness, settled, timeout_for)
-        for suite in batch:
-            if suite in stored:
-                if records[suite].get('corrected'):
-                    store.append(records[suite])
-                continue
-            if records[suite] is None and solo is not None:
-                if progress:
-                    progress(f'{suite}: not finished when its batch was killed; running it alone')
-                records[suite] = solo(suite, timeout_for(suite))
-            if records[suite] is not None:
-                report(suite, records[suite])
+        run_batch_to_the_end(command, batch, path, env, options, gpu, harness, timeout_for, report, store.append,
+                             solo, progress)
 
     batches = plan_batches(todo, harness.must_serial, parallel, batch_size)
     together = [batch for batch, alone in batches if not alone]
