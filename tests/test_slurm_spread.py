@@ -112,6 +112,9 @@ def test_stand_in_suites_spread_over_three_jobs_give_the_serial_verdict_and_coun
     assert judge(spread_result, _policy()).reasons == judge(serial, _policy()).reasons
     assert len({worker.split('.')[0] for worker in _workers(store)}) >= 2  # the suites really went to several jobs
     assert set(store.load()) == set(serial.suites)  # every outcome is in the build's store, as in a serial run
+    # inside a job, a claim's suites share one run_test.py call (no previous times: 60 s each, 300 s a claim)
+    outputs = list((tmp_path / 'spread-out').glob('*.log'))
+    assert any(path.read_text().count('Running test_') >= 2 for path in outputs), [path.name for path in outputs]
     assert lines[0].startswith('running 9 suites on 3 Slurm job(s) (--cpus-per-task 1;')
     assert lines[-1] == 'suites 9/9 done on 3 job(s); 4 failed'
     assert any(line.startswith('suites ') and 'failed so far' in line for line in lines)
@@ -157,8 +160,10 @@ def test_a_job_killed_with_scancel_mid_suite_loses_nothing(slurm, tmp_path):
     assert result.suites[killed['suite']].status == 'passed'  # rerun to the end by another job
     finisher = (queue_dir / 'done' / killed['suite']).read_text().strip()  # the results file that holds it
     assert not finisher.startswith(killed['job'] + '.')
-    assert any(line.startswith(f"job {killed['job']} ended with 1 suite(s) unfinished ({killed['suite']}): back "
-                               f"in the queue") for line in lines), lines
+    # the job's whole claim (one run_test.py call: the killed suite and the others claimed with it) goes back
+    back = [line for line in lines if line.startswith(f"job {killed['job']} ended with ")]
+    assert len(back) == 1 and back[0].endswith('back in the queue'), lines
+    assert killed['suite'] in back[0].rsplit('(', 1)[1].split(')')[0].split(', '), back
     assert os.path.exists(queue_dir / 'dead' / killed['job'])
 
 
@@ -394,6 +399,7 @@ def test_real_pytorch_harness_suites_spread_over_two_jobs_give_the_serial_result
     lines = []
     result = spread.run_spread(Command(str(spread_dir), {}, [REAL_PYTHON, 'run_test.py']), env, store,
                                str(tmp_path / 'spread-out'), REAL_PYTHON, {'': 900}, 2, suites=REAL_SUITES,
+                               previous_seconds=dict.fromkeys(REAL_SUITES, 600),  # one claim each
                                shared_paths=[str(tmp_path)], slurm_settings={'cpus_per_job': 1},
                                progress=lines.append, poll=1)
     assert _comparable(result) == _comparable(serial)
@@ -467,10 +473,12 @@ def test_a_must_serial_suite_runs_alone_in_its_job_while_the_others_share_its_sl
     assert worker.work(queue_dir, 'job1.host.1', log=log) == 4
     spans = {}
     for when, line in events:
+        if line.startswith('job1.host.1: running '):  # one line per run_test.py call, naming its suites
+            for suite in line.split(': running ', 1)[1].split(' on GPU')[0].split():
+                if suite != 'alone':
+                    spans[suite] = [when, None, line]
         for suite in (f'test_sleep_{index}' for index in range(4)):
-            if line.startswith(f'job1.host.1: running {suite}'):
-                spans[suite] = [when, None, line]
-            elif line.startswith(f'job1.host.1: {suite} passed'):
+            if line.startswith(f'job1.host.1: {suite} passed'):
                 spans[suite][1] = when
     assert spans['test_sleep_2'][2].endswith('running test_sleep_2 alone')
     start, end, _ = spans['test_sleep_2']

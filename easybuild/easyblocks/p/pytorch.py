@@ -447,8 +447,9 @@ class EB_PyTorch(UpstreamPyTorch):
             self.dry_run_msg(f'  command: cannot run without a shell: {err}')
         jobs = settings.test_suite_jobs
         if jobs > 1:
-            self.dry_run_msg(f'  spread over {jobs} Slurm jobs (sbatch; a suite at a time per claim from a shared '
-                             f'queue, longest first; tested installation and results under {self.builddir})')
+            self.dry_run_msg(f'  spread over {jobs} Slurm jobs (sbatch; claims of up to 5 minutes of suites from a '
+                             f'shared queue, longest first, each claim one run_test.py call; tested installation '
+                             f'and results under {self.builddir})')
         self.dry_run_msg(f'  scope: {context.cpu_family}, target {context.target}, '
                          f"compute capabilities {', '.join(context.compute_capabilities) or 'none'}")
         self.dry_run_msg(f"  excluded (-x): {' '.join(excluded) or 'none'}")

@@ -77,6 +77,7 @@ class SuiteQueue:
         self.directory = str(directory)
         self.stale_after, self.max_attempts = stale_after, max_attempts
         self._spec = None
+        self.last_attempt = 0  # which claim of its suite the last claim_next made (2+: an earlier job died)
 
     def path(self, *parts: str) -> str:
         return os.path.join(self.directory, *parts)
@@ -207,6 +208,7 @@ class SuiteQueue:
                     continue  # another worker was faster
                 if os.path.exists(self.path('done', _name(suite))):
                     continue  # finished meanwhile by a worker judged dead too early: nothing to run
+                self.last_attempt = number + 1
                 return suite
             return None
         finally:

@@ -102,7 +102,9 @@ def run_spread(command, env: dict, store: suiterun.ResultStore, output_dir: str,
     queue.create({'cwd': command.cwd, 'argv': list(command.argv), 'env': dict(env), 'timeouts': dict(timeouts),
                   'output_dir': output_dir, 'fingerprint': store.fingerprint, 'slots': max(1, int(parallel)),
                   'stale_after': stale_after, 'max_attempts': max_attempts,
-                  'serial': [suite for suite in todo if harness.must_serial(suite)]}, todo)
+                  'serial': [suite for suite in todo if harness.must_serial(suite)],
+                  'expected_seconds': {suite: previous_seconds[suite] for suite in todo
+                                       if previous_seconds and suite in previous_seconds}}, todo)
     os.makedirs(output_dir, exist_ok=True)
     reader = RecordReader(queue)
     failed = [sum(1 for record in done.values() if record['suite']['status'] != SUITE_PASSED)]
@@ -123,7 +125,7 @@ def run_spread(command, env: dict, store: suiterun.ResultStore, output_dir: str,
         pool.start(len(left))
         asked = ' '.join(options.sbatch_options()) or 'default options'
         progress(f"running {len(left)} suites on {len(pool.live)} Slurm job(s) ({asked}; {max(1, int(parallel))} "
-                 f"at a time per job): {' '.join(command.argv)} -i <suite> in {command.cwd}; queue {queue.directory}; "
+                 f"at a time per job): {' '.join(command.argv)} -i <suites> in {command.cwd}; queue {queue.directory}; "
                  f"results kept in {store.path}")
         try:
             _wait(queue, pool, suites, done, failed, collect, progress, poll)

@@ -1,8 +1,13 @@
 """What each Slurm job of a spread test step runs: `python -m eb_pytorch_cuda.testsuite.worker QUEUE_DIR`.
 
-It takes suites from the shared queue (queue.SuiteQueue) until none is left, runs each with the same
-per-suite runner as a serial test step (its own process group, the suite's timeout, pinned to one of
-the job's GPUs), and stores each outcome as it ends.  `slots` suites run at a time (the job's
+It takes suites from the shared queue (queue.SuiteQueue) until none is left and runs them with the
+same runner as a serial test step: several at a time through one run_test.py call (batchrun: its own
+pool and handlers, each suite's own timeout, a process group pinned to one of the job's GPUs; about 4 s
+of start-up saved per suite), a claim holding as many suites as add up to CLAIM_SECONDS of expected
+time (previous installation's times; UNKNOWN_SECONDS for a suite without one), so long suites go one
+by one and the short ones of the queue's tail together.  A batch's outcomes are stored when it ends
+(the final ones: a record the batch's end corrects is never left behind); a job killed mid-batch loses
+that batch, which goes back to the queue.  `slots` suites run at a time (the job's
 parallel_test_suites), spread over the GPUs Slurm gave the job (its CUDA_VISIBLE_DEVICES); a suite the
 harness must run alone (spec['serial']: its must-serial list, custom handlers, distributed suites) runs
 alone in its job too, with all of the job's GPUs, as run_test.py runs them after its pool (alone in its
@@ -10,8 +15,6 @@ job: other jobs sharing the node still run theirs; ask Slurm for whole nodes, e.
 EB_PYTORCH_CUDA_SLURM_EXTRA_OPTIONS, where that matters).  A heartbeat
 thread keeps the worker's claims alive; if the job dies, its claims go back to the queue.
 
-The runner is reached through run_one() only, so that another runner (e.g. one that batches suites in
-one run_test.py call) can be plugged in at one place.
 """
 
 import os
@@ -21,19 +24,62 @@ from contextlib import contextmanager
 from typing import Mapping, Optional
 
 from eb_pytorch_cuda.errors import PluginError
-from eb_pytorch_cuda.testsuite import suiterun
+from eb_pytorch_cuda.testsuite import batchrun, suiterun
 from eb_pytorch_cuda.testsuite.command import TestCommand
+from eb_pytorch_cuda.testsuite.harness import harness_of
 from eb_pytorch_cuda.testsuite.queue import HEARTBEAT_EVERY, SuiteQueue, worker_id
 
 # variables that describe the job, which must come from the job's own environment, not the submitter's
 JOB_VARIABLES = ('CUDA_VISIBLE_DEVICES', 'ROCR_VISIBLE_DEVICES', 'GPU_DEVICE_ORDINAL', 'TMPDIR')
 
 
+CLAIM_SECONDS = 300  # expected seconds of the suites one claim (one run_test.py call) takes at most
+UNKNOWN_SECONDS = 60  # what a suite without a previous time counts for, in the claim's size
+
+
+def _timeout_of(spec: dict):
+    return lambda suite: spec['timeouts'].get(suite, spec['timeouts'][''])
+
+
 def run_one(spec: dict, suite: str, env: dict, gpu: Optional[str]) -> dict:
-    """Adapter to the per-suite runner: run `suite` as spec describes; return its record (suiterun's form)."""
+    """Run `suite` alone as spec describes; return its record (suiterun's form)."""
     command = TestCommand(spec['cwd'], {}, list(spec['argv']))
-    timeout = spec['timeouts'].get(suite, spec['timeouts'][''])
-    return suiterun.run_suite(command, suite, timeout, spec['output_dir'], env, gpu)
+    return suiterun.run_suite(command, suite, _timeout_of(spec)(suite), spec['output_dir'], env, gpu)
+
+
+def run_together(spec: dict, suites: list, env: dict, gpu: Optional[str], output_path: str, log) -> dict:
+    """Run suites in one run_test.py call as spec describes (a suite its killed batch did not finish runs
+    alone after it); return {suite: final record}."""
+    command = TestCommand(spec['cwd'], {}, list(spec['argv']))
+    harness = harness_of(command.cwd)
+    harness.serial |= set(spec.get('serial', ()))
+    options = batchrun.batch_options(harness, batchrun.xml_reports_safe(harness, command, env))
+    finals: dict = {}
+    batchrun.run_batch_to_the_end(
+        command, suites, output_path, env, options, gpu, harness, _timeout_of(spec), finals.__setitem__,
+        lambda record: finals.__setitem__(record['suite']['name'], record),
+        lambda suite, timeout: suiterun.run_suite(command, suite, timeout, spec['output_dir'], env, gpu), log)
+    return finals
+
+
+def claim_batch(queue: SuiteQueue, worker: str, serial: set, expected: dict) -> tuple:
+    """(suites, those to run alone) for one claim, in queue order: the next suite, then more while their
+    expected time adds up to less than CLAIM_SECONDS.  A must-serial suite, or one claimed again because
+    the job that ran it died (it may be what killed the job: alone, it cannot take others down with it,
+    and it uses up its own attempts only), ends the claim and runs alone after the rest."""
+    claimed: list = []
+    alone: set = set()
+    total = 0.0
+    while len(claimed) < batchrun.DEFAULT_BATCH_SIZE and (not claimed or total < CLAIM_SECONDS):
+        suite = queue.claim_next(worker)
+        if suite is None:
+            break
+        claimed.append(suite)
+        total += float(expected.get(suite, UNKNOWN_SECONDS))
+        if suite in serial or queue.last_attempt > 1:
+            alone.add(suite)
+            break
+    return claimed, alone
 
 
 class SerialGate:
@@ -96,27 +142,42 @@ def work(queue_dir: str, worker: Optional[str] = None, log=print) -> int:
         while not stop.wait(spec.get('heartbeat_every', HEARTBEAT_EVERY)):
             queue.heartbeat(worker)
 
-    lock, ran = threading.Lock(), [0]
+    lock, ran, calls = threading.Lock(), [0], [0]
     serial, gate = set(spec.get('serial', ())), SerialGate()
+    expected = spec.get('expected_seconds') or {}
+
+    def finish(suite, record):
+        with lock:
+            queue.record(store, record)
+            ran[0] += 1
+        log(f"{worker}: {suite} {record['suite']['status']} ({record['seconds']}s)", flush=True)
 
     def slot(index):
         gpu = gpus[index % len(gpus)] if gpus else None
+        on = f' on GPU {gpu}' if gpu is not None else ''
         while True:
             gate.wait_open()
             with lock:  # one claim at a time per worker: claims of one worker never race each other
-                suite = queue.claim_next(worker)
-            if suite is None:
+                claimed, alone_ones = claim_batch(queue, worker, serial, expected)
+                calls[0] += 1
+                call = calls[0]
+            if not claimed:
                 return
-            alone = suite in serial and slots > 1
-            with gate.hold(alone):
-                on = None if alone else gpu  # alone: every GPU of the job, as the harness gives a serial suite
-                log(f'{worker}: running {suite}' + (' alone' if alone else '') +
-                    (f' on GPU {on}' if on is not None else ''), flush=True)
-                record = run_one(spec, suite, env, on)
-                with lock:
-                    queue.record(store, record)
-                    ran[0] += 1
-                log(f"{worker}: {suite} {record['suite']['status']} ({record['seconds']}s)", flush=True)
+            together = [suite for suite in claimed if suite not in alone_ones]
+            if together:
+                with gate.hold(False):
+                    log(f"{worker}: running {' '.join(together)}{on}", flush=True)
+                    path = os.path.join(spec['output_dir'], f'{worker}-{call:04d}.log')
+                    finals = run_together(spec, together, env, gpu, path,
+                                          lambda message: log(f'{worker}: {message}', flush=True))
+                    for suite in together:
+                        if suite in finals:
+                            finish(suite, finals[suite])
+            for suite in (suite for suite in claimed if suite in alone_ones):
+                alone = suite in serial and slots > 1
+                with gate.hold(alone):  # alone: every GPU of the job, as the harness gives a serial suite
+                    log(f'{worker}: running {suite}' + (' alone' if alone else on), flush=True)
+                    finish(suite, run_one(spec, suite, env, None if alone else gpu))
 
     heart = threading.Thread(target=beat, daemon=True)
     heart.start()
