@@ -112,9 +112,6 @@ def test_stand_in_suites_spread_over_three_jobs_give_the_serial_verdict_and_coun
     assert judge(spread_result, _policy()).reasons == judge(serial, _policy()).reasons
     assert len({worker.split('.')[0] for worker in _workers(store)}) >= 2  # the suites really went to several jobs
     assert set(store.load()) == set(serial.suites)  # every outcome is in the build's store, as in a serial run
-    # inside a job, a claim's suites share one run_test.py call (no previous times: 60 s each, 300 s a claim)
-    outputs = list((tmp_path / 'spread-out').glob('*.log'))
-    assert any(path.read_text().count('Running test_') >= 2 for path in outputs), [path.name for path in outputs]
     assert lines[0].startswith('running 9 suites on 3 Slurm job(s) (--cpus-per-task 1;')
     assert lines[-1] == 'suites 9/9 done on 3 job(s); 4 failed'
     assert any(line.startswith('suites ') and 'failed so far' in line for line in lines)
@@ -481,6 +478,11 @@ def test_a_must_serial_suite_runs_alone_in_its_job_while_the_others_share_its_sl
             if line.startswith(f'job1.host.1: {suite} passed'):
                 spans[suite][1] = when
     assert spans['test_sleep_2'][2].endswith('running test_sleep_2 alone')
+    # a claim's other suites shared one run_test.py call (no previous times: 1 minute each, 5 a claim)
+    calls = [line for _, line in events if line.startswith('job1.host.1: running ') and not line.endswith(' alone')]
+    assert any(len(line.split(': running ', 1)[1].split()) >= 2 for line in calls), calls
+    outputs = list((tmp_path / 'out').glob('job1.host.1-*.log'))
+    assert any(path.read_text().count('Running test_sleep_') >= 2 for path in outputs), outputs
     start, end, _ = spans['test_sleep_2']
     others = [spans[f'test_sleep_{index}'] for index in (0, 1, 3)]
     assert all(other_end <= start or other_start >= end for other_start, other_end, _ in others)

@@ -103,6 +103,8 @@ def run_spread(command, env: dict, store: suiterun.ResultStore, output_dir: str,
                   'output_dir': output_dir, 'fingerprint': store.fingerprint, 'slots': max(1, int(parallel)),
                   'stale_after': stale_after, 'max_attempts': max_attempts,
                   'serial': [suite for suite in todo if harness.must_serial(suite)],
+                  # claims small enough that every job slot gets about two: a short queue keeps all jobs busy
+                  'max_claim': max(1, len(todo) // (2 * max(1, int(jobs)) * max(1, int(parallel)))),
                   'expected_seconds': {suite: previous_seconds[suite] for suite in todo
                                        if previous_seconds and suite in previous_seconds}}, todo)
     os.makedirs(output_dir, exist_ok=True)

@@ -4,8 +4,9 @@ It takes suites from the shared queue (queue.SuiteQueue) until none is left and 
 same runner as a serial test step: several at a time through one run_test.py call (batchrun: its own
 pool and handlers, each suite's own timeout, a process group pinned to one of the job's GPUs; about 4 s
 of start-up saved per suite), a claim holding as many suites as add up to CLAIM_SECONDS of expected
-time (previous installation's times; UNKNOWN_SECONDS for a suite without one), so long suites go one
-by one and the short ones of the queue's tail together.  A batch's outcomes are stored when it ends
+time (previous installation's times; UNKNOWN_SECONDS for a suite without one) and no more than about
+two claims per job slot leave (spec['max_claim']), so long suites go one by one, the short ones of the
+queue's tail together, and a short queue still reaches every job.  A batch's outcomes are stored when it ends
 (the final ones: a record the batch's end corrects is never left behind); a job killed mid-batch loses
 that batch, which goes back to the queue.  `slots` suites run at a time (the job's
 parallel_test_suites), spread over the GPUs Slurm gave the job (its CUDA_VISIBLE_DEVICES); a suite the
@@ -62,15 +63,18 @@ def run_together(spec: dict, suites: list, env: dict, gpu: Optional[str], output
     return finals
 
 
-def claim_batch(queue: SuiteQueue, worker: str, serial: set, expected: dict) -> tuple:
+def claim_batch(queue: SuiteQueue, worker: str, serial: set, expected: dict,
+                max_claim: int = batchrun.DEFAULT_BATCH_SIZE) -> tuple:
     """(suites, those to run alone) for one claim, in queue order: the next suite, then more while their
-    expected time adds up to less than CLAIM_SECONDS.  A must-serial suite, or one claimed again because
-    the job that ran it died (it may be what killed the job: alone, it cannot take others down with it,
-    and it uses up its own attempts only), ends the claim and runs alone after the rest."""
+    expected time adds up to less than CLAIM_SECONDS, max_claim at most.  A must-serial suite, or one
+    claimed again because the job that ran it died (it may be what killed the job: alone, it cannot take
+    others down with it, and it uses up its own attempts only), ends the claim and runs alone after the
+    rest."""
     claimed: list = []
     alone: set = set()
     total = 0.0
-    while len(claimed) < batchrun.DEFAULT_BATCH_SIZE and (not claimed or total < CLAIM_SECONDS):
+    most = min(max_claim, batchrun.DEFAULT_BATCH_SIZE)
+    while len(claimed) < most and (not claimed or total < CLAIM_SECONDS):
         suite = queue.claim_next(worker)
         if suite is None:
             break
@@ -158,7 +162,8 @@ def work(queue_dir: str, worker: Optional[str] = None, log=print) -> int:
         while True:
             gate.wait_open()
             with lock:  # one claim at a time per worker: claims of one worker never race each other
-                claimed, alone_ones = claim_batch(queue, worker, serial, expected)
+                claimed, alone_ones = claim_batch(queue, worker, serial, expected,
+                                                  int(spec.get('max_claim', batchrun.DEFAULT_BATCH_SIZE)))
                 calls[0] += 1
                 call = calls[0]
             if not claimed:
