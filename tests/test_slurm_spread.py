@@ -488,3 +488,23 @@ def test_a_must_serial_suite_runs_alone_in_its_job_while_the_others_share_its_sl
     assert all(other_end <= start or other_start >= end for other_start, other_end, _ in others)
     # the other three shared the slots: some two of them ran at the same time
     assert any(a[0] < b[1] and b[0] < a[1] for a in others for b in others if a is not b)
+
+
+def test_a_worker_whose_slot_breaks_stops_claiming_and_says_so_in_one_line(tmp_path):
+    """A test command that cannot start (a real missing program): the slot's error stops the worker, which
+    claims nothing more and exits with a one-line error; the queue keeps every suite unfinished."""
+    from eb_pytorch_cuda.testsuite import worker
+    test_dir = _tree(tmp_path / 'tree', sleepers=3, seconds=1, keep=())
+    queue_dir = str(tmp_path / 'queue')
+    suites = [f'test_sleep_{index}' for index in range(3)]
+    SuiteQueue(queue_dir).create({'cwd': str(test_dir), 'argv': [str(tmp_path / 'no-python'), 'run_test.py'],
+                                  'env': dict(os.environ), 'timeouts': {'': 60}, 'output_dir': str(tmp_path / 'out'),
+                                  'fingerprint': 'f', 'slots': 1, 'max_claim': 1}, suites)
+    lines = []
+    with pytest.raises(PluginError, match=r'worker job1\.host\.1 stopped after an error in one of its slots '
+                                          r'\(FileNotFoundError'):
+        worker.work(queue_dir, 'job1.host.1', log=lambda line, flush=True: lines.append(line))
+    assert any('slot 0 failed, claiming no more suites' in line for line in lines)
+    queue = SuiteQueue(queue_dir)
+    assert queue.done() == set() and len(queue.claims()) == 1  # one claim made, then none
+    assert worker.main([queue_dir]) == 2  # the command's exit: non-zero, one line

@@ -4,11 +4,11 @@ It takes suites from the shared queue (queue.SuiteQueue) until none is left and 
 same runner as a serial test step: several at a time through one run_test.py call (batchrun: its own
 pool and handlers, each suite's own timeout, a process group pinned to one of the job's GPUs; about 4 s
 of start-up saved per suite), a claim holding as many suites as add up to CLAIM_SECONDS of expected
-time (previous installation's times; UNKNOWN_SECONDS for a suite without one) and no more than about
-two claims per job slot leave (spec['max_claim']), so long suites go one by one, the short ones of the
-queue's tail together, and a short queue still reaches every job.  A batch's outcomes are stored when it ends
-(the final ones: a record the batch's end corrects is never left behind); a job killed mid-batch loses
-that batch, which goes back to the queue.  `slots` suites run at a time (the job's
+time (previous installation's times; UNKNOWN_SECONDS for a suite without one), and at most
+spec['max_claim'] suites (about two claims per job slot of the whole queue), so long suites go one by
+one, the short ones of the queue's tail together, and a short queue still reaches every job.  A batch's
+outcomes are stored when it ends (the final ones: a record the batch's end corrects is never left
+behind); a job killed mid-batch loses that batch, which goes back to the queue.  `slots` suites run at a time (the job's
 parallel_test_suites), spread over the GPUs Slurm gave the job (its CUDA_VISIBLE_DEVICES); a suite the
 harness must run alone (spec['serial']: its must-serial list, custom handlers, distributed suites) runs
 alone in its job too, with all of the job's GPUs, as run_test.py runs them after its pool (alone in its
@@ -21,6 +21,7 @@ thread keeps the worker's claims alive; if the job dies, its claims go back to t
 import os
 import sys
 import threading
+import traceback
 from contextlib import contextmanager
 from typing import Mapping, Optional
 
@@ -156,10 +157,20 @@ def work(queue_dir: str, worker: Optional[str] = None, log=print) -> int:
             ran[0] += 1
         log(f"{worker}: {suite} {record['suite']['status']} ({record['seconds']}s)", flush=True)
 
+    broken: list = []
+
     def slot(index):
+        try:
+            run_slot(index)
+        except BaseException as err:  # noqa: BLE001 - a broken slot must stop the worker, not vanish
+            broken.append(err)
+            log(f'{worker}: slot {index} failed, claiming no more suites: '
+                + ''.join(traceback.format_exception(type(err), err, err.__traceback__)), flush=True)
+
+    def run_slot(index):
         gpu = gpus[index % len(gpus)] if gpus else None
         on = f' on GPU {gpu}' if gpu is not None else ''
-        while True:
+        while not broken:
             gate.wait_open()
             with lock:  # one claim at a time per worker: claims of one worker never race each other
                 claimed, alone_ones = claim_batch(queue, worker, serial, expected,
@@ -176,13 +187,20 @@ def work(queue_dir: str, worker: Optional[str] = None, log=print) -> int:
                     finals = run_together(spec, together, env, gpu, path,
                                           lambda message: log(f'{worker}: {message}', flush=True))
                     for suite in together:
-                        if suite in finals:
-                            finish(suite, finals[suite])
+                        if suite not in finals:  # cannot happen (a suite alone always gives a record): run it
+                            log(f'{worker}: {suite}: no outcome from its call; running it alone', flush=True)
+                            finals[suite] = run_one(spec, suite, env, gpu)
+                        finish(suite, finals[suite])
             for suite in (suite for suite in claimed if suite in alone_ones):
-                alone = suite in serial and slots > 1
-                with gate.hold(alone):  # alone: every GPU of the job, as the harness gives a serial suite
-                    log(f'{worker}: running {suite}' + (' alone' if alone else on), flush=True)
-                    finish(suite, run_one(spec, suite, env, None if alone else gpu))
+                # alone in the job: a must-serial suite with every GPU of the job, as the harness gives it; a
+                # suite claimed again after its job died on its own slot's GPU, so that if it kills this job
+                # too, no other slot's suites lose an attempt with it
+                alone = slots > 1
+                pinned = None if suite in serial else gpu
+                with gate.hold(alone):
+                    log(f'{worker}: running {suite}' + (' alone' if alone else '')
+                        + (f' on GPU {pinned}' if pinned is not None else ''), flush=True)
+                    finish(suite, run_one(spec, suite, env, pinned))
 
     heart = threading.Thread(target=beat, daemon=True)
     heart.start()
@@ -194,6 +212,9 @@ def work(queue_dir: str, worker: Optional[str] = None, log=print) -> int:
             thread.join()
     finally:
         stop.set()
+    if broken:
+        raise PluginError(queue.directory, f'worker {worker} stopped after an error in one of its slots '
+                                           f'({type(broken[0]).__name__}: {broken[0]}); ran {ran[0]} suite(s)')
     log(f'{worker}: no suite left to claim; ran {ran[0]}', flush=True)
     return ran[0]
 
