@@ -73,30 +73,43 @@ def layouts(tmp_path_factory):
     result = {'unpatched': library}
     for label, sonames in (('default', ['libcudnn_cnn_train.so.8']),
                            ('full', ['libcudnn_cnn_train.so.8', 'libcudnn_adv_train.so.8'])):
-        root = base / label
-        for directory, _, files in os.walk(unpatched):
-            (root / os.path.relpath(directory, unpatched)).mkdir(parents=True, exist_ok=True)
-            for name in files:
-                src = os.path.join(directory, name)
-                dst = root / os.path.relpath(src, unpatched)
-                if name == 'libtorch_cuda.so':
-                    shutil.copyfile(src, dst)
-                else:
-                    os.link(src, dst)
-        add_needed(str(root / 'torch' / 'lib' / 'libtorch_cuda.so'), sonames)
-        result[label] = root / 'torch' / 'lib' / 'libtorch_cuda.so'
+        result[label] = patched_layout(unpatched, base / label, sonames)
     return result
+
+
+def patched_layout(unpatched, root, sonames):
+    """A copy of the layout at unpatched under root (hard links; libtorch_cuda.so copied) whose
+    libtorch_cuda.so gets sonames NEEDED; its path.  Shared with the cuDNN 9 test."""
+    for directory, _, files in os.walk(unpatched):
+        (root / os.path.relpath(directory, unpatched)).mkdir(parents=True, exist_ok=True)
+        for name in files:
+            src = os.path.join(directory, name)
+            dst = root / os.path.relpath(src, unpatched)
+            if name == 'libtorch_cuda.so':
+                shutil.copyfile(src, dst)
+            else:
+                os.link(src, dst)
+    library = root / 'torch' / 'lib' / 'libtorch_cuda.so'
+    add_needed(str(library), list(sonames))
+    return library
+
+
+def run_orders(library, libcudnn, calls, tmp_path):
+    """The driver's JSON results for each list of entry points in calls, run with the real loader in a clean
+    environment after loading library (shared with the cuDNN 9 test)."""
+    orders_file = tmp_path / 'orders.json'
+    orders_file.write_text(json.dumps(calls))
+    done = subprocess.run([sys.executable, '-I', str(DRIVER), str(library), libcudnn, str(orders_file)],
+                          env={}, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
 
 
 def real_outcomes(library, tmp_path):
     """{tuple(order): None (every load worked) or (library that failed, NEEDED it could not open)}."""
-    orders_file = tmp_path / 'orders.json'
-    orders_file.write_text(json.dumps([[CHECKS[lib] for lib in order] for order in ORDERS]))
-    done = subprocess.run([sys.executable, '-I', str(DRIVER), str(library), 'libcudnn.so.8', str(orders_file)],
-                          env={}, capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, done.stderr
+    results = run_orders(library, 'libcudnn.so.8', [[CHECKS[lib] for lib in order] for order in ORDERS], tmp_path)
     outcomes = {}
-    for order, result in zip(ORDERS, json.loads(done.stdout)):
+    for order, result in zip(ORDERS, results):
         if result['ok']:
             outcomes[tuple(order)] = None
         else:

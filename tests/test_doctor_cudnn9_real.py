@@ -16,9 +16,6 @@ for every order, which of the four sub-libraries end up loaded.
 import itertools
 import json
 import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -26,8 +23,7 @@ import pytest
 from conftest import cli
 from eb_pytorch_cuda.cudnn import DEFAULT_NEEDED
 from eb_pytorch_cuda.elf.reader import read_elf
-from eb_pytorch_cuda.patch.needed import add_needed
-from test_doctor_cudnn8_real import DRIVER, _mirror
+from test_doctor_cudnn8_real import _mirror, patched_layout, run_orders
 
 TORCH_VENV = Path(__file__).resolve().parent.parent / '.venvs' / 'torch'
 CHECKS = {'libcudnn_graph.so.9': 'cudnnGraphVersionCheck', 'libcudnn_ops.so.9': 'cudnnOpsVersionCheck',
@@ -48,26 +44,15 @@ def layouts(tmp_path_factory):
     _mirror(source, unpatched, follow=True)
     library = unpatched / 'torch' / 'lib' / 'libtorch_cuda.so'
     assert read_elf(library).rpath and not read_elf(library).runpath
-    patched = unpatched.parent / 'default'
-    for directory, _, files in os.walk(unpatched):
-        (patched / os.path.relpath(directory, unpatched)).mkdir(parents=True, exist_ok=True)
-        for name in files:
-            src = os.path.join(directory, name)
-            dst = patched / os.path.relpath(src, unpatched)
-            shutil.copyfile(src, dst) if name == 'libtorch_cuda.so' else os.link(src, dst)
-    add_needed(str(patched / 'torch' / 'lib' / 'libtorch_cuda.so'), list(DEFAULT_NEEDED[9]))
-    return {'unpatched': library, 'default': patched / 'torch' / 'lib' / 'libtorch_cuda.so'}
+    return {'unpatched': library,
+            'default': patched_layout(unpatched, unpatched.parent / 'default', DEFAULT_NEEDED[9])}
 
 
 def real_outcomes(library, tmp_path):
     """{order: sorted sub-libraries of the four that are mapped after the calls}."""
-    orders_file = tmp_path / 'orders.json'
-    orders_file.write_text(json.dumps([[CHECKS[lib] for lib in order] for order in ORDERS]))
-    done = subprocess.run([sys.executable, '-I', str(DRIVER), str(library), 'libcudnn.so.9', str(orders_file)],
-                          env={}, capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, done.stderr
+    results = run_orders(library, 'libcudnn.so.9', [[CHECKS[lib] for lib in order] for order in ORDERS], tmp_path)
     outcomes = {}
-    for order, result in zip(ORDERS, json.loads(done.stdout)):
+    for order, result in zip(ORDERS, results):
         assert result['ok'], result  # cuDNN 9 reports a failed sub-library load, it does not abort
         loaded = sorted(set(result['loaded']) & set(CHECKS))
         failed = {lib for lib, status in zip(order, result['statuses']) if status != 0}
