@@ -42,6 +42,7 @@ from eb_pytorch_cuda import cudnn
 from eb_pytorch_cuda.elf.reader import read_elf
 from eb_pytorch_cuda.elf.symbols import ElfSymbols, SymbolTable
 from eb_pytorch_cuda.errors import PluginError
+from eb_pytorch_cuda.inputs import require_regular
 from eb_pytorch_cuda.loader.dlopen_note import dlopen_note_sonames
 from eb_pytorch_cuda.loader.resolve import Resolver
 
@@ -480,7 +481,9 @@ class SymbolCache:
 
 
 def _regular(path):
-    """True for a regular file (after symlinks): the only thing doctor opens (a FIFO would block the read)."""
+    """True for a regular file (after symlinks): the only thing doctor opens (a FIFO would block the read).
+    Files found in a directory that are not are skipped with a note; a file named by the user is refused
+    through inputs.require_regular instead."""
     try:
         return stat.S_ISREG(os.stat(path).st_mode)
     except OSError:
@@ -498,8 +501,7 @@ def collect_objects(paths, skipped=None, read=True):
             candidates = [os.path.join(d, f) for d, _, files in os.walk(path) for f in sorted(files)
                           if _SHARED_OBJECT.search(f)]
         elif os.path.lexists(path):
-            if not _regular(path):
-                raise PluginError(path, 'is not a regular file (nor a directory): not opened')
+            require_regular(path)  # named on the command line: refused, not skipped
             candidates = [path]
         else:
             raise PluginError(path, 'no such file or directory')
@@ -528,8 +530,7 @@ def roots_of(objects, start=None):
     """The objects to load as roots: --from LIB; else the Python extension modules (what `import` loads);
     else those no other object of the set needs."""
     if start:
-        if not _regular(start):
-            raise PluginError(start, 'is not a regular file' if os.path.lexists(start) else 'no such file')
+        require_regular(start)
         return [read_elf(start)]
     extensions = [o for o in objects if re.search(r'\.(cpython-[^.]+|abi3)\.so$', o.path)]
     if extensions:
@@ -543,8 +544,8 @@ def diagnose(paths, start=None, executable=None, resolver=None):
     """All findings for the given paths; one simulated process per root."""
     resolver = resolver or Resolver()
     cache = SymbolCache()
-    if executable and not _regular(executable):
-        raise PluginError(executable, 'is not a regular file' if os.path.lexists(executable) else 'no such file')
+    if executable:
+        require_regular(executable)
     executable_info = read_elf(executable) if executable else None
     findings, seen, skipped = [], set(), []
     # with --from, the paths only say what is audited: their files are not read unless the root loads them
