@@ -16,7 +16,7 @@ import tempfile
 import time
 
 from eb_pytorch_cuda import standins
-from eb_pytorch_cuda.testsuite import suiterun
+from eb_pytorch_cuda.testsuite import discovery, suiterun
 from eb_pytorch_cuda.testsuite.command import TestCommand
 
 
@@ -28,7 +28,7 @@ def make_tree(root, suites, seconds):
 def run(test_dir, parallel, workdir):
     command = TestCommand(test_dir, {}, [sys.executable, 'run_test.py'])
     env = dict(os.environ)
-    suites = suiterun.discover_suites(command, env)
+    suites = discovery.discover(command, env)[0]
     store = suiterun.ResultStore(os.path.join(workdir, f'store-{parallel}.jsonl'), 'bench')
     start = time.perf_counter()
     result, _ = suiterun.run_all(command, suites, store, os.path.join(workdir, f'out-{parallel}'), env,

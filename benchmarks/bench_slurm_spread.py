@@ -28,7 +28,7 @@ import tempfile
 import time
 
 from eb_pytorch_cuda import standins
-from eb_pytorch_cuda.testsuite import spread, suiterun
+from eb_pytorch_cuda.testsuite import discovery, spread, suiterun
 from eb_pytorch_cuda.testsuite.command import TestCommand
 from eb_pytorch_cuda.testsuite.queue import longest_first
 
@@ -51,7 +51,7 @@ def measure(args):
             env = dict(os.environ)
             serial_dir = make_tree(os.path.join(workdir, 'serial'), args.suites, args.seconds)
             command = TestCommand(serial_dir, {}, [sys.executable, 'run_test.py'])
-            suites = suiterun.discover_suites(command, env)
+            suites = discovery.discover(command, env)[0]
             store = suiterun.ResultStore(os.path.join(workdir, 'serial.jsonl'), 'bench')
             start = time.perf_counter()
             serial, _ = suiterun.run_all(command, suites, store, os.path.join(workdir, 'serial-out'), env,

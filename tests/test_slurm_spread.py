@@ -19,7 +19,7 @@ import pytest
 
 from eb_pytorch_cuda import standins
 from eb_pytorch_cuda.errors import PluginError
-from eb_pytorch_cuda.testsuite import slurmjobs, spread, suiterun
+from eb_pytorch_cuda.testsuite import discovery, slurmjobs, spread, suiterun
 from eb_pytorch_cuda.testsuite.command import TestCommand as Command  # not a pytest test class
 from eb_pytorch_cuda.testsuite.policy import judge
 from eb_pytorch_cuda.testsuite.queue import SuiteQueue, longest_first, worker_id
@@ -80,7 +80,7 @@ def _serial(tmp_path):
     command, env = _command(test_dir), dict(os.environ)
     store = suiterun.ResultStore(str(tmp_path / 'serial-results' / 'r.jsonl'), 'build-a')
     timeouts = _timeouts()
-    result, _ = suiterun.run_all(command, suiterun.discover_suites(command, env), store, str(tmp_path / 'serial-out'),
+    result, _ = suiterun.run_all(command, discovery.discover(command, env)[0], store, str(tmp_path / 'serial-out'),
                                  env, lambda suite: timeouts.get(suite, timeouts['']))
     return result
 

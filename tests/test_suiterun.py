@@ -10,7 +10,7 @@ import pytest
 
 from eb_pytorch_cuda import standins
 from eb_pytorch_cuda.errors import PluginError
-from eb_pytorch_cuda.testsuite import suiterun
+from eb_pytorch_cuda.testsuite import discovery, suiterun
 from eb_pytorch_cuda.testsuite.command import TestCommand as Command  # not a pytest test class
 
 
@@ -31,14 +31,14 @@ def _command(test_dir):
 
 
 def test_discovery_lists_the_selected_suites(tree):
-    suites = suiterun.discover_suites(_command(tree), dict(os.environ))
+    suites = discovery.discover(_command(tree), dict(os.environ))[0]
     assert 'test_flaky' in suites and 'test_cudnn' not in suites and 'distributed/test_c10d_standin' in suites
 
 
 def test_discovery_without_a_list_is_an_error(tmp_path):
     command = Command(str(tmp_path), {}, [sys.executable, '-c', 'print("nothing")'])
     with pytest.raises(PluginError, match='--dry-run.* listed no tests'):
-        suiterun.discover_suites(command, dict(os.environ))
+        discovery.discover(command, dict(os.environ))[0]
 
 
 def test_a_timed_out_suite_takes_its_children_down_and_keeps_its_partial_output(tree, tmp_path):
@@ -178,7 +178,7 @@ def test_a_hang_inside_a_batch_costs_its_own_timeout_not_the_batchs_and_the_othe
                                       'test_kills_eb'])
     (tree / 'test_spawns_and_hangs.py').rename(tree / 'test_a_spawns_and_hangs.py')  # suites follow it
     env = dict(os.environ)
-    suites = suiterun.discover_suites(command, env)
+    suites = discovery.discover(command, env)[0]
     assert suites.index('test_a_spawns_and_hangs') < suites.index('test_known_failure')
     timeouts = {'': 300, 'test_a_spawns_and_hangs': 3}
     store = suiterun.ResultStore(str(tmp_path / 'r' / 'r.jsonl'), 'build')

@@ -31,11 +31,6 @@ DEFAULT_TIMEOUT = 3 * 3600  # PyTorch's slowest suites take well under an hour o
 OUTPUT_KEPT = batchrun.OUTPUT_KEPT
 
 
-def discover_suites(command, env):
-    """The suites run_test.py would run, from its own `--dry-run` (no shell); see discovery.discover."""
-    return discovery.discover(command, env)[0]
-
-
 class ResultStore:
     """Append-only JSON-lines file of finished suites, for one build fingerprint."""
 
