@@ -219,3 +219,14 @@ def test_in_unittest_mode_without_xmlrunner_the_step_says_xml_reports_are_off(tr
         step.run_suites(command, env, store, str(tmp_path / f'out{off}'), sys.executable, {'': 120},
                         progress=lines.append)
         assert any(line.startswith('XML reports off') for line in lines) is off, lines
+
+
+def test_dropping_ci_mode_keeps_what_the_caller_set_over_the_runtest_line(tmp_path):
+    # the easyblock puts the tested installation on PYTHONPATH after merging the runtest line's assignments;
+    # removing CI must not bring the runtest line's PYTHONPATH back over it
+    from eb_pytorch_cuda.testsuite.command import harness_environment, parse_runtest
+    command = parse_runtest('cd test && PYTHONPATH=/src CI=1 %(python)s run_test.py', str(tmp_path), sys.executable)
+    env = dict(os.environ, **command.env)
+    env['PYTHONPATH'] = '/install/lib/python3.11/site-packages:/src'
+    assert harness_environment(env, command)['PYTHONPATH'] == '/install/lib/python3.11/site-packages:/src'
+    assert harness_environment(env, command)['CI'] == '1'

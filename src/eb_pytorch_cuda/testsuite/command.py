@@ -65,8 +65,9 @@ def parse_runtest(runtest, start_dir, python, excluded=()):
 
 
 def harness_environment(environ, command):
-    """The environment the suites of command run in: environ without PyTorch's CI-mode switch (unless the
-    runtest line sets it itself), plus the runtest line's own assignments."""
+    """The environment the suites of command run in: environ (into which callers have merged the runtest
+    line's assignments, then their own, e.g. the test installation's PYTHONPATH) without PyTorch's CI-mode
+    switch, unless the runtest line sets it itself."""
     env = {name: value for name, value in environ.items() if name not in CI_MODE_VARIABLES}
-    env.update(command.env)
+    env.update({name: value for name, value in command.env.items() if name in CI_MODE_VARIABLES})
     return env
