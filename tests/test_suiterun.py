@@ -35,9 +35,17 @@ def test_discovery_lists_the_selected_suites(tree):
     assert 'test_flaky' in suites and 'test_cudnn' not in suites and 'distributed/test_c10d_standin' in suites
 
 
-def test_discovery_without_a_list_is_an_error(tmp_path):
+def test_discovery_of_a_command_that_is_no_harness_is_an_error(tmp_path):
     command = Command(str(tmp_path), {}, [sys.executable, '-c', 'print("nothing")'])
-    with pytest.raises(PluginError, match='--dry-run.* listed no tests'):
+    with pytest.raises(PluginError, match="does not run a run_test.py: the test step asks PyTorch's harness"):
+        discovery.discover(command, dict(os.environ))[0]
+
+
+def test_discovery_of_a_harness_without_its_selection_functions_names_the_command_and_its_error(tmp_path):
+    (tmp_path / 'run_test.py').write_text('print("Selected tests:\\n test_a")\n')
+    command = Command(str(tmp_path), {}, [sys.executable, 'run_test.py'])
+    with pytest.raises(PluginError, match=r"run_test.py' \(in .*\): its run_test.py has no main\(\), parse_args\(\), "
+                                          r"get_selected_tests\(\): the test step asks PyTorch's harness"):
         discovery.discover(command, dict(os.environ))[0]
 
 

@@ -1,18 +1,27 @@
-"""Which suites a run_test.py command selects, from its own `--dry-run`, and how to run a subset of them.
+"""Which suites a run_test.py command selects, asked of the harness itself, and how to run a subset of them.
 
-run_test.py 2.1 prints `Selected tests:` and one name per line (on stderr) only with `--verbose`;
-2.6 prints its batch instead: `Name: tests to run ...`, `  Serial tests (N):`, `    test_x 1/1`,
-`  Parallel tests (N):` (and a second batch, `excluded`, of tests target determination left out).
-So the dry run is made with `--verbose` and both forms are read.  Selection options of the command
-(`-x`, `--shard`, `--exclude-*`, `-i`) are applied there, once; the suites are then run with
-`-i <suites>` and without `--shard`/`-i` (`-i x --shard 1 2` shards the one suite: "Number of shards
-must be less than 1").
+What a harness prints with `--dry-run` depends on its version: 2.0 prints `Selected tests:` and one name
+per line (on stderr) only with `--verbose`; 2.6 prints its batch (`Name: tests to run ...`, `  Serial tests
+(N):`, `    test_x 1/1`, `  Parallel tests (N):`); the 2.1 line prints nothing at all (its main() returns
+right after building its batches: measured on ../shared/pytorch-2.1-harness, docs/design.md).  So the
+selection is not read from what it prints: selection_probe.py runs in the test Python, in the suites'
+directory and environment (no shell), imports the harness's `run_test` module and calls its own
+`parse_args()`, `get_selected_tests()` and `must_serial()` (and, for `--shard`, records its `do_sharding()`
+in a dry run of its `main()`).  The printed list, where the version prints one, is a cross-check: a
+disagreement is an error naming both.  Selection options of the command (`-x`, `--shard`, `--exclude-*`,
+`-i`) are applied there, once; the suites are then run with `-i <suites>` and without `--shard`/`-i`
+(`-i x --shard 1 2` shards the one suite: "Number of shards must be less than 1").
 """
 
+import json
+import os
 import re
 import subprocess
+import tempfile
 
 from eb_pytorch_cuda.errors import PluginError
+
+_PROBE = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'selection_probe.py')
 
 _SELECTED = re.compile(r'^Selected tests:[ \t]*\n((?:[ \t]+\S.*\n?)*)', re.M)
 _BATCH = re.compile(r'^Name: tests to run\b.*\n((?:[ \t]+.*\n?)*)', re.M)
@@ -44,26 +53,75 @@ def _names_and_serial(output):
     return None, None
 
 
+def _probe_argv(command, out):
+    """The probe's command line: the test Python, the probe script, OUT, run_test.py and the runtest arguments."""
+    if len(command.argv) < 2 or not command.argv[1].endswith('run_test.py'):
+        raise PluginError('runtest', f"'{' '.join(command.argv)}' does not run a run_test.py: the test step asks "
+                                     f"PyTorch's harness which suites it runs (write it as '[cd test &&] "
+                                     f"%(python)s run_test.py ...')")
+    with open(_PROBE, encoding='utf-8') as handle:  # as `-c`: the plugin's own directory stays off sys.path
+        source = handle.read()
+    return [command.argv[0], '-c', source, out, command.argv[1], *command.argv[2:]]
+
+
+def _cross_check(shown, names, printed):
+    """PluginError when what the harness printed in its dry run lists other suites than its own selection."""
+    listed, _ = _names_and_serial(printed)
+    if listed is None or set(listed) == set(names):
+        return
+    only_listed = sorted(set(listed) - set(names))
+    only_selected = sorted(set(names) - set(listed))
+    raise PluginError('runtest', f"'{shown}': the harness's selection (get_selected_tests) and its printed dry run "
+                                 f"disagree: only printed: {' '.join(only_listed) or '-'}; "
+                                 f"only selected: {' '.join(only_selected) or '-'}")
+
+
 def discover(command, env, timeout=3600):
-    """(suites, serial set or None) of command's selection; PluginError naming the command when there is no list,
-    and when the list is empty."""
-    argv = list(command.argv) + ['--dry-run'] + ([] if '--verbose' in command.argv or '-v' in command.argv
-                                                 else ['--verbose'])
-    shown = ' '.join(argv)
-    try:
-        done = subprocess.run(argv, cwd=command.cwd, env=env, capture_output=True, text=True, errors='replace',
-                              timeout=timeout)
-    except (OSError, subprocess.SubprocessError) as err:
-        raise PluginError('runtest', f"'{shown}' (in {command.cwd}) could not run: {err}") from None
-    names, serial = _names_and_serial(done.stderr + '\n' + done.stdout)
-    if names is None:
+    """(suites, serial set or None) of command's selection, asked of the harness itself (module docstring);
+    PluginError naming the command and showing its stderr when the harness cannot answer, and when the
+    selection is empty."""
+    shown = ' '.join(command.argv)
+    with tempfile.TemporaryDirectory(prefix='eb-pytorch-cuda-select-') as scratch:
+        out = os.path.join(scratch, 'selection.json')
+        try:
+            done = subprocess.run(_probe_argv(command, out), cwd=command.cwd, env=env, capture_output=True,
+                                  text=True, errors='replace', timeout=timeout, stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.SubprocessError) as err:
+            raise PluginError('runtest', f"'{shown}' (in {command.cwd}) could not run: {err}") from None
+        answer = None
+        if done.returncode == 0:
+            try:
+                with open(out, encoding='utf-8') as handle:
+                    answer = json.load(handle)
+            except (OSError, ValueError):
+                answer = None
+    if not isinstance(answer, dict):
         tail = ' | '.join(line for line in (done.stderr or done.stdout).strip().splitlines()[-5:])
-        raise PluginError('runtest', f"'{shown}' (in {command.cwd}) listed no tests (exit {done.returncode})"
+        raise PluginError('runtest', f"'{shown}' (in {command.cwd}): asking its run_test.py which suites it runs "
+                                     f"(parse_args, get_selected_tests) failed (exit {done.returncode})"
                                      f"{': ' + tail if tail else ''}")
+    if answer.get('missing'):
+        raise PluginError('runtest', f"'{shown}' (in {command.cwd}): its {command.argv[1]} has no "
+                                     f"{', '.join(name + '()' for name in answer['missing'])}: the test step asks "
+                                     f"PyTorch's harness for its own selection (parse_args, get_selected_tests "
+                                     f"and main, which every PyTorch run_test.py has)")
+    if answer.get('main_error') or answer.get('main_exit') not in (0, None):
+        tail = ' | '.join(line for line in str(answer.get('printed', '')).strip().splitlines()[-5:])
+        raise PluginError('runtest', f"'{shown} --dry-run' (in {command.cwd}) stopped "
+                                     f"({answer.get('main_error') or 'exit ' + str(answer.get('main_exit'))})"
+                                     f"{': ' + tail if tail else ''}")
+    if not answer.get('selected_calls'):
+        raise PluginError('runtest', f"'{shown} --dry-run' (in {command.cwd}) never called its get_selected_tests(): "
+                                     f"this run_test.py selects its suites in a way the test step cannot ask")
+    names = [str(name) for name in answer.get('suites') or []]
     if not names:
         raise PluginError('runtest', f"'{shown}' (in {command.cwd}) selected no test suite: nothing would be tested "
                                      f"(check -x/-i/--shard)")
-    return names, serial
+    _cross_check(shown, names, str(answer.get('printed', '')))
+    serial = answer.get('serial')
+    if serial is None:
+        serial = _names_and_serial(str(answer.get('printed', '')))[1]
+    return names, (set(map(str, serial)) if serial is not None else None)
 
 
 def run_argv(argv, suites, extra=()):

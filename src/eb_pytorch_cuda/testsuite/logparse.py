@@ -7,9 +7,12 @@ The markers, as run_test.py prints them (read from its source: 2.6.0 from Debian
   before any of their output; 2.6 runs each pool suite once alone first (`-m serial`, usually all
   deselected), so it is announced twice;
 - 2.1: the log of a suite once it ended, between `##[group]PRINTING LOG FILE of X (path)` and
-  `FINISHED PRINTING LOG FILE of X (path)`; for a failed suite only its last 100 lines, after
-  `##[group]PRINTING BEGINNING OF LOG FILE of X (path)` ... `##[endgroup]`, or, for a short log, with
-  no start marker at all;
+  `FINISHED PRINTING LOG FILE of X (path)` when its process exited 0 (so such a replay is a pass, also
+  with no countable summary: `test_cuda_primary_ctx` without a GPU prints only `no tests collected`);
+  for a failed suite only its last 100 lines, after `##[group]PRINTING BEGINNING OF LOG FILE of X (path)`
+  ... `##[endgroup]`, or, for a log of 100 lines or fewer, with no start marker at all; `X failed!` is
+  printed after the replay and again at the end of the run; pytest-shard's `Running N items in this
+  shard` inside every log is no suite (measured on the real 2.1-line harness: tests/data/pytorch21);
 - 2.6 with --pipe-logs (CI): `PRINTING LOG FILE of X (path)` ... `FINISHED PRINTING LOG FILE of X (path)`
   for a failed or rerun suite, `X was successful, full logs can be found in artifacts with path ...`
   for a passed one; without it (EasyBuild) the suites' own output, interleaved in the pool;
@@ -42,7 +45,8 @@ from eb_pytorch_cuda.testsuite import markers
 from eb_pytorch_cuda.testsuite.model import (ERROR, FAILED, SUITE_FAILED, SUITE_INCOMPLETE, SUITE_PASSED,
                                              SUITE_TERMINATED, SUITE_UNCOUNTED, RunResult, TestCase)
 
-START, FINISHED, FAILED_LINE, SUCCESS = 'start', 'finished', 'failed', 'success'
+START, REPLAY, FINISHED, FAILED_LINE, SUCCESS = 'start', 'replay', 'finished', 'failed', 'success'
+STARTS = (START, REPLAY)  # REPLAY: a whole log replayed (`PRINTING LOG FILE of X`, not `BEGINNING OF`)
 MARKERS = [  # (kind, pattern): a suite's run starts with either start line
     (START, re.compile(rf'^{markers.RUNNING}', re.M)),
     (START, re.compile(rf'^{markers.LOG_START}', re.M)),
@@ -83,6 +87,8 @@ def _events(text):
             groups = match.groupdict()
             name, shard, shards = groups['name'], groups['shard'] or '1', groups['shards'] or '1'
             end = text.find('\n', match.end())
+            if 'beginning' in groups and not groups['beginning']:
+                kind = REPLAY
             events.append((match.start(), len(text) if end < 0 else end, kind, name, int(shard), int(shards),
                            groups.get('signal')))
     events.sort()
@@ -137,11 +143,11 @@ def _failed_tests(chunk):
 
 def _owner(preceding, following):
     """(suite, shard) the text between two markers belongs to, or None (see the module docstring)."""
-    other_started = preceding and following and preceding[2] == START and preceding[3] != following[3]
+    other_started = preceding and following and preceding[2] in STARTS and preceding[3] != following[3]
     # "X failed!" after another suite's "Running Y" is run_test.py's closing list, not X's own output
     if following and (following[2] in (FINISHED, SUCCESS) or (following[2] == FAILED_LINE and not other_started)):
         return following[3:5]
-    if preceding and preceding[2] == START:
+    if preceding and preceding[2] in STARTS:
         return preceding[3:5]
     return None
 
@@ -159,7 +165,7 @@ class _Runs:
     def __init__(self, result, events):
         self.result = result
         self.open, self.shards, self.seen, self.failed, self.success, self.counted = {}, {}, set(), {}, set(), set()
-        self.last_shard = {}
+        self.last_shard, self.replaying = {}, set()
         for _start, _end, _kind, name, shard, total, _signal in events:
             result.suite(name)
             self.shards[name] = max(self.shards.get(name, 1), total)
@@ -175,12 +181,17 @@ class _Runs:
     def event(self, kind, name, shard, signal):
         key = (name, shard)
         self.seen.add(key)
-        if kind == START:
-            self.open[key] = self.open.get(key, 0) + 1
+        if kind in STARTS:
+            if kind == START or not self.open.get(key):  # a replay of an announced run is that same run
+                self.open[key] = self.open.get(key, 0) + 1
             self.last_shard[name] = shard
+            (self.replaying.add if kind == REPLAY else self.replaying.discard)(key)
             return
         self.open[key] = max(0, self.open.get(key, 0) - 1)
-        if kind == FAILED_LINE:
+        if kind == FINISHED and key in self.replaying:
+            self.success.add(name)  # 2.1 replays a log whole only when the suite's process exited 0
+            self.replaying.discard(key)
+        elif kind == FAILED_LINE:
             self.failed[name] = self.failed.get(name) or signal or ''
         elif kind == SUCCESS:
             self.success.add(name)
@@ -229,6 +240,8 @@ class _Runs:
                 suite.status = SUITE_FAILED
             else:
                 suite.status = SUITE_PASSED
+                if name not in self.counted:
+                    suite.note = 'exit 0 without a countable summary: passed with 0 tests'
 
 
 def parse_log_text(text: str, source: str = 'log') -> RunResult:

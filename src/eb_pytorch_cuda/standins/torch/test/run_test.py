@@ -30,15 +30,27 @@ def discover():
     return sorted(tests)
 
 
-def main():
+def parse_args():
+    """The options, as PyTorch's parse_args() returns them (the unknown arguments kept for the test files)."""
     parser = argparse.ArgumentParser()
     parser.add_argument('-x', '--exclude', nargs='+', default=[])
     parser.add_argument('-i', '--include', nargs='+', default=[])
     parser.add_argument('--continue-through-error', action='store_true')
     parser.add_argument('--verbose', action='store_true')
     parser.add_argument('--dry-run', action='store_true', help='only list the tests that would run')
-    args, extra = parser.parse_known_args()
-    selected = [t for t in (args.include or discover()) if t not in args.exclude]
+    args, args.extra = parser.parse_known_args()
+    return args
+
+
+def get_selected_tests(options):
+    """The suites to run, as PyTorch's get_selected_tests(options): -i, else every test file, less -x."""
+    return [t for t in (options.include or discover()) if t not in options.exclude]
+
+
+def main():
+    args = parse_args()
+    extra = args.extra
+    selected = get_selected_tests(args)
     print('Selected tests:\n ' + '\n '.join(selected), file=sys.stderr, flush=True)
     if args.dry_run:
         return 0
