@@ -49,24 +49,12 @@ def resolved(setting, context):
     return sorted((entry.pattern, entry.limit) for entry in known_failures(setting, context))
 
 
-def as_set(setting):
-    """{(scope, pattern, max)} of a known_test_failures value or a merged suggestion."""
-    found = set()
-    for scope, entries in setting.items():
-        for entry in entries:
-            if isinstance(entry, Entry):
-                found.add((scope, entry.pattern, entry.limit))
-            else:
-                found.add((scope, entry[0], entry[2] if len(entry) > 2 else None))
-    return found
-
-
 def test_one_run_gets_one_entry_per_named_test_and_a_count_for_the_unnamed():
     suites = FIELD['aarch64/neoverse_v1']
     entries = suggest(parse_log_text(run_log(suites)), Policy(0))
     assert entries == [
-        Entry('inductor/test_torchinductor::CpuTests.test_min_max_reduction_nan_cpu'),
-        Entry('test_linalg', 2), Entry('test_model_dump', 2), Entry('test_ops', 2), Entry('test_scatter_gather_ops', 1)]
+        Entry('inductor/test_torchinductor', 1), Entry('test_linalg', 2), Entry('test_model_dump', 2),
+        Entry('test_ops', 2), Entry('test_scatter_gather_ops', 1)]
 
 
 def test_field_runs_merge_into_the_per_target_policy_of_the_main_easyconfig():
