@@ -64,7 +64,8 @@ def cmd_report(args):
     from eb_pytorch_cuda.eb import ecpolicy
     from eb_pytorch_cuda.testsuite.policy import detect_context, judge
     from eb_pytorch_cuda.testsuite.report import to_json, to_markdown, to_text
-    from eb_pytorch_cuda.testsuite.results import load_results, mark_missing, read_expected_suites
+    from eb_pytorch_cuda.eb.ebsummary import load
+    from eb_pytorch_cuda.testsuite.results import mark_missing, read_expected_suites
     if args.max_failed_tests is not None and args.max_failed_tests < 0:
         raise PluginError('--max-failed-tests', f'must be a non-negative integer, got {args.max_failed_tests}')
     expected = read_expected_suites(args.expected_suites) if args.expected_suites else []
@@ -73,7 +74,7 @@ def cmd_report(args):
         else values.get('cuda_compute_capabilities') or ()
     context = detect_context(capabilities, target=args.target)
     policy = ecpolicy.policy_from_values(values, context, args.easyconfig or 'policy', args.max_failed_tests)
-    result = load_results(args.paths)
+    result = load(args.paths)
     mark_missing(result, expected)
     verdict = judge(result, policy)
     suggestion = _suggest_policy(args, values, capabilities)
@@ -98,13 +99,13 @@ def _suggest_policy(args, values, capabilities):
     exit status is theirs, each judged for its own target (the report above judges all inputs together)."""
     if not (args.suggest_policy or args.suggest_scope is not None):
         return None
-    from eb_pytorch_cuda.eb import ecpolicy
+    from eb_pytorch_cuda.eb import ebsummary, ecpolicy
     from eb_pytorch_cuda.testsuite import suggest
     scope = None if args.suggest_scope is None else suggest.validate_scope(args.suggest_scope, '--suggest-scope')
     runs = suggest.runs_from_paths(
         args.paths, lambda context: ecpolicy.policy_from_values(values, context, args.easyconfig or 'policy',
                                                                 args.max_failed_tests),
-        target=args.target, capabilities=capabilities)
+        target=args.target, capabilities=capabilities, load=ebsummary.load)
     merged, outcome = suggest.suggest_runs(runs, scope)
     return suggest.render(runs, merged, outcome), suggest.to_data(runs, merged, outcome), runs
 
@@ -193,7 +194,8 @@ def build_parser():
                        help='load LIB first (e.g. the CUDA driver stub on a node without a GPU driver)')
     check.set_defaults(func=cmd_check_needed)
 
-    report = sub.add_parser('report', help='judge PyTorch test results (logs, XML report dirs, saved JSON)')
+    report = sub.add_parser('report', help='judge PyTorch test results (logs, XML report dirs, saved JSON, '
+                                           "EasyBuild's failure summary)")
     report.add_argument('paths', nargs='+', metavar='PATH')
     report.add_argument('--format', choices=('text', 'json', 'markdown'), default='text')
     report.add_argument('--max-failed-tests', type=int, metavar='N', help='budget for unknown failures')

@@ -267,10 +267,11 @@ def _saved_scope(path):
 
 
 def runs_from_paths(paths: list, policy_for: Callable[[ScopeContext], Policy], target: Optional[str] = None,
-                    capabilities: tuple = ()) -> list:
+                    capabilities: tuple = (), load: Callable = load_results) -> list:
     """The runs to suggest for: with target, all paths are one run for it (as `report` judges them); without,
     each saved JSON result that recorded its target (the easyblock writes one per build) is a run of its own
-    and the other paths form one run for the detected target.  policy_for(context) gives each run its policy."""
+    and the other paths form one run for the detected target.  policy_for(context) gives each run its policy;
+    load reads a run's paths (report also reads EasyBuild's failure summary: eb.ebsummary.load)."""
     groups: dict = {}  # (target, capabilities) -> paths
     for path in paths:
         scope = None if target else _saved_scope(path)
@@ -280,7 +281,7 @@ def runs_from_paths(paths: list, policy_for: Callable[[ScopeContext], Policy], t
     for (run_target, run_capabilities), group in groups.items():
         context = detect_context(run_capabilities, target=run_target)
         label = ', '.join(os.path.basename(os.path.normpath(str(p))) for p in group)
-        runs.append(Run(label, run_scope(context), context, load_results(group), policy_for(context)))
+        runs.append(Run(label, run_scope(context), context, load(group), policy_for(context)))
     return runs
 
 

@@ -1,0 +1,98 @@
+"""Read the failure summary EasyBuild's PyTorch easyblock prints (what bot jobs and pull-request comments post).
+
+The public field data of PyTorch test failures is mostly this summary, not run_test.py's own output: a
+header and one line per failing suite, as easybuild-easyblocks' pytorch.py prints it
+(4.9: `WARNING: 3 test failures, 0 test errors (out of 211116):` then `test_jit 1/1 (1 failed, 2380
+passed, 114 skipped, 12 xfailed, 2 rerun)`, or `distributed/test_c10d_nccl 1/1 (1 unit test(s)
+failed)`; 5.x: `Failed tests (suites/files):` then tab-indented `suite (2 failed, 10 passed, 30 skipped,
+0 errors)`; older: `suite (219 total tests, failures=1)`).  It counts, it names no test: each failure
+becomes an unnamed one of its suite, so only a suite-level known_test_failures entry with that count
+covers it.  Where a header gives the totals, the suites must add up to them, else the excerpt is cut.
+
+`load(paths)` is load_results for report: a file that is no run_test.py log but holds such a summary is
+read as one; everything else goes to testsuite.results as before.
+"""
+
+import os
+import re
+from typing import Optional
+
+from eb_pytorch_cuda.errors import PluginError
+from eb_pytorch_cuda.inputs import read_bytes
+from eb_pytorch_cuda.testsuite.logparse import parse_log_text
+from eb_pytorch_cuda.testsuite.model import SUITE_FAILED, SUITE_PASSED, RunResult, Suite
+from eb_pytorch_cuda.testsuite.results import load_results, merge
+
+HEADER = re.compile(r'(?P<failures>\d+) test failures?, (?P<errors>\d+) test errors? \(out of (?P<total>\d+)\):')
+SUITE_LINE = re.compile(r'^[ \t]*(?P<suite>[A-Za-z_][\w/.-]*)(?: \d+/\d+)? '
+                        r'\((?P<details>(?:[^()\n]|\(s\))*)\)[ \t]*$', re.M)
+ITEM = re.compile(r'^(?P<count>\d+) (?P<key>[\w()]+(?: [\w()]+)*)$')
+KEY_VALUE = re.compile(r'^(?P<key>[\w ]+)=(?P<count>\d+)$')
+# words of a summary item -> count key of the model ('1 unit test(s) failed' is run_test.py's own count)
+KEYS = {'failed': 'failed', 'passed': 'passed', 'skipped': 'skipped', 'xfailed': 'xfailed', 'xpassed': 'xpassed',
+        'rerun': 'rerun', 'error': 'errors', 'errors': 'errors', 'unit test(s) failed': 'failed',
+        'failures': 'failed', 'expected failures': 'xfailed', 'unexpected successes': 'xpassed',
+        'total tests': None, 'warning': None, 'warnings': None, 'deselected': None}
+
+
+def _counts(details: str) -> Optional[dict]:
+    """{count key: n} of one suite's '(...)', or None when it is not a summary (an unknown word)."""
+    counts: dict = {}
+    for item in (part.strip() for part in details.split(',')):
+        match = ITEM.match(item) or KEY_VALUE.match(item)
+        if not match or match['key'] not in KEYS:
+            return None
+        key = KEYS[match['key']]
+        if key:
+            counts[key] = counts.get(key, 0) + int(match['count'])
+    return counts
+
+
+def parse_summary(text: str, source: str = 'summary') -> Optional[RunResult]:
+    """RunResult of EasyBuild's failure summary in text; None when text holds none.  A suite listed twice
+    (several runs of it) is added up; totals that the suites do not add up to are refused (a cut excerpt)."""
+    result = RunResult()
+    for match in SUITE_LINE.finditer(text):
+        counts = _counts(match['details'])
+        if counts is None:
+            continue
+        suite = result.suites.setdefault(match['suite'], Suite(match['suite'], sources=['summary']))
+        for key, count in counts.items():
+            suite.counts[key] += count
+        suite.status = SUITE_FAILED if suite.failing_count else SUITE_PASSED
+    if not result.suites:
+        return None
+    headers = list(HEADER.finditer(text))
+    if len(headers) > 1:
+        raise PluginError(source, f'holds {len(headers)} EasyBuild failure summaries; give one per file')
+    if headers:
+        expected = int(headers[0]['failures']) + int(headers[0]['errors'])
+        found = sum(suite.failing_count for suite in result.suites.values())
+        if found != expected:
+            raise PluginError(source, f'EasyBuild summary counts {expected} failures and errors, its suites add up '
+                                      f'to {found} (a cut excerpt?)')
+    return result
+
+
+def load(paths) -> RunResult:
+    """load_results, also reading files that are an EasyBuild failure summary instead of a run_test.py log."""
+    summaries, others = [], []
+    for path in paths:
+        if os.path.isdir(path) or str(path).endswith('.json') or not os.path.lexists(path):
+            others.append(path)
+            continue
+        data = read_bytes(path)
+        text = data.decode('utf-8', 'replace')
+        try:
+            parse_log_text(text, source=str(path))
+        except PluginError as err:
+            summary = None if b'\0' in data[:8192] else parse_summary(text, str(path))
+            if summary is None:
+                raise err from None
+            summaries.append(summary)
+            continue
+        others.append(path)
+    result = load_results(others) if others else RunResult()
+    for summary in summaries:
+        result = merge(result, summary) if result.suites else summary
+    return result
