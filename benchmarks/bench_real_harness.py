@@ -1,16 +1,21 @@
-"""Benchmark: the test step's runner against one plain run_test.py call, on PyTorch's real 2.6.0 harness.
+"""Benchmark: the test step's runner against one plain run_test.py call, on a real PyTorch harness.
 
 Why: running one run_test.py call per suite cost ~4.3 s per suite before it started and lost the
 harness's own pool (3.2x a plain call on six suites).  The runner now hands batches of suites to
-run_test.py itself.  This runs the same real CPU suites (Debian's pytorch 2.6.0 tree and torch 2.6.0 from
-tools/setup.sh) three ways, each --repeat times on a fresh copy of the tree:
-  plain:      run_test.py --continue-through-error --save-xml -i <suites>   (XML so results can be compared)
+run_test.py itself.  This runs the same real CPU suites (by default Debian's pytorch 2.6.0 tree and torch
+2.6.0 from tools/setup.sh; `--tree .venvs/pytorch-2.1-harness --python .venvs/harness-2.1/bin/python` for the
+main job's 2.1 line) three ways, each --repeat times on a fresh copy of the tree:
+  plain:      run_test.py --continue-through-error --save-xml -i <suites>   (XML so results can be compared;
+              2.1: `-i <suites> -- --save-xml`, where that harness passes it on to the test files)
   serial:     eb-pytorch-cuda test-suite ... (one batch at a time: the same parallelism as plain)
   parallel N: eb-pytorch-cuda test-suite ... --parallel N
 and prints the median wall times, their ratio to plain, the per-suite overhead, and whether the per-suite
 results agree (failed suites from `X failed!` lines; passed counts from each suite's XML reports).
 
-    python benchmarks/bench_real_harness.py [--repeat 3] [--parallel 2] [--suites a b ...]
+    python benchmarks/bench_real_harness.py [--repeat 3] [--parallel 2] [--suites a b ...] [--tree T --python P]
+
+The start-up the runner adds over a plain call is its discovery (the harness asked for its selection: one
+more torch import) and one run_test.py start-up per batch.
 """
 
 import argparse
@@ -24,12 +29,16 @@ import sys
 import tempfile
 import time
 
+from eb_pytorch_cuda.testsuite.harness import read_harness
 from eb_pytorch_cuda.testsuite.outcome import suite_reports
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TREE = os.path.join(REPO, '.venvs', 'pytorch-src', 'pytorch-v2.6.0')
 PYTHON = os.path.join(REPO, '.venvs', 'harness', 'bin', 'python')
+HARNESS = None  # read_harness of TREE, set in main()
 CLI = os.path.join(os.path.dirname(sys.executable), 'eb-pytorch-cuda')
+SUITES_21 = ['test_cuda_primary_ctx', 'test_license', 'test_per_overload_api', 'test_set_default_mobile_cpu_allocator',
+             'test_show_pickle', 'test_type_info']  # every suite of ../shared/pytorch-2.1-harness
 SUITES = ['test_show_pickle', 'test_per_overload_api', 'test_type_info', 'test_native_functions',
           'test_cuda_primary_ctx', 'test_ci_sanity_check_fail', 'test_logging', 'test_function_schema',
           'test_set_default_mobile_cpu_allocator', 'test_monitor', 'test_license', 'test_comparison_utils',
@@ -42,6 +51,9 @@ def fresh_tree(workdir):
     for part in ('test', 'tools'):
         shutil.copytree(os.path.join(TREE, part), os.path.join(tree, part),
                         ignore=shutil.ignore_patterns('test-reports'))
+    for name in ('pytest.ini', 'version.txt'):  # the 2.1 tree's pytest configuration (its rootdir)
+        if os.path.isfile(os.path.join(TREE, name)):
+            shutil.copy(os.path.join(TREE, name), tree)
     return tree
 
 
@@ -57,7 +69,8 @@ def plain(suites):
     with tempfile.TemporaryDirectory() as workdir:
         tree = fresh_tree(workdir)
         start = time.time()
-        done = subprocess.run([PYTHON, 'run_test.py', '--continue-through-error', '--save-xml', '-i', *suites],
+        xml = ['-i', *suites, '--', '--save-xml'] if HARNESS.positional_unittest_args else ['--save-xml', '-i', *suites]
+        done = subprocess.run([PYTHON, 'run_test.py', '--continue-through-error', *xml],
                               cwd=os.path.join(tree, 'test'), capture_output=True, text=True)
         seconds = time.time() - start
         failed = set(_FAILED.findall(done.stdout + done.stderr))
@@ -87,10 +100,18 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--repeat', type=int, default=3)
     parser.add_argument('--parallel', type=int, default=2)
-    parser.add_argument('--suites', nargs='+', default=SUITES)
+    parser.add_argument('--suites', nargs='+')
+    parser.add_argument('--tree', default=TREE, help='a PyTorch tree with test/run_test.py (default: the 2.6.0 one)')
+    parser.add_argument('--python', default=PYTHON, help="a Python that imports the tree's torch")
     args = parser.parse_args()
+    global TREE, PYTHON, HARNESS  # noqa: PLW0603 - one benchmark run, one tree
+    TREE, PYTHON = os.path.abspath(args.tree), os.path.abspath(args.python)
     if not os.path.isfile(os.path.join(TREE, 'test', 'run_test.py')):
         sys.exit(f'{TREE}: missing; run tools/setup.sh')
+    HARNESS = read_harness(os.path.join(TREE, 'test', 'run_test.py'))
+    args.suites = args.suites or (SUITES_21 if HARNESS.positional_unittest_args else SUITES)
+    with open(os.path.join(TREE, 'version.txt')) as handle:
+        version = handle.read().strip()
     ways = {'plain run_test.py': lambda: plain(args.suites),
             'test-suite (1 batch at a time)': lambda: runner(args.suites, 1),
             f'test-suite --parallel {args.parallel}': lambda: runner(args.suites, args.parallel)}
@@ -102,7 +123,8 @@ def main():
             results.setdefault(name, result)
             print(f'run {repeat + 1}: {name}: {seconds:.1f}s', flush=True)
     base = statistics.median(times['plain run_test.py'])
-    print(f'\n{len(args.suites)} real suites of PyTorch 2.6.0, median of {args.repeat}, {os.cpu_count()} CPUs:')
+    print(f'\n{len(args.suites)} real suites of the PyTorch {version} tree {TREE}, median of {args.repeat}, '
+          f'{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}:')
     for name in ways:
         median = statistics.median(times[name])
         print(f'  {name:32} {median:7.1f}s  ratio {median / base:.2f}  '

@@ -159,21 +159,28 @@ def test_a_pass_in_another_file_overrides_a_failure(tmp_path):
     assert suite.failed_tests == [] and suite.counts['passed'] == 2 and suite.counts['skipped'] == 0
 
 
-# Logs shaped exactly like run_test.py's output (markers read from its source: 2.1 and 2.6.0), in
-# tests/data/pytorch_corpus/logs/.  Expected: (status, signal, summary, failed test names) per suite.
+# Real logs of run_test.py 2.1 and 2.6.0, and logs shaped like 2.6.0's output (markers read from its source),
+# in tests/data/pytorch_corpus/logs/ and tests/data/pytorch21/.  Expected: (status, signal, summary, failed test
+# names) per suite.
 LOGS = os.path.join(os.path.dirname(__file__), 'data', 'pytorch_corpus', 'logs')
 LOG_CASES = {
-    # 2.1: a pool of two, `Running A` and `Running B` before either log; ##[group] markers; a failed suite's
-    # short log with no start marker, a long one after PRINTING BEGINNING OF LOG FILE; a signal; the final list
-    'run_test-2.1-pool.log': {
-        'test_autograd': ('passed', None, '110 passed, 7 skipped, 3 xfailed', []),
-        'dynamo/test_functions': ('failed', None, '1 failed, 402 passed, 7 skipped, 2 xfailed',
-                                  ['FunctionTests.test_is_contiguous_frame_counts']),
-        'test_sparse': ('failed', None, '2 failed, 786 passed, 12 skipped',
-                        ['TestSparseCPU.test_sparse_add', 'TestSparseCPU.test_sparse_mul']),
-        'test_cuda_expandable_segments': ('terminated', 'SIGIOT', '0 passed', []),
-        'test_nn': ('failed', None, '1 failed, 1 errors, 2939 passed, 50 skipped, 9 xfailed',
-                    ['TestNN.test_conv_tf32', 'TestNNDeviceTypeCUDA.test_lstm_cuda'])},
+    # 2.1: the real outputs of the 2.1-line harness (../shared/pytorch-2.1-harness, torch 2.1.2), recorded by
+    # tests/data/pytorch21/record.py: a pool of two, `Running A` and `Running B` before either log; ##[group]
+    # markers; a failed suite's short log with no start marker, a long one after PRINTING BEGINNING OF LOG FILE;
+    # a 0-test suite; SIGIOT; `X failed!` twice
+    '../../pytorch21/plain.log': {
+        'test_cuda_primary_ctx': ('passed', None, '0 passed', []),
+        'test_license': ('failed', None, '1 failed, 0 passed, 1 skipped, 2 rerun',
+                         ['TestLicense.test_distinfo_license']),
+        'test_per_overload_api': ('passed', None, '3 passed', []),
+        'test_set_default_mobile_cpu_allocator': ('passed', None, '2 passed', []),
+        'test_show_pickle': ('passed', None, '1 passed', []),
+        'test_type_info': ('passed', None, '3 passed', [])},
+    '../../pytorch21/killed-and-long-failure.log': {
+        'test_abort_standin': ('terminated', 'SIGIOT', '0 passed', []),
+        'test_long_failure_standin': ('failed', None, '1 failed, 1 passed, 2 rerun',
+                                      ['TestLongFailureStandin.test_fails_after_long_output']),
+        'test_type_info': ('passed', None, '3 passed', [])},
     # 2.6 with --pipe-logs (CI): a passed suite only says "was successful"; a failed one is printed whole
     'run_test-2.6-pipe-logs.log': {
         'test_autograd': ('passed', None, '0 passed', []),
@@ -262,8 +269,8 @@ def test_the_saved_result_round_trips_through_strict_validation(tmp_path):
     from eb_pytorch_cuda.testsuite.policy import Policy, judge
     from eb_pytorch_cuda.testsuite.report import to_json
     from eb_pytorch_cuda.testsuite.results import load_saved, mark_missing
-    result = parse_log_file(os.path.join(LOGS, 'run_test-2.1-pool.log'))
-    assert mark_missing(result, ['test_autograd', 'test_torch']) == ['test_torch']
+    result = parse_log_file(os.path.join(LOGS, '../../pytorch21/plain.log'))
+    assert mark_missing(result, ['test_license', 'test_torch']) == ['test_torch']
     saved = tmp_path / 'saved.json'
     saved.write_text(json.dumps(to_json(result, judge(result, Policy(10, [])))))
     again = load_saved(str(saved))

@@ -151,3 +151,27 @@ if ! .venvs/harness/bin/python -c "import torch, pytest, xmlrunner, expecttest; 
         pytest-xdist==3.3.1 pytest-flakefinder==1.1.0 xdoctest==1.1.0 2>&1 | grep -v '^WARNING: Location' || true
 fi
 .venvs/harness/bin/python -c "import torch; print('real harness: torch', torch.__version__)"
+
+# ---------------------------------------------------------------------------------------------------
+# The main job's own harness line: the 2.1-line run_test.py and suites rebuilt from public pytorch/pytorch
+# files (../shared/pytorch-2.1-harness, see its PROVENANCE.md), copied into .venvs/ (writable: the suites
+# write test-reports/ there), and a venv with torch 2.1.2 from PyPI (CUDA build; imports on a CPU) plus the
+# plugins of upstream's PyTorch-2.1.2 easyconfigs (pytest-shard, no unittest-xml-reporting) and the three
+# packages this tree's tools/stats imports at module level (boto3, requests, rockset: PROVENANCE.md).
+HARNESS21_SHARED=${HARNESS21_SHARED:-../shared/pytorch-2.1-harness}
+HARNESS21_TREE=.venvs/pytorch-2.1-harness
+if [ ! -f "$HARNESS21_TREE/.complete" ]; then
+    [ -f "$HARNESS21_SHARED/test/run_test.py" ] || { echo "setup: $HARNESS21_SHARED/test/run_test.py is missing" >&2; exit 1; }
+    rm -rf "$HARNESS21_TREE"
+    cp -r "$HARNESS21_SHARED" "$HARNESS21_TREE"
+    chmod -R u+w "$HARNESS21_TREE"
+    touch "$HARNESS21_TREE/.complete"
+fi
+if ! .venvs/harness-2.1/bin/python -c "import torch, pytest, pytest_shard, expecttest, boto3, rockset
+assert torch.__version__.startswith('2.1.2')" 2>/dev/null; then
+    [ -x .venvs/harness-2.1/bin/python ] || "$PYTHON" -m venv .venvs/harness-2.1
+    .venvs/harness-2.1/bin/python -m pip install -q --disable-pip-version-check torch==2.1.2 'numpy<2' expecttest \
+        pytest==7.3.2 pytest-rerunfailures==12.0 pytest-shard==0.1.2 pytest-flakefinder==1.1.0 pytest-xdist==3.3.1 \
+        hypothesis pyyaml boto3 requests rockset 2>&1 | grep -v '^WARNING: Location' || true
+fi
+.venvs/harness-2.1/bin/python -c "import torch; print('real 2.1-line harness: torch', torch.__version__)"

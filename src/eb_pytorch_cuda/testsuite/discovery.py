@@ -107,12 +107,15 @@ def discover(command, env, timeout=3600):
                                      f"and main, which every PyTorch run_test.py has)")
     if answer.get('main_error') or answer.get('main_exit') not in (0, None):
         tail = ' | '.join(line for line in str(answer.get('printed', '')).strip().splitlines()[-5:])
-        raise PluginError('runtest', f"'{shown} --dry-run' (in {command.cwd}) stopped "
+        verbose = [] if {'-v', '--verbose'} & set(command.argv) else ['--verbose']  # as the probe adds it
+        dry_run = ' '.join(command.argv + ['--dry-run'] + verbose)
+        raise PluginError('runtest', f"'{dry_run}' (in {command.cwd}) stopped "
                                      f"({answer.get('main_error') or 'exit ' + str(answer.get('main_exit'))})"
                                      f"{': ' + tail if tail else ''}")
     if not answer.get('selected_calls'):
-        raise PluginError('runtest', f"'{shown} --dry-run' (in {command.cwd}) never called its get_selected_tests(): "
-                                     f"this run_test.py selects its suites in a way the test step cannot ask")
+        raise PluginError('runtest', f"'{shown}' (in {command.cwd}): its dry run never called its "
+                                     f"get_selected_tests(): this run_test.py selects its suites in a way the test "
+                                     f"step cannot ask")
     names = [str(name) for name in answer.get('suites') or []]
     if not names:
         raise PluginError('runtest', f"'{shown}' (in {command.cwd}) selected no test suite: nothing would be tested "

@@ -1,0 +1,223 @@
+"""The test step against the main job's own harness line: the 2.1-line run_test.py and suites of
+../shared/pytorch-2.1-harness (see its PROVENANCE.md; tools/setup.sh copies it to .venvs/pytorch-2.1-harness)
+run with torch 2.1.2 from PyPI (.venvs/harness-2.1, the plugins of upstream's 2.1.2 easyconfigs).
+
+Two kinds of test: the real outputs recorded from that harness (tests/data/pytorch21, each with the command
+that made it, re-recorded by its record.py) read by `report` and the parsers; and the harness run live here:
+discovery asked of its own selection, `test-suite` end to end (batches, serial list, XML, resume, re-judge),
+an exact rerun.  The two suites of tests/data/pytorch21/suites (an abort and a long failure) are stand-ins:
+no suite of this tree crashes on a CPU.
+"""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from eb_pytorch_cuda.cli import main
+from eb_pytorch_cuda.testsuite import discovery, runner
+from eb_pytorch_cuda.testsuite.batchlog import split_batch_output
+from eb_pytorch_cuda.testsuite.command import TestCommand as Command  # not a pytest test class
+from eb_pytorch_cuda.testsuite.harness import read_harness
+from eb_pytorch_cuda.testsuite.logparse import parse_log_file
+from eb_pytorch_cuda.testsuite.results import load_results
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TREE = os.path.join(REPO, '.venvs', 'pytorch-2.1-harness')
+PYTHON = os.path.join(REPO, '.venvs', 'harness-2.1', 'bin', 'python')
+DATA = os.path.join(REPO, 'tests', 'data', 'pytorch21')
+REAL = ['test_cuda_primary_ctx', 'test_license', 'test_per_overload_api', 'test_set_default_mobile_cpu_allocator',
+        'test_show_pickle', 'test_type_info']
+PASSED = {'test_per_overload_api': 3, 'test_set_default_mobile_cpu_allocator': 2, 'test_show_pickle': 1,
+          'test_type_info': 3, 'test_cuda_primary_ctx': 0}
+FAILURE = 'TestLicense.test_distinfo_license'  # the wheel's LICENSE says "Pytorch", the test wants "PyTorch"
+
+
+def _recorded(name):
+    with open(os.path.join(DATA, f'{name}.json')) as handle:
+        return json.load(handle)
+
+
+def _cli():
+    return os.path.join(os.path.dirname(sys.executable), 'eb-pytorch-cuda')
+
+
+# ---- the recorded real outputs --------------------------------------------------------------------------
+
+
+def test_report_passes_the_plain_run_with_its_one_real_failure_in_the_budget(capsys):
+    assert _recorded('plain')['exit_code'] == 1
+    log = os.path.join(DATA, 'plain.log')
+    assert main(['report', log, '--max-failed-tests', '1']) == 0
+    out = capsys.readouterr().out
+    assert 'verdict: PASS' in out and f'unknown failure: test_license::{FAILURE}' in out
+    assert main(['report', log, '--max-failed-tests', '0']) == 1
+    assert 'verdict: FAIL' in capsys.readouterr().out
+
+
+def test_the_plain_run_counts_each_suite_and_the_0_test_suite_passes_noted():
+    result = parse_log_file(os.path.join(DATA, 'plain.log'))
+    assert sorted(result.suites) == sorted(REAL)  # `Running 2 items in this shard` is no suite
+    for suite, passed in PASSED.items():
+        assert result.suites[suite].status == 'passed', suite
+        assert result.suites[suite].counts['passed'] == passed, suite
+    license_suite = result.suites['test_license']
+    assert license_suite.status == 'failed' and license_suite.counts['failed'] == 1
+    assert license_suite.counts['skipped'] == 1 and [t.test_id for t in license_suite.failed_tests] == [FAILURE]
+    assert result.suites['test_cuda_primary_ctx'].note == 'exit 0 without a countable summary: passed with 0 tests'
+
+
+def test_the_plain_run_cut_by_suite_settles_each_suite_once():
+    with open(os.path.join(DATA, 'plain.log')) as handle:
+        text = handle.read()
+    harness = read_harness(os.path.join(TREE, 'test', 'run_test.py'))
+    outputs = split_batch_output(text, REAL, os.path.join(TREE, 'test'), False, harness.runs_of,
+                                 harness.full_log_means_passed)
+    assert all(outputs[suite].settled and outputs[suite].finished for suite in REAL)
+    assert [suite for suite in REAL if outputs[suite].failed] == ['test_license']
+    assert '1 failed, 1 skipped, 2 rerun' in outputs['test_license'].text  # the short log, without a start marker
+    assert 'test_per_overload_api.py' not in outputs['test_license'].text
+
+
+def test_the_two_shards_are_disjoint_and_together_the_whole_selection():
+    first = parse_log_file(os.path.join(DATA, 'shard-1-of-2.log'))
+    second = parse_log_file(os.path.join(DATA, 'shard-2-of-2.log'))
+    assert not set(first.suites) & set(second.suites)
+    assert sorted(set(first.suites) | set(second.suites)) == sorted(REAL)
+    assert all(suite.status in ('passed', 'failed') for suite in [*first.suites.values(), *second.suites.values()])
+
+
+def test_an_excluded_suite_is_silently_left_out():
+    result = parse_log_file(os.path.join(DATA, 'exclude.log'))
+    assert sorted(result.suites) == sorted(set(REAL) - {'test_license', 'test_show_pickle'})
+    assert _recorded('exclude')['exit_code'] == 0
+
+
+def test_save_xml_works_only_after_the_double_dash_and_the_xml_agrees_with_the_log():
+    assert _recorded('xml-before-dashes')['xml_reports'] == []  # accepted, and dropped
+    reports = _recorded('xml-after-dashes')['xml_reports']
+    assert sorted({path.split('/')[2] for path in reports}) == sorted(set(REAL) - {'test_cuda_primary_ctx'})
+    assert all(path.startswith('test-reports/python-pytest/') for path in reports)
+    result = load_results([os.path.join(DATA, 'xml-after-dashes.log'),
+                           os.path.join(DATA, 'xml-after-dashes-xml', 'test-reports')])
+    for suite, passed in PASSED.items():
+        assert result.suites[suite].counts['passed'] == passed, suite
+    assert [t.test_id for t in result.suites['test_license'].failed_tests] == [FAILURE]
+    assert result.suites['test_license'].counts['failed'] == 1
+
+
+def test_an_aborted_suite_is_terminated_by_sigiot_and_a_long_failure_is_counted():
+    log = os.path.join(DATA, 'killed-and-long-failure.log')
+    with open(log) as handle:
+        text = handle.read()
+    assert 'test_abort_standin 1/1 failed! Received signal: SIGIOT' in text
+    assert 'PRINTING BEGINNING OF LOG FILE of test_long_failure_standin 1/1' in text
+    result = parse_log_file(log)
+    assert result.suites['test_abort_standin'].status == 'terminated'
+    assert result.suites['test_abort_standin'].signal == 'SIGIOT'
+    long_failure = result.suites['test_long_failure_standin']
+    assert long_failure.status == 'failed' and long_failure.counts['failed'] == 1
+    assert [t.test_id for t in long_failure.failed_tests] == ['TestLongFailureStandin.test_fails_after_long_output']
+    assert result.suites['test_type_info'].status == 'passed'
+
+
+# ---- the harness run live ------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope='module')
+def tree(tmp_path_factory):
+    """A private copy of the 2.1-line tree (the harness writes test/test-reports into it)."""
+    assert os.path.isfile(os.path.join(TREE, 'test', 'run_test.py')) and os.access(PYTHON, os.X_OK), \
+        'the 2.1-line harness is missing: run tools/setup.sh'
+    copy = tmp_path_factory.mktemp('real21') / 'pytorch'
+    shutil.copytree(TREE, copy, ignore=shutil.ignore_patterns('test-reports'))
+    return copy
+
+
+def test_discovery_asks_the_harness_which_prints_nothing_and_gets_its_shard(tree):
+    command = Command(str(tree / 'test'), {}, [PYTHON, 'run_test.py', '--continue-through-error', '-i', *REAL])
+    suites, serial = discovery.discover(command, dict(os.environ))
+    assert sorted(suites) == sorted(REAL)
+    assert serial == {'test_cuda_primary_ctx', 'test_show_pickle'}  # its must_serial(): handler, blocklist
+    recorded = parse_log_file(os.path.join(DATA, 'shard-1-of-2.log'))
+    shard, _ = discovery.discover(Command(command.cwd, {}, command.argv + ['--shard', '1', '2']), dict(os.environ))
+    assert sorted(shard) == sorted(recorded.suites)  # what the real `--shard 1 2` run ran
+
+
+def test_an_unknown_suite_is_the_harness_error_naming_the_command(tree):
+    command = Command(str(tree / 'test'), {}, [PYTHON, 'run_test.py', '-x', 'test_no_such_suite'])
+    with pytest.raises(Exception, match=r"run_test.py -x test_no_such_suite --dry-run --verbose' .*"
+                                        r"stopped \(exit 2\).*invalid choice: 'test_no_such_suite'"):
+        discovery.discover(command, dict(os.environ))
+
+
+@pytest.fixture(scope='module')
+def suite_run(tree, tmp_path_factory):
+    results = tmp_path_factory.mktemp('results21')
+    easyconfig = results.parent / 'budget1.eb'
+    easyconfig.write_text("easyblock = 'PyTorch'\nname = 'PyTorch'\nversion = '2.1.2'\nhomepage = 'x'\n"
+                          "description = 'x'\ntoolchain = SYSTEM\nmax_failed_tests = 1\n")
+    argv = ['test-suite', str(tree), '--python', PYTHON, '--runtest',
+            'cd test && %(python)s run_test.py --continue-through-error -i ' + ' '.join(REAL),
+            '--easyconfig', str(easyconfig), '--results', str(results), '--format', 'json']
+    done = subprocess.run([_cli(), *argv], capture_output=True, text=True, timeout=1500,
+                          env=dict(os.environ, CI='true'))
+    records = {}
+    with open(results / 'results.jsonl') as handle:
+        for line in handle:
+            record = json.loads(line)
+            records[record['suite']['name']] = record
+    return done, records, results, argv
+
+
+def test_test_suite_runs_the_real_suites_and_passes_with_the_budget(suite_run):
+    done, records, _results, _argv = suite_run
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)['verdict'] == 'pass'
+    assert set(records) == set(REAL)
+    for suite, passed in PASSED.items():
+        assert records[suite]['suite']['status'] == 'passed', (suite, records[suite]['output_tail'][-2000:])
+        assert records[suite]['suite']['counts']['passed'] == passed, suite
+    assert [t['test_id'] for t in records['test_license']['suite']['failed_tests']] == [FAILURE]
+    assert records['test_cuda_primary_ctx']['notes'] == ['exit 0 without a countable summary: passed with 0 tests']
+
+
+def test_xml_reports_are_written_after_the_double_dash_and_agree_with_the_log(suite_run, tree):
+    _done, records, _results, _argv = suite_run
+    for suite in set(PASSED) - {'test_cuda_primary_ctx'} | {'test_license'}:
+        assert 'xml' in records[suite]['suite']['sources'], suite
+        assert not [note for note in records[suite]['notes'] if 'differ' in note or 'only in' in note], suite
+        assert os.listdir(tree / 'test' / 'test-reports' / 'python-pytest' / suite)
+
+
+def test_the_harness_serial_suites_run_after_the_others_in_one_call(suite_run):
+    _done, records, _results, _argv = suite_run
+    with open(records['test_license']['output_file']) as handle:
+        text = handle.read()
+    running = re.findall(r'^Running (\S+) 1/1 \.\.\. \[', text, re.M)
+    assert set(running) == set(REAL)
+    assert set(running[-2:]) == {'test_cuda_primary_ctx', 'test_show_pickle'}  # must_serial: after the pool
+
+
+def test_the_same_command_again_runs_nothing_and_report_rejudges_the_saved_json(suite_run, capsys):
+    _done, _records, results, argv = suite_run
+    done = subprocess.run([_cli(), *argv[:-2], '--format', 'text'], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f'resuming: {len(REAL)} suite(s) already measured for this build, 0 to run' in done.stderr
+    saved = results / 'pytorch-test-results.json'
+    assert main(['report', str(saved), '--max-failed-tests', '1']) == 0
+    assert 'verdict: PASS' in capsys.readouterr().out
+    assert main(['report', str(saved), '--max-failed-tests', '0']) == 1
+
+
+def test_a_rerun_runs_exactly_the_failed_test_the_pytest_summary_named(tree):
+    harness = read_harness(str(tree / 'test' / 'run_test.py'))
+    command = Command(str(tree / 'test'), {}, [PYTHON, 'run_test.py', '--continue-through-error'])
+    passed, output = runner.rerun_isolated(command, PYTHON, 'test_license', FAILURE, harness, dict(os.environ),
+                                           timeout=600)
+    assert not passed and re.search(r'^Ran 1 test in', output, re.M), output
+    assert 'test_license_for_wheel' not in output
