@@ -28,6 +28,16 @@ def _name(test):
     return getattr(test, 'name', test)
 
 
+def _names(result):
+    """The suite names in what a selection function returned: a list of names or ShardedTest records, or (2.6's
+    do_sharding) nested tuples that also hold the shard's expected time."""
+    if isinstance(getattr(result, 'name', None), str) or isinstance(result, str):
+        return [_name(result)]  # 2.1's ShardedTest is a NamedTuple: a record, not a list
+    if isinstance(result, (list, tuple)):
+        return [name for item in result for name in _names(item)]
+    return []  # a shard's expected time
+
+
 def _recorder(run_test, name, calls):
     """Wrap run_test.<name> so that what it returns (as suite names) is appended to calls."""
     original = getattr(run_test, name, None)
@@ -36,7 +46,7 @@ def _recorder(run_test, name, calls):
 
     def recording(*args, **kwargs):
         result = original(*args, **kwargs)
-        calls.append([_name(test) for test in result])
+        calls.append(_names(result))
         return result
     setattr(run_test, name, recording)
 
