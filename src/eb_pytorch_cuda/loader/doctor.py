@@ -361,13 +361,19 @@ class Process:
 
     def check_execstack(self, target):
         """Objects loaded by dlopen() (not the program's own start-up closure) that ask for an executable stack:
-        glibc >= 2.41 refuses to load them, and with them the whole dlopen() of the root."""
+        glibc >= 2.41 refuses to load them, and with them the whole dlopen() of the root.  Context objects (outside
+        the paths given) count too: their refusal fails the root's load as much as an audited object's.  A program
+        whose start-up closure (itself or a NEEDED object) asks for an executable stack has one from the start:
+        then glibc 2.41's dlopen() accepts them (measured)."""
+        if any(execstack.needs_execstack(e.info) for e in self.objects if self._key(e.path) in self.startup):
+            return
         for entry in self.objects:
-            if self._key(entry.path) in self.startup or not self.audited_entry(entry) \
-                    or not execstack.needs_execstack(entry.info):
+            if self._key(entry.path) in self.startup or not execstack.needs_execstack(entry.info):
                 continue
             why = ('PT_GNU_STACK flags RWE' if entry.info.stack_flags is not None else
                    'no PT_GNU_STACK header: an executable stack by default on x86')
+            if not self.audited_entry(entry):
+                why += ', outside the paths given'
             details = {'path': entry.path, 'stack_flags': entry.info.stack_flags, 'glibc': target.label}
             if not target.refuses_execstack:
                 self.findings.append(Finding(
