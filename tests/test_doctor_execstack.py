@@ -5,8 +5,10 @@ Programs built here are run through that loader (`ld-linux-x86-64.so.2 --library
 clean environment); dlopen() of each library decides.  One input is a stand-in no toolchain here makes
 directly: a gcc-built `-z execstack` library whose PT_GNU_STACK header is rewritten to PT_NULL (an object
 with no header at all, as old assembler files produce), since glibc's default for x86 is what is tested.
+The real torch 2.1.2 and 2.14.1 libraries (.venvs/cudnn8-torch212, .venvs/torch) are dlopen()ed by 2.41 too.
 """
 
+import json
 import os
 import shlex
 import shutil
@@ -93,9 +95,8 @@ def _run_241(program, *args, tunables=None):
                           env=env, capture_output=True, text=True)
 
 
-def _doctor_json(library, *options):
-    import json
-    done = cli('doctor', '--from', library, library.parent, '--format', 'json', *options)
+def _doctor_json(library, *options, tree=None):
+    done = cli('doctor', '--from', library, tree or library.parent, '--format', 'json', *options)
     return done.returncode, json.loads(done.stdout)
 
 
@@ -181,3 +182,19 @@ def test_without_glibc_doctor_judges_for_the_interpreter_of_the_executable(built
 def test_a_bad_glibc_version_is_a_one_line_error(built):
     done = cli('doctor', built['plain'], '--glibc', 'two')
     assert done.returncode == 2 and done.stderr.count('\n') == 1 and "--glibc 'two'" in done.stderr
+
+
+REAL_TORCH = {'2.1.2 + cuDNN 8.9.2': Path(__file__).resolve().parent.parent / '.venvs' / 'cudnn8-torch212',
+              '2.14.1 + cuDNN 9.24': next((Path(__file__).resolve().parent.parent / '.venvs' / 'torch' / 'lib').glob(
+                  'python3*/site-packages'), Path('missing'))}
+
+
+@pytest.mark.parametrize('label', sorted(REAL_TORCH))
+def test_the_real_torch_wheels_load_under_2_41_and_doctor_finds_no_executable_stack(built, label):
+    tree = REAL_TORCH[label]
+    library = tree / 'torch' / 'lib' / 'libtorch_cuda.so'
+    if not library.exists():
+        pytest.fail(f'no real torch libraries at {tree}: run bash tools/setup.sh')
+    assert _run_241(built['driver'], library).returncode == 0  # the whole closure, dlopen()ed by glibc 2.41
+    rc, data = _doctor_json(library, '--glibc', '2.41', tree=tree)
+    assert data['objects'] > 20 and not [f for f in data['findings'] if f['kind'] == 'execstack']
