@@ -13,12 +13,12 @@ import sys
 from eb_pytorch_cuda import __version__
 from eb_pytorch_cuda.cudnn import CATALOG, DEFAULT_NEEDED, ENV_VARIABLE
 from eb_pytorch_cuda.errors import PluginError, Terminated
-from eb_pytorch_cuda.patch.needed import add_needed, check_needed, check_problems
 
 PROG = 'eb-pytorch-cuda'
 
 
 def cmd_add_needed(args):
+    from eb_pytorch_cuda.patch.needed import add_needed  # imported where used: doctor starts faster without it
     result = add_needed(args.library, args.sonames, force=args.force, break_hardlinks=args.break_hardlinks)
     for soname in result.added:
         resolution = result.resolutions[soname]
@@ -30,6 +30,7 @@ def cmd_add_needed(args):
 
 
 def cmd_check_needed(args):
+    from eb_pytorch_cuda.patch.needed import check_needed, check_problems
     checks, report = check_needed(args.library, args.sonames, expect_dir=args.expect_dir, load=args.load,
                                   preload=args.preload or ())
     for check in checks:
