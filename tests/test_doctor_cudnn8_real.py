@@ -8,7 +8,9 @@ else hardlinked.  Then a clean process (`env -i`, no LD_LIBRARY_PATH) loads libt
 the version checks of libcudnn.so.8 in all 720 orders of the six sub-libraries (each call makes cuDNN
 dlopen() one; tests/cudnn_order_driver.py).  doctor's prediction, read from `--format json`, must give
 exactly the real outcome of every order: which orders abort, on which library, for want of which NEEDED
-entry; and the fix it names must make every order succeed.
+entry; and the fix it names must make every order succeed.  The order PyTorch's convolutions use (the
+catalog's field order) must give the real loader's message the field saw, and doctor must call that
+hazard a failure (exit 1) and the others, which no known caller hits, 'order'.
 """
 
 import itertools
@@ -23,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from conftest import cli
-from eb_pytorch_cuda.cudnn import version_checks
+from eb_pytorch_cuda.cudnn import FIELD_ORDERS, version_checks
 from eb_pytorch_cuda.elf.patchelf import patchelf_binary
 from eb_pytorch_cuda.elf.reader import read_elf
 from eb_pytorch_cuda.patch.needed import add_needed
@@ -149,12 +151,27 @@ def test_unpatched_every_order_is_predicted_and_the_fix_is_named(layouts, tmp_pa
     failing = [order for order, outcome in real.items() if outcome]
     assert failing and len(failing) < len(ORDERS)  # the failure depends on the order, as the issue says
     assert ('libcudnn_cnn_train.so.8', 'libcudnn_ops_train.so.8') in set(real.values())  # the 2.1.2 bug
-    assert all(f['severity'] == 'order' for f in data['findings'])
-    assert data['fix'] == [f"eb-pytorch-cuda add-needed {layouts['unpatched']} libcudnn_adv_train.so.8 "
-                           f"libcudnn_cnn_train.so.8"]
-    assert done.returncode == 0  # an order hazard alone does not fail the check (severity 'order')
-    assert f"add-needed {layouts['unpatched']} libcudnn_cnn_train.so.8" in cli(
-        'doctor', '--from', layouts['unpatched'], layouts['unpatched'].parent.parent.parent).stdout
+    # the hazard PyTorch's own order hits fails (exit 1); the ones no known caller hits stay 'order'
+    severities = {f['details']['soname']: f['severity'] for f in data['findings']}
+    assert severities == {'libcudnn_cnn_train.so.8': 'fails', 'libcudnn_ops_train.so.8': 'order',
+                          'libcudnn_cnn_infer.so.8': 'order', 'libcudnn_adv_infer.so.8': 'order',
+                          'libcudnn_adv_train.so.8': 'order'}
+    field = next(f for f in data['findings'] if f['severity'] == 'fails')['details']['field_order']
+    assert field['missing'] == 'libcudnn_ops_train.so.8' and 'PyTorch' in field['caller'] and field['evidence']
+    assert done.returncode == 1 and data['blocking']
+    assert data['fix'] == [f"eb-pytorch-cuda add-needed {layouts['unpatched']} libcudnn_cnn_train.so.8"]
+    assert data['fix_order_only'] == [f"eb-pytorch-cuda add-needed {layouts['unpatched']} libcudnn_adv_train.so.8"]
+    text = cli('doctor', '--from', layouts['unpatched'], layouts['unpatched'].parent.parent.parent, check_rc=1).stdout
+    assert f"fix:\n  eb-pytorch-cuda add-needed {layouts['unpatched']} libcudnn_cnn_train.so.8\n" in text
+
+
+def test_the_field_order_gives_the_field_failure_with_the_real_loader_and_works_patched(layouts, tmp_path):
+    orders = [order for order in FIELD_ORDERS if order.opens[0].endswith('.so.8')]
+    assert orders
+    calls = [[CHECKS[lib] for lib in order.opens] for order in orders]
+    for order, result in zip(orders, run_orders(layouts['unpatched'], 'libcudnn.so.8', calls, tmp_path)):
+        assert not result['ok'] and order.failure in result['message'], (order, result)
+    assert all(result['ok'] for result in run_orders(layouts['default'], 'libcudnn.so.8', calls, tmp_path))
 
 
 def test_the_catalog_default_leaves_only_adv_train_before_adv_infer(layouts, tmp_path):
@@ -166,6 +183,8 @@ def test_the_catalog_default_leaves_only_adv_train_before_adv_infer(layouts, tmp
         assert (outcome is not None) == (order.index('libcudnn_adv_train.so.8')
                                          < order.index('libcudnn_adv_infer.so.8'))
     assert [f['details']['soname'] for f in data['findings']] == ['libcudnn_adv_train.so.8']
+    assert data['findings'][0]['severity'] == 'order' and not data['blocking']  # no known caller hits it
+    assert cli('doctor', '--from', layouts['default'], layouts['default'].parent.parent.parent).returncode == 0
 
 
 def test_with_the_fix_doctor_names_every_order_succeeds_and_doctor_is_silent(layouts, tmp_path):

@@ -86,6 +86,28 @@ UNPACK
 fi
 # ---- end of the cuDNN 8.9.2 + PyTorch 2.1.2 block ----------------------------------------------------------
 
+# ---- the real glibc 2.41 loader (doctor's executable-stack tests; issue 25) ---------------------------------
+# Debian trixie's libc6 package (2.41, about 3 MB), through a private sources list (nothing added to the
+# system's apt sources), unpacked with dpkg -x into .venvs/glibc-2.41/root; nothing is installed.  The
+# tests run programs through its own ld-linux-x86-64.so.2 with --library-path to its libraries.  Cached:
+# nothing happens when that loader exists and says 2.41.
+GLIBC241=.venvs/glibc-2.41
+GLIBC241_LIB=$GLIBC241/root/usr/lib/x86_64-linux-gnu
+if ! "$GLIBC241_LIB/ld-linux-x86-64.so.2" --version 2>/dev/null | grep -q 'release version 2\.41'; then
+    rm -rf "$GLIBC241"
+    mkdir -p "$GLIBC241/apt/lists/partial" "$GLIBC241/apt/cache/archives/partial"
+    printf 'Types: deb\nURIs: http://deb.debian.org/debian\nSuites: trixie\nComponents: main\nSigned-By: %s\n' \
+        /usr/share/keyrings/debian-archive-keyring.gpg > "$GLIBC241/trixie.sources"
+    glibc_apt=(-o "Dir::Etc::sourcelist=$PWD/$GLIBC241/trixie.sources" -o Dir::Etc::sourceparts=-
+               -o "Dir::State::Lists=$PWD/$GLIBC241/apt/lists" -o "Dir::Cache=$PWD/$GLIBC241/apt/cache")
+    apt-get "${glibc_apt[@]}" update -qq
+    (cd "$GLIBC241" && apt-get "${glibc_apt[@]}" download -qq 'libc6/trixie' 2>&1 | grep -v 'unsandboxed' || true)
+    dpkg -x "$GLIBC241"/libc6_2.41-*_amd64.deb "$GLIBC241/root"
+    rm -rf "$GLIBC241"/libc6_*.deb "$GLIBC241/apt"
+    "$GLIBC241_LIB/ld-linux-x86-64.so.2" --version | head -1
+fi
+# ---- end of the glibc 2.41 block -----------------------------------------------------------------------------
+
 for version in $EB_VERSIONS; do
     venv=.venvs/eb-$version
     [ -x "$venv/bin/python" ] || "$PYTHON" -m venv "$venv"

@@ -13,12 +13,12 @@ import sys
 from eb_pytorch_cuda import __version__
 from eb_pytorch_cuda.cudnn import CATALOG, DEFAULT_NEEDED, ENV_VARIABLE
 from eb_pytorch_cuda.errors import PluginError, Terminated
-from eb_pytorch_cuda.patch.needed import add_needed, check_needed, check_problems
 
 PROG = 'eb-pytorch-cuda'
 
 
 def cmd_add_needed(args):
+    from eb_pytorch_cuda.patch.needed import add_needed  # imported where used: doctor starts faster without it
     result = add_needed(args.library, args.sonames, force=args.force, break_hardlinks=args.break_hardlinks)
     for soname in result.added:
         resolution = result.resolutions[soname]
@@ -30,6 +30,7 @@ def cmd_add_needed(args):
 
 
 def cmd_check_needed(args):
+    from eb_pytorch_cuda.patch.needed import check_needed, check_problems
     checks, report = check_needed(args.library, args.sonames, expect_dir=args.expect_dir, load=args.load,
                                   preload=args.preload or ())
     for check in checks:
@@ -165,9 +166,11 @@ def cmd_demo(args):
 
 def cmd_doctor(args):
     from eb_pytorch_cuda.loader.doctor import blocking, diagnose, to_json, to_text
+    from eb_pytorch_cuda.loader.execstack import target_glibc
     executable = None if args.executable in (None, 'none') else os.path.realpath(args.executable)
-    findings, count = diagnose(args.paths, start=args.start, executable=executable)
-    print(to_json(findings, count) if args.format == 'json' else to_text(findings, count))
+    glibc = target_glibc(args.glibc, executable)  # a bad --glibc is refused before anything is read
+    findings, count = diagnose(args.paths, start=args.start, executable=executable, glibc=glibc)
+    print(to_json(findings, count, glibc) if args.format == 'json' else to_text(findings, count, glibc))
     return 1 if blocking(findings) else 0
 
 
@@ -249,6 +252,9 @@ def build_parser():
     doctor.add_argument('--executable', metavar='EXE',
                         help="the program that loads them (its RPATH and symbols count, e.g. python3); "
                              "default: none, and symbols nothing defines are taken to come from that program")
+    doctor.add_argument('--glibc', metavar='VERSION',
+                        help='judge executable stacks for this glibc (2.41 and later refuse to dlopen() an object '
+                             "that asks for one); default: the --executable's loader, else this machine's glibc")
     doctor.set_defaults(func=cmd_doctor)
 
     config = sub.add_parser('config', help='print an EasyBuild configuration file using our easyblock, hooks '

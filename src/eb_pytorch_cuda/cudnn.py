@@ -11,6 +11,7 @@ resolve makes `import torch` itself fail.
 import json
 import os
 import re
+from dataclasses import dataclass
 
 _DATA_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'cudnn_catalog.json')
 
@@ -34,6 +35,23 @@ DLOPEN_EDGES = {opener: tuple(targets) for facts in _MAJORS.values()
 OPENED_AFTER = {target: tuple(after) for facts in _MAJORS.values()
                 for target, after in facts.get('opened_after', {}).items()}
 ENV_VARIABLE = _DATA['env_variable']
+
+
+@dataclass(frozen=True)
+class FieldOrder:
+    """An order in which a real caller (PyTorch) makes cuDNN open its sub-libraries, with the evidence.
+
+    Why: an order hazard (a sub-library that loads only after others were opened) is hypothetical until a
+    caller opens them the wrong way; one that PyTorch's own order hits is a failure, and doctor says so."""
+
+    caller: str
+    opens: tuple  # sonames, in the order they are opened
+    failure: str  # what the caller then sees in an RPATH-only layout ('none' when the order works)
+    evidence: str
+
+
+FIELD_ORDERS = tuple(FieldOrder(o['caller'], tuple(o['opens']), o['failure'], o['evidence'])
+                     for facts in _MAJORS.values() for o in facts.get('field_orders', ()))
 
 
 def verified_with(major):

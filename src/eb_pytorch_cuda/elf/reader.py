@@ -4,6 +4,7 @@ pyelftools does the decoding, so files of any class, endianness and machine can 
 build can be audited on an x86_64 node).  Only the ELF header, program headers and the dynamic
 segment are read, never the whole file.  Every way a file can fail to be a usable shared object
 (not ELF, a linker script named .so, truncated, relocatable, static) becomes a one-line PluginError.
+PT_GNU_STACK is read too: glibc >= 2.41 refuses to dlopen() an object that asks for an executable stack.
 """
 
 import os
@@ -39,6 +40,7 @@ class ElfInfo:
     rpath: tuple = ()  # DT_RPATH entries, unexpanded ($ORIGIN kept)
     runpath: tuple = ()  # DT_RUNPATH entries, unexpanded
     flags_1: int = 0
+    stack_flags: Optional[int] = None  # p_flags of PT_GNU_STACK (PF_X = 1: executable stack); None: no header
 
     @property
     def nodeflib(self) -> bool:
@@ -92,13 +94,15 @@ def read_elf(path: Union[str, 'os.PathLike[str]']) -> ElfInfo:
                 raise PluginError(path, f"is an ELF file of type {header['e_type']}, not a shared object")
             if header['e_phoff'] + header['e_phnum'] * header['e_phentsize'] > size:
                 raise PluginError(path, 'is a truncated ELF file (program headers past the end)')
-            dynamic = None
+            dynamic, stack_flags = None, None
             segments: Iterable[Any] = elf.iter_segments()  # pyelftools sets some attributes at run time
             for segment in segments:
                 if segment['p_offset'] + segment['p_filesz'] > size:
                     raise PluginError(path, f"is a truncated ELF file ({segment['p_type']} past the end)")
                 if isinstance(segment, DynamicSegment):
                     dynamic = segment
+                elif segment['p_type'] == 'PT_GNU_STACK':
+                    stack_flags = segment['p_flags']
             if dynamic is None:
                 raise PluginError(path, 'has no dynamic section (statically linked?)')
             values: dict = {'DT_NEEDED': [], 'DT_SONAME': None, 'DT_RPATH': None, 'DT_RUNPATH': None, 'DT_FLAGS_1': 0}
@@ -127,6 +131,7 @@ def read_elf(path: Union[str, 'os.PathLike[str]']) -> ElfInfo:
                 rpath=_split_path_list(values['DT_RPATH']),
                 runpath=_split_path_list(values['DT_RUNPATH']),
                 flags_1=values['DT_FLAGS_1'],
+                stack_flags=stack_flags,
             )
     except PluginError:
         raise

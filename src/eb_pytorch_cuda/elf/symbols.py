@@ -24,7 +24,7 @@ _SONAME_STRING = re.compile(rb'(lib[\w+-]+(?:\.[\w+-]+)*?\.so(?:\.\d+)*)\x00')
 class SymbolTable:
     """Exported and required dynamic symbols of one object."""
 
-    defined: dict = field(default_factory=dict)  # name (bytes) -> set of version names ('' for unversioned)
+    defined: dict = field(default_factory=dict)  # name (bytes) -> frozenset of version names ('' for unversioned)
     undefined: list = field(default_factory=list)  # (name, version or '', library expected to define it or ''),
     # names as bytes: decoded only when reported
 
@@ -130,34 +130,44 @@ class ElfSymbols:
         return defined, needed
 
     def symbols(self) -> SymbolTable:
-        """SymbolTable of .dynsym, with GNU symbol versions."""
+        """SymbolTable of .dynsym, with GNU symbol versions.
+
+        The hot loop of doctor (libtorch_cpu.so alone has 90,000 dynamic symbols): the entries are unpacked
+        in bulk, only the three fields used are kept, and each version's set of names is one shared frozenset
+        (a set per symbol was half the time)."""
         table = SymbolTable()
         dynsym = self._section(SHT_DYNSYM)
         if dynsym is None:
             return table
         strings = self._bytes(self.sections[dynsym['link']])
         data = self._bytes(dynsym)
-        fmt = self.order + ('IBBHQQ' if self.is64 else 'IIIBBH')
         versym_section = self._section(SHT_GNU_VERSYM)
         versym = struct.unpack(f"{self.order}{versym_section['size'] // 2}H", self._bytes(versym_section)) \
             if versym_section else ()
         defined_versions, needed_versions = self._versions(strings)
-        for index, entry in enumerate(struct.iter_unpack(fmt, data)):
-            if self.is64:
-                name_offset, info, shndx = entry[0], entry[1], entry[3]
-            else:
-                name_offset, info, shndx = entry[0], entry[3], entry[5]
+        if self.is64:  # (st_name, st_info, st_shndx)
+            rows = [(e[0], e[1], e[3]) for e in struct.iter_unpack(self.order + 'IBBHQQ', data)]
+        else:
+            rows = [(e[0], e[3], e[5]) for e in struct.iter_unpack(self.order + 'IIIBBH', data)]
+        count, find = len(versym), strings.find
+        defined, undefined = table.defined, table.undefined
+        shared: dict = {}  # version index -> frozenset({its version name})
+        for index, (name_offset, info, shndx) in enumerate(rows):
             if not name_offset:
                 continue
-            name = strings[name_offset:strings.find(b'\0', name_offset)]
-            version_index = versym[index] & 0x7fff if index < len(versym) else 1
+            version_index = versym[index] & 0x7fff if index < count else 1
             if shndx == 0:
                 if info >> 4 == STB_WEAK:
                     continue  # a weak reference may stay undefined: the loader never fails on it
                 library, version = needed_versions.get(version_index, ('', ''))
-                table.undefined.append((name, version, library))
+                undefined.append((strings[name_offset:find(b'\0', name_offset)], version, library))
             elif version_index != 0:  # 0: local
-                table.defined.setdefault(name, set()).add(defined_versions.get(version_index, ''))
+                name = strings[name_offset:find(b'\0', name_offset)]
+                versions = shared.get(version_index)
+                if versions is None:
+                    versions = shared[version_index] = frozenset((defined_versions.get(version_index, ''),))
+                old = defined.get(name)
+                defined[name] = versions if old is None else old | versions
         return table
 
     def rodata_sonames(self) -> Set[str]:

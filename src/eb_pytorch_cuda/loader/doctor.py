@@ -18,6 +18,10 @@ It simulates, without running the loader, what glibc does when a process loads e
 - order hazards: an object loaded by dlopen() whose NEEDED entries it cannot find itself, only as objects
   an earlier dlopen() left loaded (cuDNN 8's sub-libraries in an RPATH-only layout: which order cuDNN
   opens them in decides whether the load works; verified on all 720 orders with the real loader).
+  A hazard that an order PyTorch itself uses hits (the catalog's field orders, each with its evidence:
+  cuDNN 8's ops_infer, cnn_infer, cnn_train of PyTorch's convolutions) is severity 'fails', not 'order';
+- executable stacks: an object loaded by dlopen() whose PT_GNU_STACK asks for one, which glibc >= 2.41
+  refuses (execstack.py; judged for the glibc --glibc names, else the executable's, else this machine's).
 
 Scope: the objects under the paths given are audited; what lies outside them (system directories, the
 driver, ld.so.cache entries) is context: it is loaded and can be the cause (a system cuDNN that shadows
@@ -27,12 +31,14 @@ Symbols that no loaded object defines are presumed to come from the host program
 unless that program is named with --executable.
 
 Each finding has a severity: 'fails' (the load fails), 'wrong-copy' (another copy than intended loads),
-'order' (works or fails depending on load order), 'info'.  Only the first two make the command exit 1.
+'order' (works or fails depending on load order, and no known caller's order fails), 'info'.  Only the
+first two make the command exit 1.
 """
 
 import json
 import os
 import re
+import shlex
 import stat
 from dataclasses import asdict, dataclass, field
 
@@ -43,6 +49,7 @@ from eb_pytorch_cuda.elf.reader import read_elf
 from eb_pytorch_cuda.elf.symbols import ElfSymbols, SymbolTable
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.inputs import require_regular
+from eb_pytorch_cuda.loader import execstack
 from eb_pytorch_cuda.loader.dlopen_note import dlopen_note_sonames
 from eb_pytorch_cuda.loader.resolve import Resolver
 
@@ -66,7 +73,7 @@ _SYSTEM_VIA = ('ld.so.cache', 'system directories')
 
 SEVERITY_OF_KIND = {'needed-unresolved': 'fails', 'dlopen-unresolved': 'fails', 'undefined-symbol': 'fails',
                     'dlopen-shadowed': 'wrong-copy', 'soname-conflict': 'wrong-copy', 'order-hazard': 'order',
-                    'skipped': 'info'}
+                    'execstack': 'fails', 'skipped': 'info'}
 SEVERITIES = ('fails', 'wrong-copy', 'order', 'info')
 BLOCKING = ('fails', 'wrong-copy')  # the exit status is 1 only for these
 
@@ -80,6 +87,7 @@ class Finding:
     details: dict = field(default_factory=dict)
     severity: str = ''
     fix: Optional[list] = None  # [library to patch, soname to add as NEEDED], when a NEEDED entry fixes it
+    command: Optional[str] = None  # a fix that is not a NEEDED entry (clearing an executable-stack flag)
 
     def __post_init__(self):
         self.severity = self.severity or SEVERITY_OF_KIND[self.kind]
@@ -151,6 +159,7 @@ class Process:
         self.root = root
         if executable:
             self._load(executable, [], 'executable', load_needed=True)
+        self.startup = set(self.by_path)  # the program's own start-up closure (an executable stack is allowed there)
         self._load(root, [], 'root', load_needed=True)
 
     def _key(self, path):
@@ -293,6 +302,7 @@ class Process:
         self._hazard_findings()
 
     def _hazard_findings(self):
+        created = {}  # soname -> its order-hazard Finding
         for current, soname, own in self.deferred:
             loaded = self.by_soname.get(soname)
             if loaded is not None and loaded.transaction > 0:
@@ -326,10 +336,60 @@ class Process:
                 what = (f"cannot find its NEEDED {', '.join(needs)} itself (no RPATH chain inherited, no RUNPATH "
                         f"of its own): its dlopen() works only once {them} opened by an earlier dlopen(), and "
                         f"fails in any other order")
-            self.findings.append(Finding(
+            created[soname] = Finding(
                 'order-hazard', self.root.path, current.path, f"{soname}, dlopen()ed by {opener}, {what}{fix}",
                 {'soname': soname, 'needs_first': list(needs), 'opener': opener, 'elsewhere': others},
-                fix=[patchable.path, soname] if patchable else None))
+                fix=[patchable.path, soname] if patchable else None)
+            self.findings.append(created[soname])
+        self._field_orders(created)
+
+    @staticmethod
+    def _field_orders(created):
+        """An order hazard that an order a known caller uses (the catalog's field orders) hits fails: severity
+        'fails', with the caller named; the others stay 'order' (no known caller opens them that way)."""
+        hazards = {soname: finding.details['needs_first'] for soname, finding in created.items()}
+        for order in cudnn.FIELD_ORDERS:
+            hit = first_failure(order.opens, hazards)
+            if hit is None or created[hit[0]].severity == 'fails':
+                continue
+            finding = created[hit[0]]
+            finding.severity = 'fails'
+            finding.message += (f"; the order {order.caller} use ({', '.join(order.opens)}) hits it: this load "
+                                f"fails for want of {hit[1]} (seen in the field: {order.failure})")
+            finding.details['field_order'] = {'caller': order.caller, 'opens': list(order.opens),
+                                              'missing': hit[1], 'evidence': order.evidence}
+
+    def check_execstack(self, target):
+        """Objects loaded by dlopen() (not the program's own start-up closure) that ask for an executable stack:
+        glibc >= 2.41 refuses to load them, and with them the whole dlopen() of the root.  Context objects (outside
+        the paths given) count too: their refusal fails the root's load as much as an audited object's.  A program
+        whose start-up closure (itself or a NEEDED object) asks for an executable stack has one from the start:
+        then glibc 2.41's dlopen() accepts them (measured)."""
+        if any(execstack.needs_execstack(e.info) for e in self.objects if self._key(e.path) in self.startup):
+            return
+        for entry in self.objects:
+            if self._key(entry.path) in self.startup or not execstack.needs_execstack(entry.info):
+                continue
+            why = ('PT_GNU_STACK flags RWE' if entry.info.stack_flags is not None else
+                   'no PT_GNU_STACK header: an executable stack by default on x86')
+            if not self.audited_entry(entry):
+                why += ', outside the paths given'
+            details = {'path': entry.path, 'stack_flags': entry.info.stack_flags, 'glibc': target.label}
+            if not target.refuses_execstack:
+                self.findings.append(Finding(
+                    'execstack', self.root.path, entry.path,
+                    f'{entry.path}: asks for an executable stack ({why}): loads under {target.label}, but glibc '
+                    f"2.41 and later refuse to dlopen() it", details, severity='info'))
+                continue
+            new = entry.path + '.execstack-cleared'
+            command = (f'cp -p {shlex.quote(entry.path)} {shlex.quote(new)} && patchelf --clear-execstack '
+                       f'{shlex.quote(new)} && mv {shlex.quote(new)} {shlex.quote(entry.path)}')
+            self.findings.append(Finding(
+                'execstack', self.root.path, entry.path,
+                f"{entry.path}: asks for an executable stack ({why}): {target.label} refuses to dlopen() it "
+                f"('cannot enable executable stack as shared object requires: Invalid argument'), and with it "
+                f"the load of {self.root.path}; if it does not need one, clear the flag on a copy "
+                f"(patchelf --clear-execstack), else run with {execstack.TUNABLE}", details, command=command))
 
     def _exists_nearby(self, name, opener):
         directories = [os.path.dirname(opener.path)] + [os.path.dirname(o.path) for o in self.objects]
@@ -426,6 +486,20 @@ class Process:
             if stem and len(stem.group(1)) >= 3 and lowered.startswith(stem.group(1)) and soname in self.by_soname:
                 return self.by_soname[soname]
         return None
+
+
+def first_failure(opens, hazards):
+    """(library, the NEEDED it cannot open) for the first load that fails when a caller opens `opens` in turn,
+    given the order hazards {soname: NEEDED sonames only an earlier dlopen() can provide}; None if all load.
+    Opening a library loads its NEEDED closure too (glibc names the first missing entry in NEEDED order)."""
+    opened: set = set()
+    for soname in opens:
+        needs = hazards.get(soname, ())
+        missing = [n for n in needs if n not in opened]
+        if soname not in opened and missing:
+            return soname, missing[0]
+        opened |= {soname, *needs}
+    return None
 
 
 def _dependencies_first(infos):
@@ -540,9 +614,11 @@ def roots_of(objects, start=None):
     return roots or objects
 
 
-def diagnose(paths, start=None, executable=None, resolver=None):
-    """All findings for the given paths; one simulated process per root."""
+def diagnose(paths, start=None, executable=None, resolver=None, glibc=None):
+    """All findings for the given paths; one simulated process per root.  glibc: the TargetGlibc executable
+    stacks are judged for (default: execstack.target_glibc(), this machine's)."""
     resolver = resolver or Resolver()
+    glibc = glibc or execstack.target_glibc(executable=executable)
     cache = SymbolCache()
     if executable:
         require_regular(executable)
@@ -557,6 +633,7 @@ def diagnose(paths, start=None, executable=None, resolver=None):
         process = Process(root, resolver, cache, executable_info, audited=audited)
         process.simulate_dlopens()
         process.check_symbols()
+        process.check_execstack(glibc)
         loaded.update(process.by_path)
         for finding in process.findings:
             key = (finding.kind, finding.object, finding.message.split(':')[0], json.dumps(finding.details,
@@ -575,9 +652,12 @@ def blocking(findings) -> bool:
     return any(f.severity in BLOCKING for f in findings)
 
 
-def fix_commands(findings) -> list:
+def fix_commands(findings, blocking_only=True) -> list:
     """One `eb-pytorch-cuda add-needed LIB SONAME...` per library to patch, without sonames that another
-    added soname already pulls in as its NEEDED entry (cnn_train brings ops_infer, ops_train, cnn_infer)."""
+    added soname already pulls in as its NEEDED entry (cnn_train brings ops_infer, ops_train, cnn_infer).
+    blocking_only: the fixes of what fails or loads the wrong copy; False: those of the order hazards no
+    known caller hits (optional: each NEEDED entry costs load time in every process), without what the
+    blocking fixes already bring in.  Then the commands of fixes that are not NEEDED entries."""
     wanted: dict = {}
     for finding in findings:
         if finding.fix:
@@ -587,13 +667,20 @@ def fix_commands(findings) -> list:
     for library, sonames in wanted.items():
         covered: set = set()
         for soname, finding in sonames.items():
+            if blocking_only and finding.severity not in BLOCKING:
+                continue  # what fails is fixed by blocking fixes alone
             target = finding.details.get('exists') or finding.details.get('expected') or finding.object
             try:
                 covered.update(n for n in _read_elf(target).needed if n != soname)
             except PluginError:
                 continue
-        keep = [s for s in sonames if s not in covered]
-        commands.append(f"eb-pytorch-cuda add-needed {library} {' '.join(keep)}")
+        keep = [s for s, f in sonames.items() if s not in covered and (f.severity in BLOCKING) == blocking_only]
+        if keep:
+            commands.append(f"eb-pytorch-cuda add-needed {shlex.quote(library)} {' '.join(map(shlex.quote, keep))}")
+    others = [f for f in findings if f.command and (f.severity in BLOCKING) == blocking_only]
+    commands += list(dict.fromkeys(f.command for f in others))
+    if blocking_only and any(f.kind == 'execstack' for f in others):
+        commands.append(f'or, instead of clearing the flags: export {execstack.TUNABLE}')
     return commands
 
 
@@ -604,26 +691,33 @@ def _count(findings):
     return ', '.join(f'{n} {label}' for label, n in counts if n)
 
 
-def to_text(findings, count):
-    """Findings grouped by root, most severe first, then the commands that fix what a NEEDED entry fixes."""
+def to_text(findings, count, glibc=None):
+    """Findings grouped by root, most severe first, then the commands that fix what fails (and, apart, those
+    that also close the orders no known caller uses).  glibc: the TargetGlibc judged for (named in the header)."""
     real = [f for f in findings if f.severity != 'info']
     notes = [f for f in findings if f.severity == 'info']
+    checked = f'doctor: {count} objects checked' + (f' for {glibc.label}' if glibc else '')
     if not real:
-        lines = [f'doctor: {count} objects checked, nothing found']
+        lines = [f'{checked}, nothing found']
     else:
-        lines = [f'doctor: {count} objects checked, {len(real)} finding(s): {_count(real)}']
+        lines = [f'{checked}, {len(real)} finding(s): {_count(real)}']
         for root in dict.fromkeys(f.root for f in real):
             lines.append(f'== loading {root}')
             for finding in sorted((f for f in real if f.root == root), key=lambda f: SEVERITIES.index(f.severity)):
                 lines.append(f'  {finding.severity:10} [{finding.kind}] {finding.message}')
     lines += [f'note: {f.message}' for f in notes]
-    commands = fix_commands(real)
-    if commands:
-        lines.append('fix:')
-        lines += [f'  {command}' for command in commands]
+    for heading, commands in (('fix:', fix_commands(real)),
+                              ('also closes the orders no known caller uses (optional):',
+                               fix_commands(real, blocking_only=False))):
+        if commands:
+            lines.append(heading)
+            lines += [f'  {command}' for command in commands]
     return '\n'.join(lines)
 
 
-def to_json(findings, count):
+def to_json(findings, count, glibc=None):
     return json.dumps({'objects': count, 'blocking': blocking(findings), 'fix': fix_commands(findings),
+                       'fix_order_only': fix_commands(findings, blocking_only=False),
+                       'glibc': {'version': '.'.join(map(str, glibc.version)), 'source': glibc.source}
+                       if glibc else None,
                        'findings': [asdict(f) for f in findings]}, indent=1)
