@@ -162,3 +162,26 @@ def test_the_test_step_spread_over_two_slurm_jobs_gives_the_serial_verdict(eb, s
     assert data['verdict'] == 'pass' and data['failed_tests'] == 2 and len(data['suites']) == 5
     results = tmp_path / 'eb' / 'build' / '.eb-pytorch-cuda-test-results'
     assert results.is_dir() and not [p for p in results.iterdir() if '.queue-' in p.name]  # removed once passed
+
+
+@pytest.mark.parametrize('line,problem', [
+    ('max_failed_tests = -4', 'max_failed_tests must be an integer >= 0, got -4'),  # was: FAIL, "budget -4"
+    ("max_failed_tests = 'three'", "max_failed_tests must be an integer >= 0, got 'three'"),  # was: a traceback
+    ('test_suite_timeout = -5', 'test_suite_timeout must be an integer >= 1, got -5'),  # was: every suite killed
+    ("excluded_tests = {'': 'test_slow'}", "excluded_tests: scope '' must map to a list of test files"),  # -x t e s..
+    ("cuda_compute_capabilities = '8.0'", "cuda_compute_capabilities must be a list of strings such as ['8.0', "
+                                          "'9.0'], got '8.0'"),  # was: scopes '8', '.', '0'
+    ('known_test_failures = 5', 'known_test_failures must be a dict {scope: [...]}, got 5'),  # was: a traceback
+])
+def test_a_bad_test_parameter_stops_eb_before_any_step_naming_the_parameter(eb, tmp_path, line, problem):
+    path = variant(tmp_path)
+    name = line.split(' = ')[0]
+    text = re.sub(rf'^{name} = (\{{.*?^\}}|.*?)$\n', '', path.read_text(), flags=re.M | re.S)
+    path.write_text(text + line + '\n')
+    build_log = tmp_path / 'builds.log'
+    done, out = run(eb, path, {'STANDIN_BUILD_LOG': str(build_log)})
+    assert done.returncode != 0
+    errors = [row for row in out.splitlines() if 'ERROR' in row and problem in row]
+    assert errors and str(path) in errors[0], out
+    assert 'Traceback' not in out
+    assert not build_log.exists() and 'running ' not in out  # nothing was built, no suite ran

@@ -117,9 +117,12 @@ def cmd_test_suite(args):
     from eb_pytorch_cuda.eb import ecpolicy
     from eb_pytorch_cuda.testsuite.policy import detect_context, judge
     from eb_pytorch_cuda.testsuite.report import RESULTS_JSON, RESULTS_MARKDOWN, to_json, to_markdown, to_text
-    from eb_pytorch_cuda.testsuite.settings import TestSettings
+    from eb_pytorch_cuda.testsuite.settings import TestSettings, check_option
     from eb_pytorch_cuda.testsuite.standalone import check_inputs, notes_of, run_test_suite
     from eb_pytorch_cuda.testsuite.suiterun import gpu_compute_capabilities
+    for option, value, minimum in (('--timeout', args.timeout, 1), ('--parallel', args.parallel, 1),
+                                   ('--rerun', args.rerun, 0), ('--jobs', args.jobs, 1)):
+        check_option(option, value, minimum)  # 0 or -1 is refused, not replaced by the easyconfig's value
     check_inputs(args.source, args.python)
     settings = ecpolicy.read_settings(args.easyconfig) if args.easyconfig else TestSettings()
     jobs = args.jobs or settings.test_suite_jobs
@@ -129,7 +132,8 @@ def cmd_test_suite(args):
     policy = settings.policy(context, ecpolicy.upstream_default_max_failed_tests(), args.easyconfig or 'policy')
     excluded = settings.excluded(context)
     results = args.results or os.path.join(os.getcwd(), 'pytorch-test-suite')
-    progress = (lambda message: print(f'== {message}', file=sys.stderr, flush=True))
+    from eb_pytorch_cuda.escape import printable
+    progress = (lambda message: print(f'== {printable(message)}', file=sys.stderr, flush=True))
     result = run_test_suite(args.source, args.python, results, args.runtest, excluded,
                             args.parallel or settings.parallel_test_suites, args.timeout or settings.test_suite_timeout,
                             settings.rerun_failed_tests if args.rerun is None else args.rerun, progress,
@@ -149,7 +153,7 @@ def cmd_test_suite(args):
     else:
         print(to_text(result, verdict))
         for suite, notes in report['notes'].items():
-            print(f"note: {suite}: {'; '.join(notes)}")
+            print(printable(f"note: {suite}: {'; '.join(notes)}"))
     return 0 if verdict.passed else 1
 
 

@@ -45,6 +45,7 @@ from easybuild.tools.systemtools import get_cpu_architecture
 from eb_pytorch_cuda import cudnn
 from eb_pytorch_cuda.eb import hooks as easybuild_hooks
 from eb_pytorch_cuda.errors import PluginError
+from eb_pytorch_cuda.escape import printable
 from eb_pytorch_cuda.eb import ecpolicy, testinstall
 from eb_pytorch_cuda.testsuite import batchrun, spread, step
 from eb_pytorch_cuda.testsuite.command import parse_runtest
@@ -155,17 +156,18 @@ class EB_PyTorch(UpstreamPyTorch):
         self.pytorch_test_report = None
         self._store = None
         self._reuse = None
+        self._settings()  # a test parameter of the wrong type or range stops eb before any step runs
 
     def _raw_runtest(self):
         """runtest as written: %(python)s and %(excluded_tests)s are filled in by parse_runtest, without a shell."""
         with self.cfg.disable_templating():
             return self.cfg['runtest']
 
-    def _scope_context(self, on_this_node=False):
+    def _scope_context(self, settings, on_this_node=False):
         """Where the policy applies.  on_this_node (the suites run here): the compute capabilities of the GPUs
         they run on, where nvidia-smi sees any, for a known failure scoped '8.0' was seen on such GPUs;
         otherwise (dry run, no GPU seen, suites spread to other nodes) the build's own."""
-        capabilities = build_option('cuda_compute_capabilities') or self.cfg['cuda_compute_capabilities'] or ()
+        capabilities = build_option('cuda_compute_capabilities') or settings.cuda_compute_capabilities
         seen = gpu_compute_capabilities(os.environ) if on_this_node else ()
         if seen:
             print_msg(f"policy scope: compute capabilities {', '.join(seen)} (the GPUs the suites run on; "
@@ -173,8 +175,13 @@ class EB_PyTorch(UpstreamPyTorch):
         return detect_context(seen or capabilities, aliases=(get_cpu_architecture(),))
 
     def _settings(self):
-        """The test step's parameters of this easyconfig (testsuite/settings: one list for all their readers)."""
-        return TestSettings.from_values({name: self.cfg[name] for name in SETTINGS_NAMES})
+        """The test step's parameters of this easyconfig (testsuite/settings: one list for all their readers),
+        checked by type and range: EasyBuildError naming the easyconfig and the parameter otherwise."""
+        try:
+            return TestSettings.from_values({name: self.cfg[name] for name in SETTINGS_NAMES},
+                                            self.cfg.path or 'easyconfig')
+        except PluginError as err:
+            raise EasyBuildError(str(err)) from None
 
     def _policy(self, settings, context):
         try:
@@ -214,7 +221,7 @@ class EB_PyTorch(UpstreamPyTorch):
         """Run run_test.py (batches of suites, testsuite.step) against a patched temporary install, judge once
         by the policy, report."""
         settings = self._settings()
-        context = self._scope_context(on_this_node=not self.dry_run and settings.test_suite_jobs <= 1)
+        context = self._scope_context(settings, on_this_node=not self.dry_run and settings.test_suite_jobs <= 1)
         excluded = settings.excluded(context)
         policy = self._policy(settings, context)
         if self.dry_run:
@@ -240,13 +247,13 @@ class EB_PyTorch(UpstreamPyTorch):
                 result = step.run_suites(command, env, store, os.path.join(self.builddir, 'pytorch-test-output'),
                                          self.python_cmd, self._suite_timeouts(settings), settings.parallel_test_suites,
                                          settings.rerun_failed_tests,
-                                         progress=lambda message: print_msg(message, log=self.log),
+                                         progress=lambda message: print_msg(printable(message), log=self.log),
                                          jobs=settings.test_suite_jobs, previous_results=self._previous_results(),
                                          tested_installation=prefix)
             except PluginError as err:
                 raise EasyBuildError(str(err)) from None
             for suite, notes in step.notes(store).items():  # exit 0 without a summary, log/XML differences
-                print_msg(f"note: {suite}: {'; '.join(notes)}", log=self.log)
+                print_msg(printable(f"note: {suite}: {'; '.join(notes)}"), log=self.log)
             verdict = step.judge_and_keep(store, result, policy, prefix)
         finally:
             remove_dir(prefix)
@@ -262,7 +269,7 @@ class EB_PyTorch(UpstreamPyTorch):
             print_msg(line, log=self.log)
         self._write_reports(self.builddir)
         if not verdict.passed:
-            raise EasyBuildError('PyTorch test suite failed: ' + '; '.join(verdict.reasons) +
+            raise EasyBuildError('PyTorch test suite failed: ' + printable('; '.join(verdict.reasons)) +
                                  ' (results and the tested build are kept: change the policy in the easyconfig and '
                                  f'rerun to judge again without running a suite or rebuilding: {self._store.path})')
 

@@ -1,6 +1,13 @@
-"""The judged run as a console summary (one screen), a JSON document and a Markdown summary."""
+"""The judged run as a console summary (one screen), a JSON document and a Markdown summary.
+
+Names, test ids, signals and notes come from files (logs, XML, results JSON): the console summary has
+every line made printable and the Markdown quotes each value (eb_pytorch_cuda.escape); the JSON holds
+them exactly, and `report` reads it back.
+"""
 
 from typing import Optional
+
+from eb_pytorch_cuda.escape import markdown_code, markdown_text, printable_lines
 
 from eb_pytorch_cuda.testsuite.model import SUITE_FAILED, SUITE_PASSED, RunResult
 from eb_pytorch_cuda.testsuite.policy import ScopeContext, Verdict
@@ -76,7 +83,7 @@ def to_text(result, verdict):
         lines.append(f'  stale known failure (did not fail): {entry.pattern} [{entry.scope or "all"}]')
     lines.append(f"verdict: {'PASS' if verdict.passed else 'FAIL'}"
                  + ('' if verdict.passed else ': ' + '; '.join(verdict.reasons)))
-    return '\n'.join(lines)
+    return printable_lines(lines)
 
 
 def to_markdown(result: RunResult, verdict: Verdict, title: str = 'PyTorch test suite',
@@ -87,25 +94,28 @@ def to_markdown(result: RunResult, verdict: Verdict, title: str = 'PyTorch test 
              f'{len(result.suites)} suites, {total} failed tests: {len(verdict.known)} known, '
              f'{len(verdict.unknown)} unknown (budget {verdict.budget}), {len(verdict.flaky)} flaky', '']
     if not verdict.passed:
-        lines += ['**Why it failed**', ''] + [f'- {reason}' for reason in verdict.reasons] + ['']
+        lines += ['**Why it failed**', ''] + [f'- {markdown_text(reason)}' for reason in verdict.reasons] + ['']
     failed = [s for s in sorted(result.suites.values(), key=lambda s: s.name) if s.status != SUITE_PASSED]
     if failed:
         lines += ['| suite | outcome |', '| --- | --- |']
-        lines += [f'| `{s.name}` | {s.summary() if s.status == SUITE_FAILED else s.status}'
-                  f'{" (" + s.signal + ")" if s.signal else ""} |' for s in failed]
+        lines += [f'| {markdown_code(s.name, in_table=True)} | '
+                  f'{markdown_text(s.summary() if s.status == SUITE_FAILED else s.status)}'
+                  f'{" (" + markdown_text(s.signal) + ")" if s.signal else ""} |' for s in failed]
         lines.append('')
     if verdict.known:
         lines += ['<details><summary>Known failures</summary>', '']
-        lines += [f'- `{_failure_label(s, t)}`: {e.reason} (scope `{e.scope or "all"}`)' for s, t, e in verdict.known]
+        lines += [f'- {markdown_code(_failure_label(s, t))}: {markdown_text(e.reason)} '
+                  f'(scope {markdown_code(e.scope or "all")})' for s, t, e in verdict.known]
         lines += ['', '</details>', '']
     for header, items in (('Unknown failures', verdict.unknown), ('Flaky (passed on rerun)', verdict.flaky)):
         if items:
-            lines += [f'**{header}**', ''] + [f'- `{_failure_label(s, t)}`' for s, t in items] + ['']
+            lines += [f'**{header}**', ''] + [f'- {markdown_code(_failure_label(s, t))}' for s, t in items] + ['']
     if verdict.stale:
         lines += ['**Stale known failures** (did not fail; consider removing them)', '']
-        lines += [f'- `{e.pattern}` (scope `{e.scope or "all"}`): {e.reason}' for e in verdict.stale] + ['']
+        lines += [f'- {markdown_code(e.pattern)} (scope {markdown_code(e.scope or "all")}): '
+                  f'{markdown_text(e.reason)}' for e in verdict.stale] + ['']
     lines += suggestion_block(result, verdict, context, suggestion)
-    return '\n'.join(lines)
+    return printable_lines(lines)
 
 
 def suggestion_block(result: RunResult, verdict: Verdict, context: Optional[ScopeContext] = None,
@@ -119,4 +129,4 @@ def suggestion_block(result: RunResult, verdict: Verdict, context: Optional[Scop
         return []
     text = suggestion or for_verdict(result, verdict, context)
     return ['<details><summary>Suggested known_test_failures entries (review each, fill in the reasons)</summary>',
-            '', '```python', text, '```', '', '</details>', '']
+            '', '```python', *text.split('\n'), '```', '', '</details>', '']

@@ -121,10 +121,25 @@ def _check_depth(path, data):
 
 
 def _check_text(path, where, value, optional=False):
+    """A non-empty string, of any length and any characters: what the parsers take from a log or an XML
+    report (a parametrized test id of 10,000 characters, an XML name holding a newline) is written as it
+    is, so it must read back; whatever prints it escapes it (eb_pytorch_cuda.escape)."""
     if value is None and optional:
         return
-    if not isinstance(value, str) or not value or '\n' in value or len(value) > 4096:
-        _refuse(path, where, f'must be a one-line string, got {value!r:.60}')
+    if not isinstance(value, str) or not value:
+        _refuse(path, where, f'must be a non-empty string, got {value!r:.60}')
+
+
+def _check_scope(path, scope):
+    """The scope a judged run recorded (report.to_json): where its known failures applied, and the target a
+    --suggest-policy run of it gets; strings of any content (printed escaped, as Python literals)."""
+    if not isinstance(scope, dict) or set(scope) - {'cpu_family', 'target', 'compute_capabilities'}:
+        _refuse(path, 'scope', 'must be an object of cpu_family, target and compute_capabilities')
+    for key in ('cpu_family', 'target'):
+        _check_text(path, f'scope.{key}', scope.get(key), optional=True)
+    capabilities = scope.get('compute_capabilities', [])
+    if not isinstance(capabilities, list) or not all(isinstance(c, str) and c for c in capabilities):
+        _refuse(path, 'scope.compute_capabilities', f'must be a list of strings, got {capabilities!r:.60}')
 
 
 def _check_test(path, where, test):
@@ -146,8 +161,9 @@ def _check_test(path, where, test):
 SUITE_KEYS = {'name', 'status', 'counts', 'failed_tests', 'signal', 'sources', 'rerun_outcome', 'seconds', 'note'}
 
 
-def _check_suite(path, index, suite):
-    where = f'suites[{index}]'
+def check_suite(path, where, suite):
+    """PluginError (path: where...: problem) unless suite is a suite of the model's shape, as a saved result and
+    a results-store record (testsuite/suiterun) hold it."""
     if not isinstance(suite, dict):
         _refuse(path, where, 'must be an object')
     unknown = set(suite) - SUITE_KEYS
@@ -180,7 +196,8 @@ def _check_suite(path, index, suite):
         _refuse(path, f'{where}.seconds', f'must be a finite number of seconds >= 0, got {seconds!r:.40}')
 
 
-def _no_constants(name):
+def no_constants(name):
+    """json.loads parse_constant: NaN and Infinity are no number JSON allows (nor a count or a time)."""
     raise ValueError(f'{name} is not a number JSON allows')
 
 
@@ -193,9 +210,11 @@ def validate_saved(path: str, data) -> None:
     _check_depth(path, data)
     if not isinstance(data['suites'], list):
         _refuse(path, 'suites', 'must be a list')
+    if 'scope' in data:
+        _check_scope(path, data['scope'])
     names = set()
     for index, suite in enumerate(data['suites']):
-        _check_suite(path, index, suite)
+        check_suite(path, f'suites[{index}]', suite)
         if suite['name'] in names:
             _refuse(path, f'suites[{index}].name', f"{suite['name']!r:.60} appears twice")
         names.add(suite['name'])
@@ -205,7 +224,7 @@ def load_saved(path: str) -> RunResult:
     """The RunResult of a JSON document written by `report --format json` or the test step; strict."""
     raw = read_bytes(path)
     try:
-        data = json.loads(raw.decode('utf-8'), parse_constant=_no_constants)
+        data = json.loads(raw.decode('utf-8'), parse_constant=no_constants)
     except RecursionError:
         raise PluginError(path, f'is not a saved result: nested deeper than {MAX_DEPTH} levels') from None
     except (ValueError, UnicodeDecodeError) as err:

@@ -3,12 +3,17 @@
 The easyconfig reader (eb/ecpolicy), the build fingerprint (step.build_fingerprint leaves the judging
 ones out: changing them re-judges, it does not rebuild), the dry run and `test-suite` all use this list,
 so a parameter cannot be known to one and missing from another.  EasyBuild-free.
+
+Every value is checked by type and range before anything runs (from_values): a wrong one would not fail,
+it would judge wrongly (a budget of -4 fails every run, a timeout of -5 kills every suite, a string of
+excluded tests is split into letters), so it is refused in one line naming the parameter.
 """
 
 from dataclasses import dataclass, field
 from typing import Optional
 
-from eb_pytorch_cuda.testsuite.policy import Policy, excluded_tests, known_failures
+from eb_pytorch_cuda.errors import PluginError
+from eb_pytorch_cuda.testsuite.policy import Policy, ScopeContext, excluded_tests, known_failures
 
 # (name, default, decides how a run is judged or scheduled rather than what is built and tested)
 PARAMETERS = (
@@ -43,22 +48,24 @@ class TestSettings:
     cuda_compute_capabilities: tuple = ()
 
     @classmethod
-    def from_values(cls, values: dict) -> 'TestSettings':
-        """From {parameter: value} (missing or None values take the defaults)."""
+    def from_values(cls, values: dict, source: str = 'easyconfig') -> 'TestSettings':
+        """From {parameter: value} (missing or None values take the defaults); PluginError naming source and
+        the parameter for a value of the wrong type or out of range (see check_values)."""
+        check_values(values, source)
+
         def value(name, default):
             found = values.get(name)
             return default if found is None else found
-        return cls(max_failed_tests=None if values.get('max_failed_tests') is None
-                   else int(values['max_failed_tests']),
+        timeout = values.get('test_suite_timeout')
+        return cls(max_failed_tests=values.get('max_failed_tests'),
                    known_test_failures=dict(value('known_test_failures', {})),
                    flaky_failures_consume_budget=bool(value('flaky_failures_consume_budget', False)),
-                   rerun_failed_tests=int(value('rerun_failed_tests', 0)),
+                   rerun_failed_tests=value('rerun_failed_tests', 0),
                    excluded_tests=dict(value('excluded_tests', {})),
-                   test_suite_timeout=None if values.get('test_suite_timeout') in (None, '') else
-                   int(values['test_suite_timeout']),
-                   parallel_test_suites=max(1, int(value('parallel_test_suites', 1))),
-                   test_suite_jobs=max(1, int(value('test_suite_jobs', 1))),
-                   cuda_compute_capabilities=tuple(str(c) for c in value('cuda_compute_capabilities', ())))
+                   test_suite_timeout=None if timeout in (None, '') else timeout,
+                   parallel_test_suites=value('parallel_test_suites', 1),
+                   test_suite_jobs=value('test_suite_jobs', 1),
+                   cuda_compute_capabilities=tuple(value('cuda_compute_capabilities', ())))
 
     def policy(self, context, default_budget: int = 0, source: str = 'known_test_failures') -> Policy:
         """The failure policy in force in context (default_budget when max_failed_tests is not set)."""
@@ -69,3 +76,67 @@ class TestSettings:
     def excluded(self, context) -> list:
         """run_test.py -x suites in force in context."""
         return excluded_tests(self.excluded_tests, context)
+
+
+# {parameter: least value} of the integer parameters
+_MINIMUM = {'max_failed_tests': 0, 'rerun_failed_tests': 0, 'test_suite_timeout': 1, 'parallel_test_suites': 1,
+            'test_suite_jobs': 1}
+_EVERYWHERE = ScopeContext('', '')  # known_failures checks every entry, whatever scope is in force
+
+
+def _shown(value) -> str:
+    return f'{value!r:.60}'
+
+
+def is_integer(value) -> bool:
+    """An int that is not a bool (True is an int to Python, not a count to an easyconfig)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_option(name: str, value, minimum: int) -> None:
+    """PluginError naming the option or parameter unless value is None or an integer >= minimum."""
+    if value is not None and not (is_integer(value) and value >= minimum):
+        raise PluginError(name, f'must be an integer >= {minimum}, got {_shown(value)}')
+
+
+def _check_scopes(source, name, value, check_items):
+    if not isinstance(value, dict):
+        raise PluginError(source, f'{name} must be a dict {{scope: [...]}}, got {_shown(value)}')
+    for scope, items in value.items():
+        if not isinstance(scope, str):
+            raise PluginError(source, f'{name}: scope {_shown(scope)} must be a string (\'\' for all)')
+        check_items(scope, items)
+
+
+def check_values(values: dict, source: str = 'easyconfig') -> None:
+    """PluginError (source: {parameter} ...) for the first value of values that is of the wrong type or out of
+    range; None always stands for the default.  Strings are not converted: '3' in an easyconfig is a typo."""
+    def given(name):
+        return values.get(name) is not None
+    for name, minimum in _MINIMUM.items():
+        found = values.get(name)
+        if name == 'test_suite_timeout' and found == '':
+            continue  # the easyblocks' own way of leaving it unset
+        if found is not None and not (is_integer(found) and found >= minimum):
+            raise PluginError(source, f'{name} must be an integer >= {minimum}, got {_shown(found)}')
+    if given('flaky_failures_consume_budget') and not isinstance(values['flaky_failures_consume_budget'], bool):
+        raise PluginError(source, f"flaky_failures_consume_budget must be True or False, got "
+                                  f"{_shown(values['flaky_failures_consume_budget'])}")
+
+    def excluded_items(scope, items):
+        if not isinstance(items, (list, tuple)) or not all(isinstance(t, str) and t.strip() for t in items):
+            raise PluginError(source, f'excluded_tests: scope {scope!r} must map to a list of test files such as '
+                                      f"['test_x'], got {_shown(items)}")
+    if given('excluded_tests'):
+        _check_scopes(source, 'excluded_tests', values['excluded_tests'], excluded_items)
+    if given('known_test_failures'):
+        _check_scopes(source, 'known_test_failures', values['known_test_failures'], lambda scope, items: None)
+        try:
+            known_failures(values['known_test_failures'], _EVERYWHERE, source)
+        except PluginError as err:
+            raise PluginError(source, f'known_test_failures: {err.problem}') from None
+    capabilities = values.get('cuda_compute_capabilities')
+    if capabilities is not None and (not isinstance(capabilities, (list, tuple))
+                                     or not all(isinstance(c, str) and c.strip() for c in capabilities)):
+        raise PluginError(source, f"cuda_compute_capabilities must be a list of strings such as ['8.0', '9.0'], "
+                                  f'got {_shown(capabilities)}')

@@ -52,6 +52,15 @@ def run_suites(command, env, store, output_dir, python, timeouts, parallel=1, re
     previous_results (a results JSON) orders the spread longest first; tested_installation must then be on
     a path the jobs see."""
     progress = progress or (lambda message: None)
+    with store.exclusive():  # one run per store: a second one refuses in one line naming the directory
+        if store.notice is None:
+            store.notice = progress  # each store line set aside is said once, naming the file and the line
+        return _run_suites(command, env, store, output_dir, python, timeouts, parallel, reruns, progress,
+                           batch_size, jobs, previous_results, tested_installation)
+
+
+def _run_suites(command, env, store, output_dir, python, timeouts, parallel, reruns, progress, batch_size, jobs,
+                previous_results, tested_installation):
     env = harness_environment(env, command)
     harness = harness_of(command.cwd)
     if not batchrun.xml_reports_safe(harness, command, env):

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from eb_pytorch_cuda.errors import PluginError
+from eb_pytorch_cuda.escape import printable_lines
 from eb_pytorch_cuda.testsuite.model import RunResult
 from eb_pytorch_cuda.testsuite.policy import (KnownFailure, Policy, ScopeContext, Verdict, detect_context, judge,
                                               is_compute_capability, known_failures)
@@ -186,7 +187,8 @@ def verify(runs: list, merged: dict) -> list:
 
 
 def render(runs: list, merged: dict, outcome: list) -> str:
-    """The suggestion as easyconfig text to paste into known_test_failures, with what each entry is and does."""
+    """The suggestion as easyconfig text to paste into known_test_failures, with what each entry is and does:
+    Python that is only the one assignment, whatever the names and targets in the files hold."""
     sources = ', '.join(f'{run.label} [{run.scope or "all"}]' for run in runs)
     lines = [f'# Suggested known_test_failures entries (from {sources}).',
              '# Replace each TODO with the reason and the issue or pull request; keep the counts.']
@@ -217,7 +219,9 @@ def render(runs: list, merged: dict, outcome: list) -> str:
     if warnings:
         lines.append('# WARNING: suites that crashed, timed out or never finished, not failures that were counted: '
                      + ', '.join(warnings))
-    return '\n'.join(lines)
+    # literals are repr()s; a comment holds names, targets and labels from files: every line is made printable,
+    # so none can end a comment and start a line of Python (escape.printable: no line break of any kind)
+    return printable_lines(lines)
 
 
 def to_data(runs: list, merged: dict, outcome: list) -> dict:

@@ -1,0 +1,166 @@
+"""The suite-result store under faults: a torn last line, records that are not records, two runs at once.
+
+Each case was found by a fault probe: the resumed run appended onto a torn fragment (a passed suite became
+`missing`, a false FAIL); `[1,2]`, invalid UTF-8 or a bare fingerprint crashed test-suite with a traceback,
+again on every rerun; two runs on one results directory both ran every suite and counted each other's XML.
+The store is a real file; the runs are real `eb-pytorch-cuda test-suite` processes on the stand-in tree.
+"""
+
+import fcntl
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+
+from eb_pytorch_cuda import standins
+from eb_pytorch_cuda.testsuite import suiterun
+
+PASSED = {'name': 'test_a', 'status': 'passed', 'counts': {'passed': 2}}
+
+
+def _store(tmp_path, fingerprint='fp-a'):
+    return suiterun.ResultStore(str(tmp_path / 'r' / 'results.jsonl'), fingerprint)
+
+
+def test_a_torn_last_line_is_noted_and_the_next_record_is_not_lost(tmp_path):
+    store = _store(tmp_path)
+    store.append({'suite': PASSED})
+    with open(store.path, 'ab') as handle:  # what kill -9 in the middle of a write leaves
+        handle.write(json.dumps({'suite': dict(PASSED, name='test_b'), 'fingerprint': 'fp-a'}).encode()[:25])
+    notes = []
+    store.notice = notes.append
+    assert set(store.load()) == {'test_a'}
+    store.append({'suite': dict(PASSED, name='test_b')})  # the resumed run's record
+    assert set(store.load()) == {'test_a', 'test_b'}  # was: {'test_a'}, and test_b 'missing': a false FAIL
+    assert store.result(['test_a', 'test_b']).suites['test_b'].status == 'passed'
+    assert notes == [f'{store.path}: line 2: unterminated last line of 25 bytes (a write cut short); set aside (a '
+                     f'suite with no valid record runs again)',
+                     f'{store.path}: line 2: not a JSON record (Unterminated string starting at: line 1 column 20 '
+                     f'(char 19)); set aside (a suite with no valid record runs again)']
+    assert store.set_aside == notes
+
+
+@pytest.mark.parametrize('line,problem', [
+    (b'[1, 2]', 'not a record (a JSON list, not an object)'),
+    (b'{"suite": {"name": "t\xff\xfe"}, "fingerprint": "fp-a"}', 'not UTF-8 (byte 21)'),
+    (b'"fp-a"', 'not a record (a JSON str, not an object)'),
+    (b'{"fingerprint": "fp-a"}', 'not a record (suite: must be an object)'),
+    (b'{"suite": {"name": "t"}}', 'not a record (no fingerprint)'),
+    (b'{"suite": {"name": "t", "counts": {"failed": "1"}}, "fingerprint": "fp-a"}',
+     'not a record (suite.counts.failed: must be an integer from 0'),
+    (b'{"suite": {"name": "t", "seconds": NaN}, "fingerprint": "fp-a"}', 'NaN is not a number JSON allows'),
+    (b'{"suite": {"name": "t"}, "fingerprint": "fp-a", "notes": "x"}', 'notes: must be a list of strings'),
+    (b'{"suite": {"name": "t", "status": "passed"', 'not a JSON record'),
+])
+def test_a_line_that_is_not_a_record_is_named_and_set_aside_not_a_traceback(tmp_path, line, problem):
+    store = _store(tmp_path)
+    store.append({'suite': PASSED})
+    with open(store.path, 'ab') as handle:
+        handle.write(line + b'\n')
+    store.append({'suite': dict(PASSED, name='test_c')})
+    notes = []
+    store.notice = notes.append
+    assert set(store.load()) == {'test_a', 'test_c'}
+    store.load()
+    assert len(notes) == 1 and notes[0].startswith(f'{store.path}: line 2: ') and problem in notes[0], notes
+
+
+def test_records_of_other_builds_stay_apart(tmp_path):
+    _store(tmp_path, 'fp-b').append({'suite': dict(PASSED, name='test_b')})
+    store = _store(tmp_path)
+    store.append({'suite': PASSED})
+    assert set(store.load()) == {'test_a'} and store.set_aside == []
+
+
+def _tree(root, seconds=0):
+    """The stand-in test tree with test_known_failure and one suite that sleeps `seconds`."""
+    test_dir = root / 'test'
+    shutil.copytree(os.path.join(standins.TORCH_SOURCES, 'test'), test_dir)
+    for name in os.listdir(test_dir):
+        if name.startswith('test_') and name not in ('test_known_failure.py',):
+            os.unlink(test_dir / name)
+    shutil.rmtree(test_dir / 'distributed')
+    (test_dir / 'test_sleep.py').write_text(
+        'import time\nimport unittest\n\nfrom common import run_tests\n\n\nclass TestSleeps(unittest.TestCase):\n'
+        f'    def test_sleep(self):\n        time.sleep({seconds})\n\n    def test_other(self):\n'
+        '        self.assertTrue(True)\n\n\nif __name__ == "__main__":\n    run_tests(__file__)\n')
+    return root
+
+
+def _test_suite(source, results, *extra):
+    return subprocess.Popen([sys.executable, '-m', 'eb_pytorch_cuda', 'test-suite', str(source), '--python',
+                             sys.executable, '--results', str(results), '--format', 'json', '--timeout', '120',
+                             *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _finish(process):
+    out, err = process.communicate(timeout=600)
+    return process.returncode, out, err
+
+
+def _verdict(code, stdout):
+    """What the run decided (the installed easyblocks' default budget decides pass or fail: 10 in 5.x, 0 in 4.x),
+    checked against the exit status."""
+    data = json.loads(stdout)
+    assert code == (0 if data['verdict'] == 'pass' else 1)
+    return data['tests'], data['failed_tests'], sorted(s['name'] for s in data['suites'])
+
+
+def test_test_suite_resumes_over_a_torn_and_corrupt_store_with_the_same_verdict(tmp_path):
+    source, results = _tree(tmp_path / 'src'), tmp_path / 'results'
+    code, out, err = _finish(_test_suite(source, results))
+    first = _verdict(code, out)
+    assert first == (5, 1, ['test_known_failure', 'test_sleep']), err  # test_known_failure fails once
+    store = results / 'results.jsonl'
+    lines = store.read_bytes().splitlines(keepends=True)
+    assert len(lines) == 2
+    # corrupt records before the good ones, and the last record torn in the middle
+    store.write_bytes(b'[1,2]\n\xff\xfe\n"' + b'0' * 64 + b'"\n' + lines[0] + lines[1][:len(lines[1]) // 2])
+    torn = json.loads(lines[1])['suite']['name']
+    code, out, err = _finish(_test_suite(source, results))
+    assert 'Traceback' not in err, err
+    assert _verdict(code, out) == first  # no suite became 'missing'
+    assert 'resuming: 1 suite(s) already measured for this build, 1 to run' in err
+    for number, problem in ((1, 'not a record (a JSON list'), (2, 'not UTF-8'), (3, 'not a record (a JSON str'),
+                            (5, 'unterminated last line')):
+        assert f'{store}: line {number}: {problem}' in err, err
+    assert 'running it alone' not in err and torn in err
+    # the next run finds everything measured: the torn fragment became a line of its own, set aside
+    code, out, err = _finish(_test_suite(source, results))
+    assert _verdict(code, out) == first
+    assert 'resuming: 2 suite(s) already measured for this build, 0 to run' in err
+    assert f'{store}: line 5: not a JSON record' in err
+
+
+def test_a_second_run_on_the_same_results_directory_refuses_in_one_line(tmp_path):
+    source, results = _tree(tmp_path / 'src', seconds=6), tmp_path / 'results'
+    first = _test_suite(source, results)
+    lock = results / 'results.jsonl.lock'
+    deadline = time.time() + 120
+    while not (lock.exists() and lock.read_text().strip()):
+        assert time.time() < deadline and first.poll() is None, first.communicate()
+        time.sleep(0.1)
+    code, out, err = _finish(_test_suite(source, results))
+    assert code == 2 and out == '', (out, err)
+    assert err == (f'eb-pytorch-cuda: error: {results}: another run (pid {first.pid}) is using this results '
+                   f'directory (results.jsonl.lock is locked); wait for it to end or use another results '
+                   f'directory\n')
+    code, out, err = _finish(first)
+    assert _verdict(code, out) == (5, 1, ['test_known_failure', 'test_sleep']), err  # nothing counted twice
+    # the lock goes with the run that held it, even one killed: flock is released by the kernel
+    holder = subprocess.Popen([sys.executable, '-c', 'import fcntl, os, sys, time\n'
+                               f'fd = os.open({str(lock)!r}, os.O_RDWR)\nfcntl.flock(fd, fcntl.LOCK_EX)\n'
+                               'print("held", flush=True)\ntime.sleep(600)\n'], stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline() == 'held\n'
+    code, out, err = _finish(_test_suite(source, results))
+    assert code == 2 and 'is using this results directory' in err
+    holder.kill()
+    holder.wait()
+    code, out, err = _finish(_test_suite(source, results))
+    assert code in (0, 1) and 'resuming: 2 suite(s) already measured' in err, err
+    with open(lock) as handle:  # and nobody holds it now
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
