@@ -14,13 +14,13 @@ and hooks on top of it.  The test step runs six real suites of the tree; test_li
 minutes and 6 GB of disk on a 2-core machine; run alone with `pytest tests/test_eb_real_torch21.py`.
 """
 
+import ast
 import json
 import os
 import re
 import shutil
 import subprocess
 import zipfile
-from types import SimpleNamespace
 
 import pytest
 
@@ -57,22 +57,25 @@ def stack(tmp_path_factory):
     if missing:
         pytest.fail(f"missing {', '.join(missing)}: run bash tools/setup.sh")
     base = tmp_path_factory.mktemp('real-torch21')
-    sources, prefix = base / 'sources', base / 'stack'
-    sources.mkdir()
-    python = real_torch21.make_test_python(base / 'python')
-    real_torch21.make_harness_tarball(sources)
-    cudnn_tarball = real_torch21.make_cudnn_tarball(sources, base / 'staging-cudnn')
-    runner = EbRunner('5.4.1', prefix, sources)
-    done = runner.run(real_torch21.EASYCONFIGS / 'cuDNN-8.9.2.26-pip-wheel.eb',
-                      real_torch21.EASYCONFIGS / 'FlexiBLAS-3.3.1-standin.eb', hooks=False, env=_env(python, '5.4.1'))
-    assert done.returncode == 0, done.stdout + done.stderr
-    cudnn_root = runner.installdir('cuDNN', real_torch21.CUDNN_VERSION + real_torch21.CUDNN_SUFFIX)
-    cudnn_tarball.unlink()  # 1.2 GB, installed now
-    cuda_lib = real_torch21.make_cuda_libs(base / 'cuda-libs')
-    wheel = real_torch21.make_torch_wheel(sources, base / 'staging-wheel', str(cudnn_root / 'lib'), str(cuda_lib))
-    yield {'base': base, 'sources': sources, 'python': python, 'modules': prefix / 'modules' / 'all',
-           'cudnn_root': cudnn_root, 'cuda_lib': cuda_lib, 'wheel': wheel}
-    shutil.rmtree(base, ignore_errors=True)  # several GB: not left for pytest's keep-three-runs rotation
+    try:
+        sources, prefix = base / 'sources', base / 'stack'
+        sources.mkdir()
+        python = real_torch21.make_test_python(base / 'python')
+        real_torch21.make_harness_tarball(sources)
+        cudnn_tarball = real_torch21.make_cudnn_tarball(sources, base / 'staging-cudnn')
+        runner = EbRunner('5.4.1', prefix, sources)
+        easyconfigs = [real_torch21.EASYCONFIGS / name
+                       for name in ('cuDNN-8.9.2.26-pip-wheel.eb', 'FlexiBLAS-3.3.1-standin.eb')]
+        done = runner.run(*easyconfigs, hooks=False, env=_env(python, '5.4.1'))
+        assert done.returncode == 0, done.stdout + done.stderr
+        cudnn_root = runner.installdir('cuDNN', real_torch21.CUDNN_VERSION + real_torch21.CUDNN_SUFFIX)
+        cudnn_tarball.unlink()  # 1.2 GB, installed now
+        cuda_lib = real_torch21.make_cuda_libs(base / 'cuda-libs')
+        wheel = real_torch21.make_torch_wheel(sources, base / 'staging-wheel', str(cudnn_root / 'lib'), str(cuda_lib))
+        yield {'base': base, 'sources': sources, 'python': python, 'modules': prefix / 'modules' / 'all',
+               'cudnn_root': cudnn_root, 'cuda_lib': cuda_lib, 'wheel': wheel}
+    finally:  # several GB: not left for pytest's keep-three-runs rotation, nor after a failed setup
+        shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.fixture(scope='module', params=EB_VERSIONS, ids=[f'eb{v}' for v in EB_VERSIONS])
@@ -138,15 +141,18 @@ def test_the_entry_is_what_makes_cudnn_load_its_sub_library_in_this_layout(insta
     assert installed['done'].returncode == 0, installed['out']
     unpatched = tmp_path / 'torch' / 'lib'
     unpatched.mkdir(parents=True)
-    for path in installed['library'].parent.iterdir():
-        if path.name != 'libtorch_cuda.so':
-            os.link(path, unpatched / path.name)
-    with zipfile.ZipFile(stack['wheel'].path) as wheel:
-        wheel.extract('torch/lib/libtorch_cuda.so', tmp_path)
-    assert NEEDED not in read_elf(unpatched / 'libtorch_cuda.so').needed
-    calls = [[CHECKS[NEEDED]]]
-    patched_result = run_orders(installed['library'], 'libcudnn.so.8', calls, tmp_path)[0]
-    unpatched_result = run_orders(unpatched / 'libtorch_cuda.so', 'libcudnn.so.8', calls, tmp_path)[0]
+    try:
+        for path in installed['library'].parent.iterdir():
+            if path.name != 'libtorch_cuda.so':
+                os.link(path, unpatched / path.name)
+        with zipfile.ZipFile(stack['wheel'].path) as wheel:
+            wheel.extract('torch/lib/libtorch_cuda.so', tmp_path)
+        assert NEEDED not in read_elf(unpatched / 'libtorch_cuda.so').needed
+        calls = [[CHECKS[NEEDED]]]
+        patched_result = run_orders(installed['library'], 'libcudnn.so.8', calls, tmp_path)[0]
+        unpatched_result = run_orders(unpatched / 'libtorch_cuda.so', 'libcudnn.so.8', calls, tmp_path)[0]
+    finally:
+        shutil.rmtree(tmp_path / 'torch')  # 1.4 GB (the hard links keep the installation's files alive)
     assert patched_result['ok'] and NEEDED in patched_result['loaded'], patched_result
     assert not unpatched_result['ok'], unpatched_result
     # glibc names the first of libcudnn_cnn_train.so.8's NEEDED entries that nothing on the search path holds
@@ -154,9 +160,20 @@ def test_the_entry_is_what_makes_cudnn_load_its_sub_library_in_this_layout(insta
         f'Could not load library {NEEDED}. Error: libcudnn_ops_infer.so.8: cannot open shared object file')
 
 
+def _apply_lmod_python(text, env):
+    """Apply Lmod's `python` output (`os.environ["K"] = "V";`, `del os.environ["K"]`) to env, without running it."""
+    for line in text.splitlines():
+        assignment = re.match(r'os\.environ\[("(?:[^"\\]|\\.)*")\] = ("(?:[^"\\]|\\.)*");?$', line)
+        removal = re.match(r'del os\.environ\[("(?:[^"\\]|\\.)*")\];?$', line)
+        if assignment:
+            env[ast.literal_eval(assignment.group(1))] = ast.literal_eval(assignment.group(2))
+        elif removal:
+            env.pop(ast.literal_eval(removal.group(1)), None)
+
+
 def test_the_module_imports_the_installed_torch_with_the_cudnn_module_and_no_ld_library_path(installed, stack):
     """`module load` of the installation (Lmod's Python output applied as EasyBuild applies it), then a fresh
-    Python: torch is the installed one and maps the cuDNN module's libcudnn.so.8, with no LD_LIBRARY_PATH."""
+    Python: torch is the installed one and maps the cuDNN module's libraries, with no LD_LIBRARY_PATH."""
     assert installed['done'].returncode == 0, installed['out']
     eb = installed['eb']
     env = eb.env(_env(stack['python'], eb.version,
@@ -164,11 +181,15 @@ def test_the_module_imports_the_installed_torch_with_the_cudnn_module_and_no_ld_
     lmod = subprocess.run([env['LMOD_CMD'], 'python', 'load', f'{INSTALL[0]}/{INSTALL[1]}'], env=env,
                           capture_output=True, text=True, timeout=300)
     assert lmod.returncode == 0 and lmod.stdout, lmod.stderr
-    exec(lmod.stdout, {'os': SimpleNamespace(environ=env)})  # noqa: S102 - Lmod's own os.environ statements
+    _apply_lmod_python(lmod.stdout, env)
     assert 'LD_LIBRARY_PATH' not in env
     script = ("import json, torch; print(json.dumps([torch.__file__, torch.__version__, sorted("
               "{l.split()[-1] for l in open('/proc/self/maps') if 'libcudnn' in l})]))")
     done = subprocess.run([str(stack['python']), '-c', script], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
+    cudnn_lib = stack['cudnn_root'] / 'lib'
+    # libcudnn.so.8, and the NEEDED entry with its own NEEDED sub-libraries: all from the cuDNN module
+    names = ('libcudnn.so.8', 'libcudnn_cnn_infer.so.8', NEEDED, 'libcudnn_ops_infer.so.8', 'libcudnn_ops_train.so.8')
+    mapped = [str(cudnn_lib / name) for name in names]
     assert json.loads(done.stdout) == [str(installed['installdir'] / PYLIB / 'torch' / '__init__.py'),
-                                       '2.1.2+cu121', [str(stack['cudnn_root'] / 'lib' / 'libcudnn.so.8')]]
+                                       '2.1.2+cu121', mapped]
