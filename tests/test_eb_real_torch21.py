@@ -96,6 +96,10 @@ def installed(request, stack, tmp_path_factory):
 def test_eb_installs_and_the_test_step_judges_the_real_suites_pass(installed):
     done, out = installed['done'], installed['out']
     assert done.returncode == 0, out
+    # the suites import a test installation (EasyBuild's temporary prefix) that was patched before they ran
+    patched = re.search(rf'== patched (/\S+/torch/lib/libtorch_cuda\.so): added NEEDED {re.escape(NEEDED)}\n', out)
+    assert patched and patched.start() < out.index('== running 6 suites: '), out
+    assert not patched.group(1).startswith(str(installed['installdir']))
     # the harness was asked its own selection (the 2.1 line prints none), and all six suites ran
     assert re.search(r'== suite 6/6: ', out), out
     assert re.search(r'== suite \d/6: test_license failed', out), out
