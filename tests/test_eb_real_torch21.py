@@ -10,9 +10,9 @@ easyconfig, tests/data/easyconfigs-real-torch21/PyTorch-2.1.2-wheel.eb).
 EasyBuild 5.4.1 installs the cuDNN module once per run of this file (a Tarball of the pip libraries without
 RUNPATH, as NVIDIA's tarball is installed); each EasyBuild version then installs PyTorch with our easyblock
 and hooks on top of it.  The test step runs six real suites of the tree; test_license fails for real
-(torch 2.1.2's wheel LICENSE says "Pytorch") and is the easyconfig's one known failure.  Takes 6 to 9
-minutes (3.3 minutes of CPU) and up to 4 GB of disk on a 2-core machine, removed at the end; run alone with
-`pytest tests/test_eb_real_torch21.py`.
+(torch 2.1.2's wheel LICENSE says "Pytorch") and is the easyconfig's one known failure.  Takes 6 minutes
+on a quiet 2-core machine, 9 to 13 when other work shares its cores (3.3 to 3.7 minutes of CPU), and up to
+4 GB of disk, removed at the end; run alone with `pytest tests/test_eb_real_torch21.py`.
 """
 
 import ast
