@@ -19,13 +19,12 @@ What tests/test_eb_real_torch21.py installs with EasyBuild, made from what tools
   triton), so that `import torch` works only through the installation under test.
 """
 
-import base64
 import csv
-import hashlib
 import io
 import os
 import shutil
 import subprocess
+import sys
 import tarfile
 import zipfile
 from pathlib import Path
@@ -33,6 +32,9 @@ from typing import Dict, List, NamedTuple
 
 from eb_pytorch_cuda.elf.patchelf import patchelf_binary
 from eb_pytorch_cuda.elf.reader import read_elf
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / 'tools' / 'validate-gpu'))
+from binary_torch import _metadata, _record_line, _tar_filter  # noqa: E402 - the GPU run's wheel tools
 
 REPO = Path(__file__).resolve().parent.parent
 VENVS = Path(os.environ.get('EB_PYTORCH_CUDA_VENVS', REPO / '.venvs')).resolve()
@@ -65,11 +67,6 @@ def missing_inputs() -> List[str]:
               SITE_PACKAGES / 'nvidia' / 'cudnn' / 'lib' / 'libcudnn.so.8', HARNESS_TREE / 'test' / 'run_test.py',
               HARNESS_VENV / 'bin' / 'python']
     return [str(path) for path in needed if not path.exists()]
-
-
-def _tar_filter(info):
-    parts = info.name.split('/')
-    return None if '__pycache__' in parts or 'test-reports' in parts or info.name.endswith('.pyc') else info
 
 
 def make_harness_tarball(sources: Path) -> Path:
@@ -122,27 +119,6 @@ def _new_rpath(entries, cudnn_lib: str, cuda_lib: str) -> List[str]:
         if entry not in result:
             result.append(entry)
     return result
-
-
-def _record_line(name: str, data_path: Path) -> List[str]:
-    digest = hashlib.sha256()
-    with open(data_path, 'rb') as handle:
-        for block in iter(lambda: handle.read(1 << 20), b''):
-            digest.update(block)
-    encoded = base64.urlsafe_b64encode(digest.digest()).rstrip(b'=').decode()
-    return [name, f'sha256={encoded}', str(data_path.stat().st_size)]
-
-
-def _metadata(text: str):
-    """METADATA without the nvidia-* and triton requirements; the dropped lines."""
-    kept, dropped = [], []
-    for line in text.splitlines(keepends=True):
-        requirement = line[len('Requires-Dist: '):] if line.startswith('Requires-Dist: ') else ''
-        if requirement.startswith(('nvidia-', 'triton')):
-            dropped.append(line.strip())
-        else:
-            kept.append(line)
-    return ''.join(kept), dropped
 
 
 def make_torch_wheel(sources: Path, staging: Path, cudnn_lib: str, cuda_lib: str) -> WheelInfo:
