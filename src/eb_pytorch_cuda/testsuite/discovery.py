@@ -5,9 +5,9 @@ per line (on stderr) only with `--verbose`; 2.6 prints its batch (`Name: tests t
 (N):`, `    test_x 1/1`, `  Parallel tests (N):`); the 2.1 line prints nothing at all (its main() returns
 right after building its batches: measured on ../shared/pytorch-2.1-harness, docs/design.md).  So the
 selection is not read from what it prints: selection_probe.py runs in the test Python, in the suites'
-directory and environment (no shell), imports the harness's `run_test` module and calls its own
-`parse_args()`, `get_selected_tests()` and `must_serial()` (and, for `--shard`, records its `do_sharding()`
-in a dry run of its `main()`).  The printed list, where the version prints one, is a cross-check: a
+directory and environment (no shell), imports the harness's `run_test` module, runs its `main()` with
+`--dry-run` and records what its own `get_selected_tests()` (and, for `--shard`, `do_sharding()`) returns,
+then asks its `must_serial()` of each suite.  The printed list, where the version prints one, is a cross-check: a
 disagreement is an error naming both.  Selection options of the command (`-x`, `--shard`, `--exclude-*`,
 `-i`) are applied there, once; the suites are then run with `-i <suites>` and without `--shard`/`-i`
 (`-i x --shard 1 2` shards the one suite: "Number of shards must be less than 1").
@@ -107,8 +107,7 @@ def discover(command, env, timeout=3600):
                                      f"and main, which every PyTorch run_test.py has)")
     if answer.get('main_error') or answer.get('main_exit') not in (0, None):
         tail = ' | '.join(line for line in str(answer.get('printed', '')).strip().splitlines()[-5:])
-        verbose = [] if {'-v', '--verbose'} & set(command.argv) else ['--verbose']  # as the probe adds it
-        dry_run = ' '.join(command.argv + ['--dry-run'] + verbose)
+        dry_run = ' '.join(command.argv[:2] + list(answer.get('dry_run_argv') or []))  # what the probe ran
         raise PluginError('runtest', f"'{dry_run}' (in {command.cwd}) stopped "
                                      f"({answer.get('main_error') or 'exit ' + str(answer.get('main_exit'))})"
                                      f"{': ' + tail if tail else ''}")

@@ -76,6 +76,11 @@ CONSISTENT_FAILURES = re.compile(r"^The following tests failed consistently: \[(
 _QUOTED_TEST = re.compile(r"'(?P<path>[\w/.-]+?\.py)::(?:(?P<cls>\w+)::)?(?P<test>[^':]+)'")
 
 
+def _pytest_test_id(cls, test):
+    """'Class.test' (or 'test' for a module-level test) of a pytest node id's class and test parts."""
+    return f'{cls}.{test}' if cls else test
+
+
 def _test_id(test, where):
     """'Class.test' from unittest's '(module.Class)' or Python 3.11's '(module.Class.test)'."""
     parts = where.split('.')
@@ -138,7 +143,7 @@ def _failed_tests(chunk):
         tests.append((match.start(), None, _test_id(match.group('test'), match.group('where')),
                       ERROR if match.group('kind') == 'ERROR' else FAILED))
     for match in PYTEST_FAILED_TEST.finditer(chunk):
-        test_id = f"{match.group('cls')}.{match.group('test')}" if match.group('cls') else match.group('test')
+        test_id = _pytest_test_id(match.group('cls'), match.group('test'))
         tests.append((match.start(), match.group('path'), test_id, ERROR if match.group('kind') == 'ERROR' else FAILED))
     for match in ASSERTION_LIST.finditer(chunk):
         for line in match.group('names').splitlines()[:int(match.group('count'))]:
@@ -221,8 +226,7 @@ class _Runs:
             for test in _QUOTED_TEST.finditer(match.group('tests')):
                 name = self.suite_of(test.group('path')) or (owner[0] if owner else None)
                 if name is not None:
-                    test_id = f"{test.group('cls')}.{test.group('test')}" if test.group('cls') else test.group('test')
-                    self.consistent.setdefault(name, set()).add(test_id)
+                    self.consistent.setdefault(name, set()).add(_pytest_test_id(test.group('cls'), test.group('test')))
         for _position, path, test_id, state in _failed_tests(chunk):
             name = (self.suite_of(path) if path else None) or (owner[0] if owner else None)
             if name is None:

@@ -67,7 +67,8 @@ def main():
     _recorder(run_test, 'get_selected_tests', selected)
     _recorder(run_test, 'do_sharding', sharded)
     printed = io.StringIO()
-    sys.argv = ['run_test.py', *argv, '--dry-run', *([] if '--verbose' in argv or '-v' in argv else ['--verbose'])]
+    dry_run_argv = [*argv, '--dry-run', *([] if '--verbose' in argv or '-v' in argv else ['--verbose'])]
+    sys.argv = ['run_test.py', *dry_run_argv]
     code, error = 0, None
     with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
         try:
@@ -86,7 +87,7 @@ def main():
     serial = [name for name in suites if must_serial(name)] if callable(must_serial) else None
     with open(out, 'w', encoding='utf-8') as handle:
         json.dump({'suites': suites, 'serial': serial, 'printed': printed.getvalue(), 'main_exit': code,
-                   'main_error': error, 'selected_calls': len(selected)}, handle)
+                   'main_error': error, 'selected_calls': len(selected), 'dry_run_argv': dry_run_argv}, handle)
 
 
 if __name__ == '__main__':
