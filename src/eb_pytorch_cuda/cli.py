@@ -295,11 +295,13 @@ def main(argv=None) -> int:
             print(f'{PROG}: error: {where}{err.strerror or err}', file=sys.stderr)
             return 2
     except KeyboardInterrupt:  # (also when it arrives while an error above is being printed)
-        print(f'{PROG}: interrupted (SIGINT); temporary files removed, no file left half-written', file=sys.stderr)
+        print(f'{PROG}: interrupted (SIGINT); every process it started stopped, temporary files removed, '
+              f'no file left half-written', file=sys.stderr)
         return 128 + signal.SIGINT
     except Terminated as err:
         name = signal.Signals(err.signum).name
-        print(f'{PROG}: terminated ({name}); temporary files removed, no file left half-written', file=sys.stderr)
+        print(f'{PROG}: terminated ({name}); every process it started stopped, temporary files removed, '
+              f'no file left half-written', file=sys.stderr)
         return 128 + err.signum
     finally:
         for signum, handler in previous.items():

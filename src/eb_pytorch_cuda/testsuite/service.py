@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 
+from eb_pytorch_cuda import process
 from eb_pytorch_cuda.testsuite.run import batches
 from eb_pytorch_cuda.testsuite.run import discovery
 from eb_pytorch_cuda.testsuite.run.reruns import rerun_failures
@@ -55,7 +56,9 @@ def run_suites(command, env, store, output_dir, python, timeouts, parallel=1, re
     previous_results (a results JSON) orders the spread longest first; tested_installation must then be on
     a path the jobs see."""
     progress = progress or (lambda message: None)
-    with store.exclusive():  # one run per store: a second one refuses in one line naming the directory
+    # one run per store (a second one refuses in one line naming the directory); a SIGTERM/SIGHUP or Ctrl-C
+    # stops every suite, batch and rerun group before we exit (eb_pytorch_cuda.process)
+    with store.exclusive(), process.terminating_signals_stop_children():
         if store.notice is None:
             store.notice = progress  # each store line set aside is said once, naming the file and the line
         return _run_suites(command, env, store, output_dir, python, timeouts, parallel, reruns, progress,

@@ -19,6 +19,7 @@ import threading
 import time
 from dataclasses import asdict
 
+from eb_pytorch_cuda import process
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite.run import batches
 from eb_pytorch_cuda.testsuite.run import discovery
@@ -29,7 +30,6 @@ from eb_pytorch_cuda.testsuite.results.model import RunResult
 from eb_pytorch_cuda.testsuite.results.outcome import build_outcome, remove_reports
 from eb_pytorch_cuda.testsuite.policy.judging import is_compute_capability
 from eb_pytorch_cuda.testsuite.results.saved import check_suite, mark_missing, no_constants
-from eb_pytorch_cuda.testsuite.run.reruns import kill_group
 
 DEFAULT_TIMEOUT = 3 * 3600  # PyTorch's slowest suites take well under an hour on a build node
 OUTPUT_KEPT = batches.OUTPUT_KEPT
@@ -202,13 +202,9 @@ def run_suite(command, suite, timeout, output_dir, env, gpu=None):
     output_path = os.path.join(output_dir, suite.replace('/', '.') + '.log')
     start = time.time()
     with open(output_path, 'w') as output:
-        process = subprocess.Popen(argv, cwd=command.cwd, env=batches.batch_env(env, gpu), stdout=output,
-                                   stderr=subprocess.STDOUT, start_new_session=True)
-        try:
-            code, timed_out = process.wait(timeout=timeout), None
-        except subprocess.TimeoutExpired:
-            kill_group(process)
-            code, timed_out = process.returncode, f'timeout after {timeout}s'
+        code, killed = process.run(argv, timeout=timeout, cwd=command.cwd, env=batches.batch_env(env, gpu),
+                                   stdout=output, stderr=subprocess.STDOUT)
+        timed_out = f'timeout after {timeout}s' if killed else None
     with open(output_path, errors='replace') as handle:
         text = handle.read()
     out = split_batch_output(text, [suite], command.cwd)[suite]
