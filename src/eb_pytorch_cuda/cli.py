@@ -119,7 +119,7 @@ def cmd_test_suite(args):
     from eb_pytorch_cuda.testsuite.policy.report import RESULTS_JSON, RESULTS_MARKDOWN, to_json, to_markdown, to_text
     from eb_pytorch_cuda.testsuite.policy.settings import TestSettings, check_option
     from eb_pytorch_cuda.testsuite.standalone import check_inputs, notes_of, run_test_suite
-    from eb_pytorch_cuda.testsuite.run.solo import gpu_compute_capabilities
+    from eb_pytorch_cuda.testsuite.run.gpus import gpu_compute_capabilities
     for option, value, minimum in (('--timeout', args.timeout, 1), ('--parallel', args.parallel, 1),
                                    ('--rerun', args.rerun, 0), ('--jobs', args.jobs, 1)):
         check_option(option, value, minimum)  # 0 or -1 is refused, not replaced by the easyconfig's value

@@ -54,7 +54,8 @@ from eb_pytorch_cuda.testsuite.run.command import parse_runtest
 from eb_pytorch_cuda.testsuite.policy.judging import detect_context, judge
 from eb_pytorch_cuda.testsuite.policy.report import RESULTS_JSON, RESULTS_MARKDOWN, to_json, to_markdown, to_text
 from eb_pytorch_cuda.testsuite.policy.settings import NAMES as SETTINGS_NAMES, TestSettings
-from eb_pytorch_cuda.testsuite.run.solo import ResultStore, gpu_compute_capabilities
+from eb_pytorch_cuda.testsuite.run.gpus import gpu_compute_capabilities
+from eb_pytorch_cuda.testsuite.run.store import ResultStore
 
 
 # every copy of this file carries this line; upstream's pytorch.py never does

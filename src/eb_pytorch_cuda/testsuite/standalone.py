@@ -14,7 +14,7 @@ from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite import service
 from eb_pytorch_cuda.testsuite.run.command import parse_runtest
 from eb_pytorch_cuda.testsuite.policy.report import RESULTS_JSON
-from eb_pytorch_cuda.testsuite.run.solo import ResultStore
+from eb_pytorch_cuda.testsuite.run.store import ResultStore
 
 DEFAULT_RUNTEST = 'cd test && %(python)s run_test.py --continue-through-error %(excluded_tests)s'
 
