@@ -96,7 +96,11 @@ def test_one_list_of_parameters_feeds_the_reader_the_fingerprint_and_the_setting
     from eb_pytorch_cuda.eb import ecpolicy
     from eb_pytorch_cuda.testsuite.policy import settings
     from eb_pytorch_cuda.testsuite import service
-    assert service.POLICY_PARAMETERS == settings.JUDGING
+    base = dict(dict.fromkeys(settings.NAMES), version='2.1.2')
+    for name in settings.JUDGING:  # each judging parameter changed alone leaves the fingerprint as it is
+        assert service.build_fingerprint(dict(base, **{name: 7}), {}) == service.build_fingerprint(base, {}), name
+    for name in set(settings.NAMES) - set(settings.JUDGING) | {'version'}:  # what decides the build does not
+        assert service.build_fingerprint(dict(base, **{name: 7}), {}) != service.build_fingerprint(base, {}), name
     easyconfig = tmp_path / 'PyTorch-2.1.2.eb'
     easyconfig.write_text("easyblock = 'PyTorch'\nname = 'PyTorch'\nversion = '2.1.2'\nhomepage = 'x'\n"
                           "description = 'x'\ntoolchain = SYSTEM\nmax_failed_tests = 3\nrerun_failed_tests = 2\n"

@@ -15,6 +15,7 @@ import shutil
 import threading
 
 from eb_pytorch_cuda.errors import PluginError
+from eb_pytorch_cuda.inputs import write_atomically
 from eb_pytorch_cuda.testsuite.results.model import RunResult
 from eb_pytorch_cuda.testsuite.results.saved import check_suite, mark_missing, no_constants
 
@@ -136,8 +137,7 @@ class ResultStore:
 
     def save_final(self, result):
         """The complete, rerun-classified result of this build, for a later re-judging."""
-        with open(self.final_path, 'w') as handle:
-            json.dump({'fingerprint': self.fingerprint, **result.to_dict()}, handle)
+        write_atomically(self.final_path, json.dumps({'fingerprint': self.fingerprint, **result.to_dict()}))
 
     def load_final(self):
         try:
@@ -151,8 +151,9 @@ class ResultStore:
         for path in (self.path, self.final_path):
             if os.path.exists(path):
                 os.unlink(path)
-        if os.path.isdir(self.cache_dir):
-            shutil.rmtree(self.cache_dir)
+        for kept in (self.cache_dir, self.cache_dir + '.partial'):
+            if os.path.isdir(kept):
+                shutil.rmtree(kept)
 
 
 def parse_record(raw: bytes, path: str = 'results') -> tuple:
