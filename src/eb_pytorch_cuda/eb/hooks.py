@@ -157,7 +157,7 @@ def sanity_check_problems(eb: Any, site_cudnn_needed: Any = None, load_check: bo
     problems = []
     for path in libraries:
         plan = patch_plan.plan_library(path, settings)
-        if not plan.add:
+        if not plan.all_added:
             continue
         cuda_root = os.environ.get('EBROOTCUDA') or os.environ.get('CUDA_HOME')
         preload = patch_plan.driver_stub_preload(path, cuda_root) if load_check else []
