@@ -34,7 +34,8 @@ def trace(label):
 
 def test_the_record_is_the_layout_it_says(record):
     assert record['cudnn_version_of_prefix'] == '9.19.0'
-    assert any('libcudnn_ops.so.9 ' in line and '/lib/x86_64-linux-gnu/' in line for line in record['ldconfig_cudnn_nvrtc'])
+    cache = record['ldconfig_cudnn_nvrtc']  # `ldconfig -p` on the H200: the system cuDNN 9.14
+    assert any('libcudnn_ops.so.9 ' in line and '/lib/x86_64-linux-gnu/' in line for line in cache)
     baseline = record['phases']['baseline']
     assert baseline['torch'] == '2.11.0+cu130' and baseline['cudnn'] == 91900
     assert all(w['ok'] for w in baseline['workloads'].values()) and len(baseline['workloads']) == 5
@@ -85,7 +86,8 @@ def test_a_needed_sub_library_missing_takes_the_system_copy_at_start_up_and_impo
     assert ('sublibrary-elsewhere', 'libcudnn_engines_precompiled.so.9') in kinds
     assert ('soname-conflict', 'libcudnn_graph.so.9') in kinds  # 9.14's graph is loaded first, 9.19's needs lose
     symbol = phase['import_error'].split('undefined symbol: ')[1].split(',')[0]
-    assert any(f['kind'] == 'undefined-symbol' and f['details']['symbol'] == symbol for f in phase['doctor']['findings'])
+    assert any(f['kind'] == 'undefined-symbol' and f['details']['symbol'] == symbol
+               for f in phase['doctor']['findings'])
 
 
 def test_cudnn_dlopens_libnvrtc_itself_and_fails_where_its_search_path_lacks_cuda(record):
@@ -110,7 +112,8 @@ def test_ld_library_path_makes_it_work_and_doctor_still_says_rpath_stacks_fail(r
     phase = record['phases']['nvrtc-ld-library-path']
     assert all(w['ok'] for w in phase['workloads'].values()) and phase['env']['LD_LIBRARY_PATH']
     assert phase['doctor']['exit_code'] == 1
-    assert compare_with_trace(phase['doctor']['findings'], trace('nvrtc-ld-library-path'))['false'] == ['libnvrtc.so.13']
+    comparison = compare_with_trace(phase['doctor']['findings'], trace('nvrtc-ld-library-path'))
+    assert comparison['false'] == ['libnvrtc.so.13']
 
 
 def test_the_plans_cuda_entry_fixes_it_without_ld_library_path(record):
