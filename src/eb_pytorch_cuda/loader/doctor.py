@@ -35,6 +35,7 @@ Each finding has a severity: 'fails' (the load fails), 'wrong-copy' (another cop
 first two make the command exit 1.
 """
 
+import functools
 import json
 import os
 import re
@@ -57,13 +58,19 @@ _SHARED_OBJECT = re.compile(r'\.so(\.\d+)*$')
 _INFO_CACHE: dict = {}
 
 
+@functools.lru_cache(maxsize=None)
+def _realpath(path):
+    """os.path.realpath, once per path and run (an lstat per component each time was 7 % of doctor's time)."""
+    return os.path.realpath(path)
+
+
 def _read_elf(path):
     """read_elf, once per file and run (a 739 MB library is read by several roots and resolutions)."""
     try:
         stat_key = os.stat(path)
     except OSError:
         return read_elf(path)  # raises the one-line error
-    key = (os.path.realpath(path), path, stat_key.st_mtime_ns, stat_key.st_size)
+    key = (_realpath(path), path, stat_key.st_mtime_ns, stat_key.st_size)
     if key not in _INFO_CACHE:
         _INFO_CACHE[key] = read_elf(path)
     return _INFO_CACHE[key]
@@ -114,7 +121,7 @@ def _major_suffix(soname):
 
 def _full_version(info):
     """'9.19.0' for a cuDNN 9 file installed as libX.so.9.19.0 (the tarball layout), else None."""
-    match = re.search(r'\.so\.(\d+\.\d+\.\d+)$', os.path.realpath(info.path))
+    match = re.search(r'\.so\.(\d+\.\d+\.\d+)$', _realpath(info.path))
     return match.group(1) if match else None
 
 
@@ -158,7 +165,7 @@ class Process:
     def __init__(self, root, resolver, cache, executable=None, audited=(), hint_dirs=()):
         self.resolver, self.cache, self.executable = resolver, cache, executable
         self.hint_dirs = [d for d in hint_dirs if d]  # LD_LIBRARY_PATH of doctor's caller: where files may lie
-        self.audited = sorted({os.path.realpath(p) for p in audited} | {os.path.abspath(p) for p in audited})
+        self.audited = sorted({_realpath(p) for p in audited} | {os.path.abspath(p) for p in audited})
         self.objects = []  # Loaded, in load order
         self.by_soname, self.by_path = {}, {}
         self.findings = []
@@ -173,7 +180,7 @@ class Process:
         self._load(root, [], 'root', load_needed=True)
 
     def _key(self, path):
-        return os.path.realpath(path)
+        return _realpath(path)
 
     def cuda_major(self):
         """The CUDA major version of the process: from the libcudart.so.N (else libcublas.so.N) it loaded."""
@@ -197,7 +204,7 @@ class Process:
         """True for an object under the paths being audited (everything else is context)."""
         if not self.audited:
             return True
-        for candidate in {os.path.realpath(path), os.path.abspath(path)}:
+        for candidate in {_realpath(path), os.path.abspath(path)}:
             if any(candidate == top or candidate.startswith(top.rstrip('/') + '/') for top in self.audited):
                 return True
         return False
@@ -526,11 +533,11 @@ class Process:
         """The nearest object up the loading ancestry, loaded at start-up and outside the target's own
         package directory (cuDNN itself may not be patched), whose search path finds the target:
         a NEEDED entry there maps the target at load time, and the later dlopen() finds it loaded."""
-        package = os.path.dirname(os.path.realpath(existing))
+        package = os.path.dirname(_realpath(existing))
         entry = opener.parent
         while entry is not None:
             name = entry.info.soname or os.path.basename(entry.path)
-            if not entry.optional and os.path.dirname(os.path.realpath(entry.path)) != package \
+            if not entry.optional and os.path.dirname(_realpath(entry.path)) != package \
                     and not cudnn.is_cudnn(name) and self.audited_entry(entry):
                 if self.resolver.resolve(target, entry.info, loader_chain=entry.chain).found:
                     return entry
@@ -628,7 +635,7 @@ class SymbolCache:
 
     @staticmethod
     def _cached(store, path, read):
-        key = os.path.realpath(path)
+        key = _realpath(path)
         if key not in store:
             elf = ElfSymbols(path)
             try:
@@ -644,7 +651,7 @@ class SymbolCache:
         return self._cached(self._names, path, ElfSymbols.rodata_sonames)
 
     def notes(self, path):
-        key = os.path.realpath(path)
+        key = _realpath(path)
         if key not in self._notes:
             try:
                 self._notes[key] = dlopen_note_sonames(path)
@@ -682,7 +689,7 @@ def collect_objects(paths, skipped=None, read=True):
             if not _regular(candidate):
                 skipped.append(candidate)
                 continue
-            real = os.path.realpath(candidate)
+            real = _realpath(candidate)
             if real in seen:
                 continue
             if not read:
@@ -717,6 +724,7 @@ def diagnose(paths, start=None, executable=None, resolver=None, glibc=None, hint
     """All findings for the given paths; one simulated process per root.  glibc: the TargetGlibc executable
     stacks are judged for (default: execstack.target_glibc(), this machine's).  hint_dirs: directories where
     a library may exist without being found (the caller's LD_LIBRARY_PATH, which the simulated process has not)."""
+    _realpath.cache_clear()  # one run, one view of the file system (a test may move files between runs)
     resolver = resolver or Resolver()
     glibc = glibc or execstack.target_glibc(executable=executable)
     cache = SymbolCache()
