@@ -454,8 +454,11 @@ class Process:
         family = family or opener.path
         ours, theirs = cudnn.file_version(family), cudnn.file_version(result.path)
         directory = os.path.dirname(family)
-        lacking = self._lacking_symbols(result.path)
-        if lacking:
+        lacking = self._lacking_symbols(result.path) if family == opener.path else []
+        if family != opener.path:  # a NEEDED entry: its own NEEDED cuDNN entries may come from the system too
+            refused = ("it loads at start-up and may bring the system's copies of the sub-libraries it needs before "
+                       "the installation's (see the soname conflicts and undefined symbols reported with it)")
+        elif lacking:
             name, version, library = lacking[0]
             refused = (f"the real loader refuses it: it needs {name.decode('utf-8', 'replace')}@{version}, which the "
                        f"loaded {library} lacks (undefined symbol), so the dlopen() fails and cuDNN reports the "
@@ -477,7 +480,8 @@ class Process:
                        f'{ours or ""}'.rstrip() + ' (every sub-library of the catalog that the version ships)',
                        {'soname': target, 'opener': opener.path, 'resolved': result.path, 'via': result.via,
                         'version': ours, 'resolved_version': theirs, 'missing_from': directory,
-                        'outcome': 'undefined-symbol' if lacking else 'version-mismatch'})
+                        'outcome': 'start-up' if family != opener.path else
+                        'undefined-symbol' if lacking else 'version-mismatch'})
 
     def _lacking_symbols(self, path):
         """[(name, version, library)] that the object at path needs, with a version, from a cuDNN library already
