@@ -21,7 +21,12 @@ It simulates, without running the loader, what glibc does when a process loads e
   A hazard that an order PyTorch itself uses hits (the catalog's field orders, each with its evidence:
   cuDNN 8's ops_infer, cnn_infer, cnn_train of PyTorch's convolutions) is severity 'fails', not 'order';
 - executable stacks: an object loaded by dlopen() whose PT_GNU_STACK asks for one, which glibc >= 2.41
-  refuses (execstack.py; judged for the glibc --glibc names, else the executable's, else this machine's).
+  refuses (execstack.py; judged for the glibc --glibc names, else the executable's, else this machine's);
+- a cuDNN sub-library the installation lacks that the search finds elsewhere (a system cuDNN in ld.so.cache:
+  'sublibrary-elsewhere', with both versions and whether the loader or cuDNN's version check refuses it, as on
+  the H200, docs/validation/gpu-mixed-cudnn.md); the CUDA libraries cuDNN dlopen()s itself (the catalog's
+  cuda_dlopen, asked for with the CUDA major of the process); a target that exists only in a directory of the
+  caller's LD_LIBRARY_PATH (never searched) is named as such.
 
 Scope: the objects under the paths given are audited; what lies outside them (system directories, the
 driver, ld.so.cache entries) is context: it is loaded and can be the cause (a system cuDNN that shadows
