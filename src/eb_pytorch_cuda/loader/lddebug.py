@@ -49,9 +49,16 @@ def trace_outcomes(lines):
         match = _INIT.search(line)
         if match:
             initialised.add(match.group(1))
+    # with LD_DEBUG=files alone there are no 'trying file=' lines: the file is known by its name only, and the
+    # link map destroyed or initialised is matched by that name (the H200 trace of a system cuDNN's sub-library)
+    destroyed_names = {os.path.basename(p) for p in destroyed}
+    initialised_names = {os.path.basename(p) for p in initialised}
     for outcome in outcomes.values():
-        outcome['stayed'] = outcome['path'] is not None and (outcome['path'] not in destroyed
-                                                             or outcome['path'] in initialised)
+        path = outcome['path']
+        if path is not None and '/' not in path:
+            outcome['stayed'] = path not in destroyed_names or path in initialised_names
+            continue
+        outcome['stayed'] = path is not None and (path not in destroyed or path in initialised)
     return outcomes
 
 
