@@ -11,6 +11,7 @@ import pytest
 
 from conftest import cli
 from eb_pytorch_cuda.patch.needed import add_needed
+from environment import missing
 
 
 def _doctor(*args, rc):
@@ -94,7 +95,7 @@ def torch_site(tmp_path_factory):
     """A tree of symlinks to the CUDA build of torch (pip install torch==2.14.1), faults planted in it."""
     found = sorted(TORCH_VENV.glob('lib/python3*/site-packages/torch'))
     if not found:
-        pytest.fail(f'no CUDA build of torch in {TORCH_VENV}: run bash tools/setup.sh')
+        missing(f'no CUDA build of torch in {TORCH_VENV}')
     site = found[0].parent
     return site, tmp_path_factory
 

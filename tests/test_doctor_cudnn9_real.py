@@ -32,6 +32,7 @@ from eb_pytorch_cuda.loader.doctor import Process, SymbolCache, dlopen_requests
 from eb_pytorch_cuda.loader.resolve import Resolver
 from eb_pytorch_cuda.patch.plan import Settings, apply_plan, check_plan, plan_library
 from test_doctor_cudnn8_real import DRIVER, _mirror, patched_layout, run_orders
+from environment import missing
 
 TORCH_VENV = Path(__file__).resolve().parent.parent / '.venvs' / 'torch'
 CHECKS = {'libcudnn_graph.so.9': 'cudnnGraphVersionCheck', 'libcudnn_ops.so.9': 'cudnnOpsVersionCheck',
@@ -43,7 +44,7 @@ ORDERS = [list(order) for order in itertools.permutations(sorted(CHECKS))]
 def layouts(tmp_path_factory):
     sites = sorted(TORCH_VENV.glob('lib/python3*/site-packages'))
     if not sites or not (sites[0] / 'nvidia' / 'cudnn' / 'lib' / 'libcudnn.so.9').exists():
-        pytest.fail(f'no CUDA build of torch with the cuDNN 9 wheel in {TORCH_VENV}: run bash tools/setup.sh')
+        missing(f'no CUDA build of torch with the cuDNN 9 wheel in {TORCH_VENV}')
     source = tmp_path_factory.mktemp('cudnn9-source')
     for name in ('torch/lib', 'nvidia'):  # a view of only what libtorch_cuda.so loads
         (source / name).parent.mkdir(parents=True, exist_ok=True)
