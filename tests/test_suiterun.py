@@ -12,6 +12,7 @@ from eb_pytorch_cuda import standins
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite.run import discovery
 from eb_pytorch_cuda.testsuite.run import solo
+from eb_pytorch_cuda.testsuite.policy.settings import DEFAULT_SUITE_TIMEOUT
 from eb_pytorch_cuda.testsuite.run.store import ResultStore
 from eb_pytorch_cuda.testsuite.run.command import TestCommand as Command  # not a pytest test class
 
@@ -87,9 +88,9 @@ def test_timeouts_come_from_the_previous_results_or_a_default(tmp_path):
     from eb_pytorch_cuda.testsuite.service import suite_timeouts
     previous = tmp_path / 'results.json'
     previous.write_text(json.dumps({'suite_seconds': {'test_nn': 1000.0, 'test_fast': 1.0}}))
-    assert suite_timeouts(None, previous) == {'': solo.DEFAULT_TIMEOUT, 'test_nn': 4000, 'test_fast': 600}
+    assert suite_timeouts(None, previous) == {'': DEFAULT_SUITE_TIMEOUT, 'test_nn': 4000, 'test_fast': 600}
     assert suite_timeouts(120, previous) == {'': 120}
-    assert suite_timeouts(None, tmp_path / 'missing.json') == {'': solo.DEFAULT_TIMEOUT}
+    assert suite_timeouts(None, tmp_path / 'missing.json') == {'': DEFAULT_SUITE_TIMEOUT}
 
 
 def test_one_list_of_parameters_feeds_the_reader_the_fingerprint_and_the_settings(tmp_path):

@@ -130,3 +130,27 @@ def test_test_suite_refuses_a_bad_easyconfig_value_before_running_anything(tmp_p
                '--easyconfig', easyconfig)
     _one_line_error(done, easyconfig, problem)
     assert not results.exists()
+
+
+def test_the_easyblocks_parameters_are_the_settings_list_with_its_defaults():
+    """Names and defaults of the test parameters come from one list (settings.PARAMETERS): the easyblock's
+    extra_options (loaded in the real EasyBuild of this venv) and the settings reader agree on both."""
+    import importlib.util
+    from pathlib import Path
+    from easybuild.framework.easyconfig.default import DEFAULT_CONFIG
+    path = Path(__file__).resolve().parent.parent / 'easybuild' / 'easyblocks' / 'p' / 'pytorch.py'
+    spec = importlib.util.spec_from_file_location('eb_pytorch_cuda_easyblock_under_test', path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    extra = module.EB_PyTorch.extra_options()
+    upstream = module.UpstreamPyTorch.extra_options()
+    defaults = settings.TestSettings.from_values({})
+    for name, default, _judging in settings.PARAMETERS:
+        assert name in extra or name in DEFAULT_CONFIG, name  # an easyconfig can set it
+        if name in module._OUR_TEST_PARAMETERS:
+            assert extra[name][0] == default, name
+        elif name in upstream:  # upstream's parameter: None here stands for upstream's own default
+            assert default is None or default == upstream[name][0], name
+        value = getattr(defaults, name)
+        assert value == (default if not isinstance(default, tuple) else tuple(default)), name
+    assert set(module._OUR_TEST_PARAMETERS) <= set(settings.NAMES)

@@ -13,6 +13,7 @@ import sys
 from eb_pytorch_cuda import __version__
 from eb_pytorch_cuda.cudnn import CATALOG, DEFAULT_NEEDED, ENV_VARIABLE
 from eb_pytorch_cuda.errors import PluginError, Terminated
+from eb_pytorch_cuda.testsuite.policy.settings import TIMEOUT_RULE
 
 PROG = 'eb-pytorch-cuda'
 
@@ -236,8 +237,8 @@ def build_parser():
     suite.add_argument('--parallel', type=int, metavar='N', help='run N batches of suites at a time (default: '
                                                                  'parallel_test_suites of EC, else 1)')
     suite.add_argument('--timeout', type=int, metavar='S',
-                       help="seconds a suite may run (default: test_suite_timeout of EC, else 4x its time in DIR's "
-                            "last results, else 3 h)")
+                       help=f"seconds a suite may run (default: test_suite_timeout of EC, else {TIMEOUT_RULE}; "
+                            f"the previous results are DIR's)")
     suite.add_argument('--rerun', type=int, metavar='N', help='rerun each failed test up to N times in isolation '
                                                               '(default: rerun_failed_tests of EC, else 0)')
     suite.add_argument('--jobs', type=int, metavar='N', help='spread the suites over N Slurm jobs (sbatch; DIR, SRC '

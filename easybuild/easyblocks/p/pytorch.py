@@ -49,8 +49,11 @@ from eb_pytorch_cuda.testsuite.run import batches
 from eb_pytorch_cuda.testsuite import service
 from eb_pytorch_cuda.testsuite.run.command import parse_runtest
 from eb_pytorch_cuda.testsuite.policy.report import RESULTS_JSON, RESULTS_MARKDOWN, to_text
-from eb_pytorch_cuda.testsuite.policy.settings import NAMES as SETTINGS_NAMES, TestSettings
+from eb_pytorch_cuda.testsuite.policy import settings as settings_facts
+from eb_pytorch_cuda.testsuite.policy.settings import DEFAULTS, NAMES as SETTINGS_NAMES, TestSettings
+from eb_pytorch_cuda.testsuite.spread.worker import CLAIM_SECONDS
 from eb_pytorch_cuda.testsuite.run.store import ResultStore
+from eb_pytorch_cuda.testsuite.policy.judging import FAMILIES
 
 
 # every copy of this file carries this line; upstream's pytorch.py never does
@@ -108,6 +111,25 @@ UpstreamPyTorch = _UPSTREAM.EB_PyTorch
 _POST_INSTALL = 'post_processing_step' if hasattr(UpstreamPyTorch, 'post_processing_step') else 'post_install_step'
 
 
+# our test-step parameters (defaults: testsuite/policy/settings.DEFAULTS, the one list all their readers use)
+_OUR_TEST_PARAMETERS = {
+    'known_test_failures': "Tests expected to fail, as {scope: [(test, reason), ...]} with scopes as for "
+                           "excluded_tests; test is 'suite' or 'suite::Class.test' (globs allowed). They do not "
+                           "consume the budget; one that passed is reported as stale; a suite killed by a signal or "
+                           "failing without a countable summary fails the build unless listed",
+    'rerun_failed_tests': "Rerun each failed test (its suite when the test is not named) in isolation up to this "
+                          "many times; a pass makes it flaky, else reproducible",
+    'flaky_failures_consume_budget': "Count flaky failures (passed on a rerun) against max_failed_tests",
+    'test_suite_timeout': "Seconds a test suite may run before it is killed with its whole process group and "
+                          "recorded as timed out (judged like a crashed suite). Default: "
+                          f"{settings_facts.TIMEOUT_RULE} (the previous installation's)",
+    'parallel_test_suites': "Run this many test suites at a time (GPU suites are spread over the GPUs with "
+                            "CUDA_VISIBLE_DEVICES)",
+    'test_suite_jobs': "Spread the test suites over this many Slurm jobs (sbatch; shared build path required; "
+                       "options from $EB_PYTORCH_CUDA_SLURM_*, see README)",
+}
+
+
 class EB_PyTorch(UpstreamPyTorch):
     """Upstream EB_PyTorch with our test step and parameters (see extra_options)."""
 
@@ -118,28 +140,13 @@ class EB_PyTorch(UpstreamPyTorch):
                                              "(failed plus errored test cases; flaky ones see "
                                              "flaky_failures_consume_budget)")
         extra_vars['excluded_tests'][1] = ("Test files to skip (run_test.py -x), as {scope: [files]}; scope '' "
-                                           "(all), a CPU family ('x86_64', 'aarch64', 'ppc64le', or EasyBuild's "
-                                           "'AArch64'/'POWER'), an EESSI CPU target ('x86_64/intel/haswell', globs "
+                                           "(all), a CPU family ("
+                                           f"{', '.join(map(repr, FAMILIES))}, or EasyBuild's 'AArch64'/'POWER'), "
+                                           "an EESSI CPU target ('x86_64/intel/haswell', globs "
                                            "allowed; from $EESSI_SOFTWARE_SUBDIR, else detected) or a CUDA compute "
                                            "capability ('9.0')")
+        extra_vars.update({name: [DEFAULTS[name], text, CUSTOM] for name, text in _OUR_TEST_PARAMETERS.items()})
         extra_vars.update({
-            'known_test_failures': [{}, "Tests expected to fail, as {scope: [(test, reason), ...]} with scopes as for "
-                                        "excluded_tests; test is 'suite' or 'suite::Class.test' (globs allowed). They "
-                                        "do not consume the budget; one that passed is reported as stale; a suite "
-                                        "killed by a signal or failing without a countable summary fails the build "
-                                        "unless listed", CUSTOM],
-            'rerun_failed_tests': [0, "Rerun each failed test (its suite when the test is not named) in isolation "
-                                      "up to this many times; a pass makes it flaky, else reproducible", CUSTOM],
-            'flaky_failures_consume_budget': [False, "Count flaky failures (passed on a rerun) against "
-                                                     "max_failed_tests", CUSTOM],
-            'test_suite_timeout': [None, "Seconds a test suite may run before it is killed with its whole process "
-                                         "group and recorded as timed out (judged like a crashed suite). Default: "
-                                         "4x its time in the previous installation's results (at least 600), else "
-                                         "%d" % 10800, CUSTOM],
-            'parallel_test_suites': [1, "Run this many test suites at a time (GPU suites are spread over the GPUs "
-                                        "with CUDA_VISIBLE_DEVICES)", CUSTOM],
-            'test_suite_jobs': [1, "Spread the test suites over this many Slurm jobs (sbatch; shared build path "
-                                   "required; options from $EB_PYTORCH_CUDA_SLURM_*, see README)", CUSTOM],
             'cudnn_needed': [None, "cuDNN sub-libraries to add as NEEDED entries of libtorch_cuda.so (a list of "
                                    "sonames, or a dict {cuDNN major version: list}); None: the catalog default "
                                    f"(cuDNN 8: {', '.join(cudnn.DEFAULT_NEEDED[8])}; "
@@ -405,9 +412,9 @@ class EB_PyTorch(UpstreamPyTorch):
             self.dry_run_msg(f'  command: cannot run without a shell: {err}')
         jobs = settings.test_suite_jobs
         if jobs > 1:
-            self.dry_run_msg(f'  spread over {jobs} Slurm jobs (sbatch; claims of up to 5 minutes of suites from a '
-                             f'shared queue, longest first, each claim one run_test.py call; tested installation '
-                             f'and results under {self.builddir})')
+            self.dry_run_msg(f'  spread over {jobs} Slurm jobs (sbatch; claims of up to {CLAIM_SECONDS // 60} minutes '
+                             f'of suites from a shared queue, longest first, each claim one run_test.py call; tested '
+                             f'installation and results under {self.builddir})')
         self.dry_run_msg(f'  scope: {context.cpu_family}, target {context.target}, '
                          f"compute capabilities {', '.join(context.compute_capabilities) or 'none'}")
         self.dry_run_msg(f"  excluded (-x): {' '.join(excluded) or 'none'}")

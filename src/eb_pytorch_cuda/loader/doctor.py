@@ -159,11 +159,6 @@ def dlopen_requests(info, names_of, notes_of=lambda path: (), cuda_major=None):
     return sorted(requests.items())
 
 
-def dlopen_targets(info, names_of):
-    """Library sonames an object may dlopen() (see dlopen_requests)."""
-    return [label for label, _ in dlopen_requests(info, names_of)]
-
-
 class Process:
     """The simulated process of one root object."""
 

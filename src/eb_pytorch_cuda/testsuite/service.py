@@ -25,7 +25,8 @@ from eb_pytorch_cuda.testsuite.run.harness import harness_of
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite.policy.judging import Policy, ScopeContext, Verdict, detect_context, judge
 from eb_pytorch_cuda.testsuite.policy.report import RESULTS_JSON, RESULTS_MARKDOWN, to_json, to_markdown
-from eb_pytorch_cuda.testsuite.policy.settings import JUDGING, TestSettings
+from eb_pytorch_cuda.testsuite.policy.settings import (DEFAULT_SUITE_TIMEOUT, JUDGING, LEAST_TIMEOUT,
+                                                       TIMEOUT_FACTOR, TestSettings)
 from eb_pytorch_cuda.testsuite.results.model import RunResult
 from eb_pytorch_cuda.testsuite.run.command import TestCommand, parse_runtest
 from eb_pytorch_cuda.testsuite.run.gpus import gpu_compute_capabilities
@@ -45,14 +46,14 @@ def build_fingerprint(easyconfig_values, environ, extra=None):
 
 def suite_timeouts(explicit, previous_results):
     """{suite: seconds}, '' for the rest: the explicit value, else 4x (at least 10 min) each suite's time in
-    a previous results JSON, else solo.DEFAULT_TIMEOUT."""
+    a previous results JSON, else the default (settings.TIMEOUT_RULE)."""
     if explicit:
         return {'': int(explicit)}
-    timeouts = {'': solo.DEFAULT_TIMEOUT}
+    timeouts = {'': DEFAULT_SUITE_TIMEOUT}
     try:
         with open(previous_results) as handle:
             for suite, seconds in json.load(handle).get('suite_seconds', {}).items():
-                timeouts[suite] = max(600, int(4 * seconds))
+                timeouts[suite] = max(LEAST_TIMEOUT, int(TIMEOUT_FACTOR * seconds))
     except (OSError, ValueError, AttributeError, TypeError):
         pass
     return timeouts

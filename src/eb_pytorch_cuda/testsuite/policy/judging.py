@@ -58,7 +58,8 @@ def detect_target(cpu_family, environ=None):
         return f'{cpu_family}/generic'
 
 
-_ALIASES = {'AArch64': 'aarch64', 'POWER': 'ppc64le', 'RISC-V': 'riscv64', 'x86_64': 'x86_64'}
+_ALIASES = {'AArch64': 'aarch64', 'POWER': 'ppc64le', 'RISC-V': 'riscv64', 'x86_64': 'x86_64'}  # EasyBuild's names
+FAMILIES = ('x86_64', 'aarch64', 'ppc64le', 'riscv64')  # the CPU families a scope may name
 
 
 def detect_context(compute_capabilities: tuple = (), cpu_family: Optional[str] = None, target: Optional[str] = None,

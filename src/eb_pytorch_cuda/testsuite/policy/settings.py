@@ -15,18 +15,24 @@ from typing import Optional
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite.policy.judging import Policy, ScopeContext, excluded_tests, known_failures
 
+DEFAULT_SUITE_TIMEOUT = 3 * 3600  # s a suite may run without a previous time: PyTorch's slowest take under 1 h
+TIMEOUT_FACTOR, LEAST_TIMEOUT = 4, 600  # else: 4x its time in the previous results, at least 10 minutes
+TIMEOUT_RULE = (f'{TIMEOUT_FACTOR}x its time in the previous results (at least {LEAST_TIMEOUT} s), '
+                f'else {DEFAULT_SUITE_TIMEOUT} s')
+
 # (name, default, decides how a run is judged or scheduled rather than what is built and tested)
 PARAMETERS = (
     ('max_failed_tests', None, True),  # None: the installed easyblocks' default (eb/ecpolicy)
-    ('known_test_failures', None, True),
+    ('known_test_failures', {}, True),
     ('flaky_failures_consume_budget', False, True),
     ('rerun_failed_tests', 0, True),
-    ('excluded_tests', None, True),
+    ('excluded_tests', {}, True),  # upstream EB_PyTorch's parameter and default
     ('test_suite_timeout', None, True),
     ('parallel_test_suites', 1, True),
     ('test_suite_jobs', 1, True),  # where the suites run, not what is tested: Slurm jobs (testsuite/spread)
-    ('cuda_compute_capabilities', None, False),
+    ('cuda_compute_capabilities', (), False),  # EasyBuild's own parameter (and build option)
 )
+DEFAULTS = {name: default for name, default, _judging in PARAMETERS}  # the easyblock's extra_options read these
 NAMES = tuple(name for name, _default, _judging in PARAMETERS)
 JUDGING = tuple(name for name, _default, judging in PARAMETERS if judging)  # left out of the build fingerprint
 
@@ -53,19 +59,19 @@ class TestSettings:
         the parameter for a value of the wrong type or out of range (see check_values)."""
         check_values(values, source)
 
-        def value(name, default):
+        def value(name):
             found = values.get(name)
-            return default if found is None else found
+            return DEFAULTS[name] if found is None else found
         timeout = values.get('test_suite_timeout')
         return cls(max_failed_tests=values.get('max_failed_tests'),
-                   known_test_failures=dict(value('known_test_failures', {})),
-                   flaky_failures_consume_budget=bool(value('flaky_failures_consume_budget', False)),
-                   rerun_failed_tests=value('rerun_failed_tests', 0),
-                   excluded_tests=dict(value('excluded_tests', {})),
+                   known_test_failures=dict(value('known_test_failures')),
+                   flaky_failures_consume_budget=bool(value('flaky_failures_consume_budget')),
+                   rerun_failed_tests=value('rerun_failed_tests'),
+                   excluded_tests=dict(value('excluded_tests')),
                    test_suite_timeout=None if timeout in (None, '') else timeout,
-                   parallel_test_suites=value('parallel_test_suites', 1),
-                   test_suite_jobs=value('test_suite_jobs', 1),
-                   cuda_compute_capabilities=tuple(value('cuda_compute_capabilities', ())))
+                   parallel_test_suites=value('parallel_test_suites'),
+                   test_suite_jobs=value('test_suite_jobs'),
+                   cuda_compute_capabilities=tuple(value('cuda_compute_capabilities')))
 
     def policy(self, context, default_budget: int = 0, source: str = 'known_test_failures') -> Policy:
         """The failure policy in force in context (default_budget when max_failed_tests is not set)."""

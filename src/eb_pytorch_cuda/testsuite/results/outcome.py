@@ -15,8 +15,7 @@ import re
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite.results.logparse import parse_log_text
 from eb_pytorch_cuda.testsuite.results.model import (COUNT_KEYS, SUITE_FAILED, SUITE_INCOMPLETE, SUITE_PASSED,
-                                                     SUITE_TERMINATED, SUITE_TIMED_OUT, SUITE_UNCOUNTED, RunResult,
-                                                     Suite)
+                                                     SUITE_TERMINATED, SUITE_TIMED_OUT, SUITE_UNCOUNTED, Suite)
 from eb_pytorch_cuda.testsuite.results.xmlparse import parse_report_files
 
 
@@ -133,7 +132,3 @@ def build_outcome(suite: str, text: str, finished: bool, failed: bool, signal=No
         if not counted:
             notes.append('exit 0 without a countable summary: passed with 0 tests')
     return result, 0, notes
-
-
-def outcome_result(suites) -> RunResult:
-    return RunResult({suite.name: suite for suite in suites})

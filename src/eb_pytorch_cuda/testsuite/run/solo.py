@@ -21,7 +21,6 @@ from eb_pytorch_cuda.testsuite.run.command import harness_environment
 from eb_pytorch_cuda.testsuite.run.harness import harness_of
 from eb_pytorch_cuda.testsuite.results.outcome import build_outcome, remove_reports
 
-DEFAULT_TIMEOUT = 3 * 3600  # PyTorch's slowest suites take well under an hour on a build node
 OUTPUT_KEPT = batches.OUTPUT_KEPT
 
 
