@@ -2,7 +2,7 @@
 
 Why: parallel_test_suites is opt-in; a maintainer should know what it buys on their machine.  A test
 tree of --suites suites (each one unittest file whose tests sleep --seconds in all, plus one failure
-in every fifth suite) is run through the same code the easyblock uses (suiterun.run_all), serially
+in every fifth suite) is run through the same code the easyblock uses (solo.run_all), serially
 and with --parallel workers, and the wall times and results are compared.
 
     python benchmarks/bench_parallel_suites.py [--suites 8] [--seconds 2] [--parallel 2]
@@ -16,8 +16,9 @@ import tempfile
 import time
 
 from eb_pytorch_cuda import standins
-from eb_pytorch_cuda.testsuite import discovery, suiterun
-from eb_pytorch_cuda.testsuite.command import TestCommand
+from eb_pytorch_cuda.testsuite.run import discovery
+from eb_pytorch_cuda.testsuite.run import solo
+from eb_pytorch_cuda.testsuite.run.command import TestCommand
 
 
 def make_tree(root, suites, seconds):
@@ -29,10 +30,10 @@ def run(test_dir, parallel, workdir):
     command = TestCommand(test_dir, {}, [sys.executable, 'run_test.py'])
     env = dict(os.environ)
     suites = discovery.discover(command, env)[0]
-    store = suiterun.ResultStore(os.path.join(workdir, f'store-{parallel}.jsonl'), 'bench')
+    store = solo.ResultStore(os.path.join(workdir, f'store-{parallel}.jsonl'), 'bench')
     start = time.perf_counter()
-    result, _ = suiterun.run_all(command, suites, store, os.path.join(workdir, f'out-{parallel}'), env,
-                                 lambda suite: 600, parallel)
+    result, _ = solo.run_all(command, suites, store, os.path.join(workdir, f'out-{parallel}'), env,
+                             lambda suite: 600, parallel)
     return time.perf_counter() - start, {name: (s.status, s.summary()) for name, s in result.suites.items()}
 
 

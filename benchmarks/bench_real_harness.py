@@ -30,8 +30,8 @@ import sys
 import tempfile
 import time
 
-from eb_pytorch_cuda.testsuite.harness import read_harness
-from eb_pytorch_cuda.testsuite.outcome import suite_reports
+from eb_pytorch_cuda.testsuite.run.harness import read_harness
+from eb_pytorch_cuda.testsuite.results.outcome import suite_reports
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TREE = os.path.join(REPO, '.venvs', 'pytorch-src', 'pytorch-v2.6.0')

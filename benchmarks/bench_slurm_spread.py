@@ -5,7 +5,7 @@ faster, and a site wants to know how far adding nodes helps a full PyTorch run. 
 
 1. measured: a test tree of --suites suites, each a unittest file that sleeps --seconds (sleep-dominated
    on purpose: this machine has 2 cores, shared, so CPU-bound suites would measure the cores, not the
-   spread), is run through suiterun.run_all one at a time and through spread.run_spread on --jobs Slurm
+   spread), is run through solo.run_all one at a time and through controller.run_spread on --jobs Slurm
    jobs of a real single-node Slurm started here (tests/slurm_cluster.py: several one-CPU job slots);
    wall times and results are compared.  Needs root and Debian's slurm-wlm + munge (tools/setup.sh).
 2. simulated: from recorded per-suite times of a full PyTorch run (--times: PyTorch's own
@@ -28,9 +28,11 @@ import tempfile
 import time
 
 from eb_pytorch_cuda import standins
-from eb_pytorch_cuda.testsuite import discovery, spread, suiterun
-from eb_pytorch_cuda.testsuite.command import TestCommand
-from eb_pytorch_cuda.testsuite.queue import longest_first
+from eb_pytorch_cuda.testsuite.run import discovery
+from eb_pytorch_cuda.testsuite.spread import controller
+from eb_pytorch_cuda.testsuite.run import solo
+from eb_pytorch_cuda.testsuite.run.command import TestCommand
+from eb_pytorch_cuda.testsuite.spread.workqueue import longest_first
 
 
 def make_tree(root, suites, seconds):
@@ -52,24 +54,24 @@ def measure(args):
             serial_dir = make_tree(os.path.join(workdir, 'serial'), args.suites, args.seconds)
             command = TestCommand(serial_dir, {}, [sys.executable, 'run_test.py'])
             suites = discovery.discover(command, env)[0]
-            store = suiterun.ResultStore(os.path.join(workdir, 'serial.jsonl'), 'bench')
+            store = solo.ResultStore(os.path.join(workdir, 'serial.jsonl'), 'bench')
             start = time.perf_counter()
-            serial, _ = suiterun.run_all(command, suites, store, os.path.join(workdir, 'serial-out'), env,
-                                         lambda suite: 600)
+            serial, _ = solo.run_all(command, suites, store, os.path.join(workdir, 'serial-out'), env,
+                                     lambda suite: 600)
             serial_time = time.perf_counter() - start
             spread_dir = make_tree(os.path.join(workdir, 'spread'), args.suites, args.seconds)
-            store = suiterun.ResultStore(os.path.join(workdir, 'spread', 'results.jsonl'), 'bench')
+            store = solo.ResultStore(os.path.join(workdir, 'spread', 'results.jsonl'), 'bench')
             start = time.perf_counter()
-            spread_result = spread.run_spread(TestCommand(spread_dir, {}, [sys.executable, 'run_test.py']), env,
-                                              store, os.path.join(workdir, 'spread-out'), sys.executable, {'': 600},
-                                              args.jobs, suites=suites, shared_paths=[workdir],
-                                              slurm_settings={'cpus_per_job': 1}, poll=0.5)
+            spread_result = controller.run_spread(TestCommand(spread_dir, {}, [sys.executable, 'run_test.py']), env,
+                                                  store, os.path.join(workdir, 'spread-out'), sys.executable, {'': 600},
+                                                  args.jobs, suites=suites, shared_paths=[workdir],
+                                                  slurm_settings={'cpus_per_job': 1}, poll=0.5)
             spread_time = time.perf_counter() - start
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     print(f'measured: {args.suites} suites sleeping {args.seconds}s each, {os.cpu_count()} CPUs, real Slurm')
-    print(f'  serial (suiterun.run_all):      {serial_time:6.1f} s')
-    print(f'  {args.jobs} Slurm jobs (spread.run_spread): {spread_time:6.1f} s   speed-up '
+    print(f'  serial (solo.run_all):      {serial_time:6.1f} s')
+    print(f'  {args.jobs} Slurm jobs (controller.run_spread): {spread_time:6.1f} s   speed-up '
           f'{serial_time / spread_time:.2f}x (goal >= {0.8 * args.jobs:.1f}x, ideal {args.jobs}x)')
     same = _outcomes(serial) == _outcomes(spread_result)
     print(f"  same results: {same} ({sum(s == 'failed' for s, _ in _outcomes(serial).values())} failed suites)")
@@ -79,7 +81,7 @@ def load_times(path, build=None, config=None):
     """{suite: seconds} from PyTorch's test-times.json ({build: {config: {suite: s}}}) or our results JSON."""
     with open(path) as handle:
         data = json.load(handle)
-    seconds = spread.previous_suite_seconds(path)
+    seconds = controller.previous_suite_seconds(path)
     if seconds:
         return seconds, 'results JSON'
     build = build or next(iter(data))

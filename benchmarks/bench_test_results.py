@@ -43,8 +43,8 @@ print(elapsed, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, failed, sum(s
 
 OURS = """
 import sys, time, resource
-from eb_pytorch_cuda.testsuite.results import load_results
-from eb_pytorch_cuda.testsuite.policy import Policy, judge
+from eb_pytorch_cuda.testsuite.results.saved import load_results
+from eb_pytorch_cuda.testsuite.policy.judging import Policy, judge
 start, cpu = time.perf_counter(), time.process_time()
 result = load_results([sys.argv[1], sys.argv[2]])
 verdict = judge(result, Policy(10, []))
@@ -124,7 +124,7 @@ def measure(reports, log, rounds):
 
 def long_line_seconds():
     """Time to parse a log whose only summary-like line is 160 KB long and has no ' in Xs ===' tail."""
-    from eb_pytorch_cuda.testsuite.logparse import parse_log_text
+    from eb_pytorch_cuda.testsuite.results.logparse import parse_log_text
     text = 'Running test_x 1/1 ... [2024-01-10 10:00:00.000000]\n= ' + '1 passed, ' * 16000 + '\n'
     start = time.perf_counter()
     parse_log_text(text)

@@ -12,8 +12,8 @@ import os
 import re
 
 from eb_pytorch_cuda.cli import main
-from eb_pytorch_cuda.testsuite.logparse import parse_log_file
-from eb_pytorch_cuda.testsuite.policy import Policy, judge
+from eb_pytorch_cuda.testsuite.results.logparse import parse_log_file
+from eb_pytorch_cuda.testsuite.policy.judging import Policy, judge
 
 RECORD = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'docs', 'validation',
                       'h200-2026-12-01-eb')

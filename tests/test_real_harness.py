@@ -21,10 +21,12 @@ import pytest
 
 from eb_pytorch_cuda.cli import main
 from eb_pytorch_cuda.errors import PluginError
-from eb_pytorch_cuda.testsuite import discovery, runner, suiterun
-from eb_pytorch_cuda.testsuite.command import TestCommand as Command  # not a pytest test class
-from eb_pytorch_cuda.testsuite.harness import read_harness
-from eb_pytorch_cuda.testsuite.outcome import build_outcome, remove_reports
+from eb_pytorch_cuda.testsuite.run import discovery
+from eb_pytorch_cuda.testsuite.run import reruns
+from eb_pytorch_cuda.testsuite.run import solo
+from eb_pytorch_cuda.testsuite.run.command import TestCommand as Command  # not a pytest test class
+from eb_pytorch_cuda.testsuite.run.harness import read_harness
+from eb_pytorch_cuda.testsuite.results.outcome import build_outcome, remove_reports
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TREE = os.path.join(REPO, '.venvs', 'pytorch-src', 'pytorch-v2.6.0')
@@ -164,20 +166,20 @@ def test_a_sharded_runtest_runs_its_shard_without_passing_shard_to_each_suite(tr
     suite = next(s for s in second if s in NOT_SERIAL)
     command = Command(str(tree / 'test'), {}, argv + ['--shard', '2', '2'])
     assert '--shard' not in discovery.run_argv(command.argv, [suite])
-    record = suiterun.run_suite(command, suite, 600, str(tmp_path), dict(os.environ))
+    record = solo.run_suite(command, suite, 600, str(tmp_path), dict(os.environ))
     assert record['suite']['status'] == 'passed' and record['suite']['counts']['passed'] > 0, record['output_tail']
 
 
 def test_a_rerun_runs_exactly_the_one_failed_test(tree):
     harness = read_harness(str(tree / 'test' / 'run_test.py'))
     command = Command(str(tree / 'test'), {}, [PYTHON, 'run_test.py', '--continue-through-error'])
-    passed, output = runner.rerun_isolated(command, PYTHON, 'test_per_overload_api',
+    passed, output = reruns.rerun_isolated(command, PYTHON, 'test_per_overload_api',
                                            'TestPerOverloadAPI.test_basics_opoverload', harness, dict(os.environ),
                                            timeout=600)
     assert passed and re.search(r'^Ran 1 test in', output, re.M), output
     assert 'test_basics_opoverloadpacket' not in output  # `-k test_basics_opoverload` would run it too
     # a suite with a custom handler is rerun through run_test.py, so the handler's environment applies
-    assert runner.rerun_argv(command, PYTHON, 'test_cuda_primary_ctx', 'TestCudaPrimaryCtx.test_x', harness)[:2] == \
+    assert reruns.rerun_argv(command, PYTHON, 'test_cuda_primary_ctx', 'TestCudaPrimaryCtx.test_x', harness)[:2] == \
         [PYTHON, 'run_test.py']
 
 
@@ -201,7 +203,7 @@ def test_a_failure_only_the_xml_shows_counts_and_is_noted(tree):
 def test_xml_reports_are_asked_for_only_where_the_suites_can_write_them():
     # common_utils.run_tests imports xmlrunner on --save-xml in unittest mode (2.1.2's and 2.6's alike, read
     # from torch's own file): without unittest-xml-reporting every suite would die of an ImportError
-    from eb_pytorch_cuda.testsuite.batchrun import xml_reports_safe
+    from eb_pytorch_cuda.testsuite.run.batches import xml_reports_safe
     harness = read_harness(os.path.join(TREE, 'test', 'run_test.py'))
     assert harness.pytest_by_default  # can_run_in_pytest(): pytest writes the XML itself
     without = sys.executable  # the test runner's Python: no xmlrunner

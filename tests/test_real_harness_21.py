@@ -19,13 +19,14 @@ import sys
 import pytest
 
 from eb_pytorch_cuda.cli import main
-from eb_pytorch_cuda.testsuite import discovery, runner
-from eb_pytorch_cuda.testsuite.batchlog import split_batch_output
-from eb_pytorch_cuda.testsuite.command import TestCommand as Command  # not a pytest test class
-from eb_pytorch_cuda.testsuite.command import harness_environment
-from eb_pytorch_cuda.testsuite.harness import read_harness
-from eb_pytorch_cuda.testsuite.logparse import parse_log_file
-from eb_pytorch_cuda.testsuite.results import load_results
+from eb_pytorch_cuda.testsuite.run import discovery
+from eb_pytorch_cuda.testsuite.run import reruns
+from eb_pytorch_cuda.testsuite.results.splitting import split_batch_output
+from eb_pytorch_cuda.testsuite.run.command import TestCommand as Command  # not a pytest test class
+from eb_pytorch_cuda.testsuite.run.command import harness_environment
+from eb_pytorch_cuda.testsuite.run.harness import read_harness
+from eb_pytorch_cuda.testsuite.results.logparse import parse_log_file
+from eb_pytorch_cuda.testsuite.results.saved import load_results
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TREE = os.path.join(REPO, '.venvs', 'pytorch-2.1-harness')
@@ -235,6 +236,6 @@ def test_a_rerun_runs_exactly_the_failed_test_the_pytest_summary_named(tree):
     harness = read_harness(str(tree / 'test' / 'run_test.py'))
     command = Command(str(tree / 'test'), {}, [PYTHON, 'run_test.py', '--continue-through-error'])
     env = harness_environment(dict(os.environ), command)  # as the step reruns: without CI's switch
-    passed, output = runner.rerun_isolated(command, PYTHON, 'test_license', FAILURE, harness, env, timeout=600)
+    passed, output = reruns.rerun_isolated(command, PYTHON, 'test_license', FAILURE, harness, env, timeout=600)
     assert not passed and re.search(r'^Ran 1 test in', output, re.M), output
     assert 'test_license_for_wheel' not in output

@@ -19,10 +19,13 @@ import pytest
 
 from eb_pytorch_cuda import standins
 from eb_pytorch_cuda.errors import PluginError
-from eb_pytorch_cuda.testsuite import discovery, slurmjobs, spread, suiterun
-from eb_pytorch_cuda.testsuite.command import TestCommand as Command  # not a pytest test class
-from eb_pytorch_cuda.testsuite.policy import judge
-from eb_pytorch_cuda.testsuite.queue import SuiteQueue, longest_first, worker_id
+from eb_pytorch_cuda.testsuite.run import discovery
+from eb_pytorch_cuda.testsuite.spread import slurm
+from eb_pytorch_cuda.testsuite.spread import controller
+from eb_pytorch_cuda.testsuite.run import solo
+from eb_pytorch_cuda.testsuite.run.command import TestCommand as Command  # not a pytest test class
+from eb_pytorch_cuda.testsuite.policy.judging import judge
+from eb_pytorch_cuda.testsuite.spread.workqueue import SuiteQueue, longest_first, worker_id
 
 SLEEPER = '''import time
 import unittest
@@ -67,7 +70,7 @@ def _comparable(result):
 
 
 def _policy():
-    from eb_pytorch_cuda.testsuite.policy import Policy
+    from eb_pytorch_cuda.testsuite.policy.judging import Policy
     return Policy(max_failed_tests=0)
 
 
@@ -78,25 +81,25 @@ def _timeouts():
 def _serial(tmp_path):
     test_dir = _tree(tmp_path / 'serial')
     command, env = _command(test_dir), dict(os.environ)
-    store = suiterun.ResultStore(str(tmp_path / 'serial-results' / 'r.jsonl'), 'build-a')
+    store = solo.ResultStore(str(tmp_path / 'serial-results' / 'r.jsonl'), 'build-a')
     timeouts = _timeouts()
-    result, _ = suiterun.run_all(command, discovery.discover(command, env)[0], store, str(tmp_path / 'serial-out'),
-                                 env, lambda suite: timeouts.get(suite, timeouts['']))
+    result, _ = solo.run_all(command, discovery.discover(command, env)[0], store, str(tmp_path / 'serial-out'),
+                             env, lambda suite: timeouts.get(suite, timeouts['']))
     return result
 
 
 def _spread(tmp_path, jobs, lines, name='spread', **kwargs):
     test_dir = _tree(tmp_path / name, **{k: kwargs.pop(k) for k in ('sleepers', 'seconds') if k in kwargs})
-    store = suiterun.ResultStore(str(tmp_path / f'{name}-results' / 'r.jsonl'), 'build-a')
-    result = spread.run_spread(_command(test_dir), dict(os.environ), store, str(tmp_path / f'{name}-out'),
-                               sys.executable, _timeouts(), jobs, shared_paths=[str(tmp_path)],
-                               slurm_settings={'cpus_per_job': 1}, progress=lines.append, poll=1, **kwargs)
+    store = solo.ResultStore(str(tmp_path / f'{name}-results' / 'r.jsonl'), 'build-a')
+    result = controller.run_spread(_command(test_dir), dict(os.environ), store, str(tmp_path / f'{name}-out'),
+                                   sys.executable, _timeouts(), jobs, shared_paths=[str(tmp_path)],
+                                   slurm_settings={'cpus_per_job': 1}, progress=lines.append, poll=1, **kwargs)
     return result, store
 
 
 def _workers(store):
     """The workers (job.host.pid) whose results file holds an outcome."""
-    directory = os.path.join(spread.queue_dir_of(store), 'results')
+    directory = os.path.join(controller.queue_dir_of(store), 'results')
     return {name[:-len('.jsonl')] for name in os.listdir(directory) if os.path.getsize(os.path.join(directory, name))}
 
 
@@ -116,14 +119,14 @@ def test_stand_in_suites_spread_over_three_jobs_give_the_serial_verdict_and_coun
     assert lines[-1] == 'suites 9/9 done on 3 job(s); 4 failed'
     assert any(line.startswith('suites ') and 'failed so far' in line for line in lines)
     # a rerun of the same build runs nothing and gives the same result (resume is reading the store)
-    again = spread.run_spread(_command(tmp_path / 'spread' / 'test'), dict(os.environ), store,
-                              str(tmp_path / 'spread-out'), sys.executable, _timeouts(), 3,
-                              shared_paths=[str(tmp_path)], progress=lines.append, poll=1)
+    again = controller.run_spread(_command(tmp_path / 'spread' / 'test'), dict(os.environ), store,
+                                  str(tmp_path / 'spread-out'), sys.executable, _timeouts(), 3,
+                                  shared_paths=[str(tmp_path)], progress=lines.append, poll=1)
     assert _comparable(again) == _comparable(serial)
     after_first = lines[lines.index('suites 9/9 done on 3 job(s); 4 failed') + 1:]
     assert not any(line.startswith('running') for line in after_first)
-    spread.remove_queue(store)  # what the test step does with the store once the build passed
-    assert not os.path.exists(spread.queue_dir_of(store)) and set(store.load()) == set(serial.suites)
+    controller.remove_queue(store)  # what the test step does with the store once the build passed
+    assert not os.path.exists(controller.queue_dir_of(store)) and set(store.load()) == set(serial.suites)
 
 
 def test_a_job_killed_with_scancel_mid_suite_loses_nothing(slurm, tmp_path):
@@ -166,37 +169,38 @@ def test_a_job_killed_with_scancel_mid_suite_loses_nothing(slurm, tmp_path):
 
 def test_a_node_local_results_path_is_refused_before_anything_is_submitted(tmp_path):
     test_dir = _tree(tmp_path, sleepers=0)
-    store = suiterun.ResultStore(str(tmp_path / 'results' / 'r.jsonl'), 'build-a')
-    env = {k: v for k, v in os.environ.items() if k != slurmjobs.SHARED_PATHS_VARIABLE}
+    store = solo.ResultStore(str(tmp_path / 'results' / 'r.jsonl'), 'build-a')
+    env = {k: v for k, v in os.environ.items() if k != slurm.SHARED_PATHS_VARIABLE}
     with pytest.raises(PluginError) as raised:
-        spread.run_spread(_command(test_dir), env, store, str(tmp_path / 'out'), sys.executable, _timeouts(), 2,
-                          environ=env)
+        controller.run_spread(_command(test_dir), env, store, str(tmp_path / 'out'), sys.executable, _timeouts(), 2,
+                              environ=env)
     message = str(raised.value)
     assert message == (f"{tmp_path / 'results'}: the results directory is node-local (under /tmp); the jobs on other "
                        f"nodes cannot see it: use a path all nodes see, or add it to $EB_PYTORCH_CUDA_SHARED_PATHS if "
                        f"it is shared")
     assert '\n' not in message
-    assert not os.path.exists(spread.queue_dir_of(store)) and not (tmp_path / 'out').exists()
+    assert not os.path.exists(controller.queue_dir_of(store)) and not (tmp_path / 'out').exists()
 
 
 def test_a_path_on_a_local_file_system_type_is_refused_unless_configured_as_shared(tmp_path):
     local = os.path.expanduser('~')  # the root file system here: ext4 or overlay, node-local
-    point, fstype = slurmjobs._mount_of(os.path.realpath(local))
-    assert fstype in slurmjobs.LOCAL_FS_TYPES
+    point, fstype = slurm._mount_of(os.path.realpath(local))
+    assert fstype in slurm.LOCAL_FS_TYPES
     with pytest.raises(PluginError, match=f'on a node-local file system \\({fstype} at {point}\\)'):
-        slurmjobs.refuse_node_local(local, 'the tested installation', environ={})
-    slurmjobs.refuse_node_local(local, 'the tested installation', environ={slurmjobs.SHARED_PATHS_VARIABLE: local})
-    slurmjobs.refuse_node_local(str(tmp_path / 'x'), 'the results directory', shared=[str(tmp_path)], environ={})
+        slurm.refuse_node_local(local, 'the tested installation', environ={})
+    slurm.refuse_node_local(local, 'the tested installation', environ={slurm.SHARED_PATHS_VARIABLE: local})
+    slurm.refuse_node_local(str(tmp_path / 'x'), 'the results directory', shared=[str(tmp_path)], environ={})
     with pytest.raises(PluginError, match='under /dev/shm'):
-        slurmjobs.refuse_node_local('/dev/shm/build', 'the results directory', environ={})
+        slurm.refuse_node_local('/dev/shm/build', 'the results directory', environ={})
 
 
 def test_a_job_option_slurm_refuses_is_one_line_naming_sbatch_and_the_reason(slurm, tmp_path):
     test_dir = _tree(tmp_path / 'tree', sleepers=1, seconds=0, keep=())
-    store = suiterun.ResultStore(str(tmp_path / 'results' / 'r.jsonl'), 'build-a')
+    store = solo.ResultStore(str(tmp_path / 'results' / 'r.jsonl'), 'build-a')
     with pytest.raises(PluginError) as raised:
-        spread.run_spread(_command(test_dir), dict(os.environ), store, str(tmp_path / 'out'), sys.executable,
-                          {'': 60}, 2, shared_paths=[str(tmp_path)], slurm_settings={'partition': 'no-such-partition'})
+        controller.run_spread(_command(test_dir), dict(os.environ), store, str(tmp_path / 'out'), sys.executable,
+                              {'': 60}, 2, shared_paths=[str(tmp_path)],
+                              slurm_settings={'partition': 'no-such-partition'})
     assert str(raised.value).startswith('sbatch: refused the job (exit 1): sbatch: error: ')
     assert 'invalid partition' in str(raised.value).lower() and '\n' not in str(raised.value)
     assert store.load() == {}
@@ -259,21 +263,22 @@ def test_job_options_come_from_settings_then_our_variables_then_easybuilds():
     environ = {'EB_PYTORCH_CUDA_SLURM_PARTITION': 'gpu', 'EB_PYTORCH_CUDA_SLURM_GPUS_PER_JOB': '4',
                'EB_PYTORCH_CUDA_SLURM_EXTRA_OPTIONS': '--account=proj --qos "high prio"',
                'EASYBUILD_JOB_CORES': '16', 'EASYBUILD_JOB_MAX_WALLTIME': '24'}
-    options = slurmjobs.job_options({'partition': 'a100', 'time_limit': None}, environ)
+    options = slurm.job_options({'partition': 'a100', 'time_limit': None}, environ)
     assert options.sbatch_options() == ['--partition', 'a100', '--gres=gpu:4', '--cpus-per-task', '16',
                                         '--time', '1440', '--account=proj', '--qos', 'high prio']
-    argv = slurmjobs.sbatch_argv(options, '/shared/q/worker-job.py', '/shared/q', 'pytorch-tests-1', '/shared/q/o')
+    argv = slurm.sbatch_argv(options, '/shared/q/worker-job.py', '/shared/q', 'pytorch-tests-1', '/shared/q/o')
     assert argv[:2] == ['sbatch', '--parsable'] and argv[-2:] == ['/shared/q/worker-job.py', '/shared/q']
     with pytest.raises(PluginError, match='not a number'):
-        slurmjobs.job_options({}, {'EB_PYTORCH_CUDA_SLURM_GPUS_PER_JOB': 'four'})
+        slurm.job_options({}, {'EB_PYTORCH_CUDA_SLURM_GPUS_PER_JOB': 'four'})
 
 
 SUBMITTER = '''import os, sys
-from eb_pytorch_cuda.testsuite import spread, suiterun
-from eb_pytorch_cuda.testsuite.command import TestCommand
+from eb_pytorch_cuda.testsuite.spread import controller
+from eb_pytorch_cuda.testsuite.run import solo
+from eb_pytorch_cuda.testsuite.run.command import TestCommand
 test_dir, store_path, out, shared = sys.argv[1:5]
-spread.run_spread(TestCommand(test_dir, {}, [sys.executable, 'run_test.py']), dict(os.environ),
-                  suiterun.ResultStore(store_path, 'build-a'), out, sys.executable, {'': 120}, 2,
+controller.run_spread(TestCommand(test_dir, {}, [sys.executable, 'run_test.py']), dict(os.environ),
+                  solo.ResultStore(store_path, 'build-a'), out, sys.executable, {'': 120}, 2,
                   shared_paths=[shared], slurm_settings={'cpus_per_job': 1}, poll=0.5)
 '''
 
@@ -295,15 +300,15 @@ def test_rerunning_after_the_submitting_eb_was_killed_resumes_and_cancels_its_jo
     left_jobs = (tmp_path / 'results' / 'r.jsonl.queue-build-a' / 'jobs').read_text().split()
     assert len(finished_before) >= 2 and len(left_jobs) == 2
     lines = []
-    store = suiterun.ResultStore(str(store_path), 'build-a')
-    result = spread.run_spread(_command(test_dir), env, store, str(tmp_path / 'out'), sys.executable, {'': 120}, 2,
-                               shared_paths=[str(tmp_path)], slurm_settings={'cpus_per_job': 1},
-                               progress=lines.append, poll=0.5)
+    store = solo.ResultStore(str(store_path), 'build-a')
+    result = controller.run_spread(_command(test_dir), env, store, str(tmp_path / 'out'), sys.executable, {'': 120}, 2,
+                                   shared_paths=[str(tmp_path)], slurm_settings={'cpus_per_job': 1},
+                                   progress=lines.append, poll=0.5)
     assert set(result.suites) == {f'test_sleep_{i}' for i in range(6)} | {'distributed/test_c10d_standin'}
     assert all(suite.status == 'passed' for suite in result.suites.values())
     resumed = next(line for line in lines if line.startswith('resuming: '))
     assert resumed.endswith('(cancelled 2 job(s) left by the previous run)')
-    assert slurmjobs.live_jobs(left_jobs) == set()
+    assert slurm.live_jobs(left_jobs) == set()
     runs = run_log.read_text().split()
     assert all(runs.count(suite) == 1 for suite in finished_before)  # measured once, never again
 
@@ -317,12 +322,12 @@ def test_two_targets_of_one_easyconfig_each_spread_their_own_suites_at_once(slur
     def build(target):
         test_dir = _tree(tmp_path / target, sleepers=2, seconds=1, keep=('test_known_failure',))
         lines[target] = []
-        store = suiterun.ResultStore(store_path, f'fingerprint-{target}')
+        store = solo.ResultStore(store_path, f'fingerprint-{target}')
         output = str(tmp_path / f'{target}-out')
-        results[target] = spread.run_spread(_command(test_dir), dict(os.environ), store, output,
-                                            sys.executable, {'': 120}, 2, shared_paths=[str(tmp_path)],
-                                            slurm_settings={'cpus_per_job': 1}, progress=lines[target].append,
-                                            poll=0.5)
+        results[target] = controller.run_spread(_command(test_dir), dict(os.environ), store, output,
+                                                sys.executable, {'': 120}, 2, shared_paths=[str(tmp_path)],
+                                                slurm_settings={'cpus_per_job': 1}, progress=lines[target].append,
+                                                poll=0.5)
 
     threads = [threading.Thread(target=build, args=(target,)) for target in ('haswell', 'grace')]
     for thread in threads:
@@ -333,7 +338,7 @@ def test_two_targets_of_one_easyconfig_each_spread_their_own_suites_at_once(slur
     for target in ('haswell', 'grace'):
         assert set(results[target].suites) == expected
         assert results[target].suites['test_known_failure'].status == 'failed'
-        assert set(suiterun.ResultStore(store_path, f'fingerprint-{target}').load()) == expected
+        assert set(solo.ResultStore(store_path, f'fingerprint-{target}').load()) == expected
         assert lines[target][-1] == 'suites 4/4 done on 2 job(s); 1 failed'
     queues = sorted(name for name in os.listdir(tmp_path / 'results') if '.queue-' in name)
     assert queues == ['PyTorch-2.1.2.jsonl.queue-fingerprint-grac', 'PyTorch-2.1.2.jsonl.queue-fingerprint-hasw']
@@ -352,11 +357,11 @@ time.sleep(60)
 def test_a_suite_whose_job_dies_each_time_is_recorded_as_never_finished_after_the_last_attempt(slurm, tmp_path):
     test_dir = _tree(tmp_path / 'tree', sleepers=3, seconds=1, keep=())
     (test_dir / 'test_kills_its_job.py').write_text(KILLS_ITS_JOB)
-    store = suiterun.ResultStore(str(tmp_path / 'results' / 'r.jsonl'), 'build-a')
+    store = solo.ResultStore(str(tmp_path / 'results' / 'r.jsonl'), 'build-a')
     lines = []
-    result = spread.run_spread(_command(test_dir), dict(os.environ), store, str(tmp_path / 'out'), sys.executable,
-                               {'': 120}, 2, shared_paths=[str(tmp_path)], slurm_settings={'cpus_per_job': 1},
-                               progress=lines.append, poll=0.5, max_attempts=2)
+    result = controller.run_spread(_command(test_dir), dict(os.environ), store, str(tmp_path / 'out'), sys.executable,
+                                   {'': 120}, 2, shared_paths=[str(tmp_path)], slurm_settings={'cpus_per_job': 1},
+                                   progress=lines.append, poll=0.5, max_attempts=2)
     killer = result.suites['test_kills_its_job']
     assert killer.status == 'no summary'
     assert killer.signal == 'its Slurm job ended 2 times while running it (node failure, time limit, scancel)'
@@ -388,17 +393,17 @@ def test_real_pytorch_harness_suites_spread_over_two_jobs_give_the_serial_result
     env = {k: v for k, v in os.environ.items() if k not in ('PYTHONPATH', 'CI')}
     serial_dir = _real_tree(tmp_path / 'serial')
     command = Command(str(serial_dir), {}, [REAL_PYTHON, 'run_test.py'])
-    serial_store = suiterun.ResultStore(str(tmp_path / 'serial-results' / 'r.jsonl'), 'real')
-    serial, _ = suiterun.run_all(command, REAL_SUITES, serial_store, str(tmp_path / 'serial-out'), env,
-                                 lambda suite: 900)
+    serial_store = solo.ResultStore(str(tmp_path / 'serial-results' / 'r.jsonl'), 'real')
+    serial, _ = solo.run_all(command, REAL_SUITES, serial_store, str(tmp_path / 'serial-out'), env,
+                             lambda suite: 900)
     spread_dir = _real_tree(tmp_path / 'spread')
-    store = suiterun.ResultStore(str(tmp_path / 'spread-results' / 'r.jsonl'), 'real')
+    store = solo.ResultStore(str(tmp_path / 'spread-results' / 'r.jsonl'), 'real')
     lines = []
-    result = spread.run_spread(Command(str(spread_dir), {}, [REAL_PYTHON, 'run_test.py']), env, store,
-                               str(tmp_path / 'spread-out'), REAL_PYTHON, {'': 900}, 2, suites=REAL_SUITES,
-                               previous_seconds=dict.fromkeys(REAL_SUITES, 600),  # one claim each
-                               shared_paths=[str(tmp_path)], slurm_settings={'cpus_per_job': 1},
-                               progress=lines.append, poll=1)
+    result = controller.run_spread(Command(str(spread_dir), {}, [REAL_PYTHON, 'run_test.py']), env, store,
+                                   str(tmp_path / 'spread-out'), REAL_PYTHON, {'': 900}, 2, suites=REAL_SUITES,
+                                   previous_seconds=dict.fromkeys(REAL_SUITES, 600),  # one claim each
+                                   shared_paths=[str(tmp_path)], slurm_settings={'cpus_per_job': 1},
+                                   progress=lines.append, poll=1)
     assert _comparable(result) == _comparable(serial)
     assert all(suite.status == 'passed' and suite.counts['passed'] > 0 for suite in result.suites.values())
     assert lines[-1] == 'suites 2/2 done on 2 job(s); 0 failed'
@@ -406,11 +411,11 @@ def test_real_pytorch_harness_suites_spread_over_two_jobs_give_the_serial_result
 
 
 def test_the_worker_on_a_directory_that_is_no_queue_says_so_in_one_line_and_exits_2(tmp_path):
-    done = subprocess.run([sys.executable, '-m', 'eb_pytorch_cuda.testsuite.worker', str(tmp_path)],
+    done = subprocess.run([sys.executable, '-m', 'eb_pytorch_cuda.testsuite.spread.worker', str(tmp_path)],
                           capture_output=True, text=True)
     assert done.returncode == 2 and done.stdout == ''
-    assert done.stderr == (f"eb_pytorch_cuda.testsuite.worker: {tmp_path / 'spec.json'}: not a suite queue ([Errno 2] "
-                           f"No such file or directory: '{tmp_path / 'spec.json'}')\n")
+    assert done.stderr == (f"eb_pytorch_cuda.testsuite.spread.worker: {tmp_path / 'spec.json'}: not a suite queue "
+                           f"([Errno 2] No such file or directory: '{tmp_path / 'spec.json'}')\n")
 
 
 def _test_suite_cli(source, results, *extra, env=None):
@@ -455,7 +460,7 @@ def test_test_suite_command_refuses_a_node_local_results_path_for_jobs(tmp_path)
 def test_a_must_serial_suite_runs_alone_in_its_job_while_the_others_share_its_slots(tmp_path):
     """The worker a job runs, in this process (no Slurm needed for what happens inside one job): 3 slots,
     one suite on the harness's must-serial list; real processes, the stand-in's sleeping suites."""
-    from eb_pytorch_cuda.testsuite import worker
+    from eb_pytorch_cuda.testsuite.spread import worker
     test_dir = _tree(tmp_path / 'tree', sleepers=4, seconds=2, keep=())
     queue_dir = str(tmp_path / 'queue')
     SuiteQueue(queue_dir).create({'cwd': str(test_dir), 'argv': [sys.executable, 'run_test.py'],
@@ -493,7 +498,7 @@ def test_a_must_serial_suite_runs_alone_in_its_job_while_the_others_share_its_sl
 def test_a_worker_whose_slot_breaks_stops_claiming_and_says_so_in_one_line(tmp_path):
     """A test command that cannot start (a real missing program): the slot's error stops the worker, which
     claims nothing more and exits with a one-line error; the queue keeps every suite unfinished."""
-    from eb_pytorch_cuda.testsuite import worker
+    from eb_pytorch_cuda.testsuite.spread import worker
     test_dir = _tree(tmp_path / 'tree', sleepers=3, seconds=1, keep=())
     queue_dir = str(tmp_path / 'queue')
     suites = [f'test_sleep_{index}' for index in range(3)]

@@ -15,9 +15,9 @@ import pytorch_output as out
 from conftest import cli
 from eb_runner import REPO, TEST_EASYCONFIGS, EbRunner
 from eb_pytorch_cuda.eb.ecpolicy import policy_from_values, read_easyconfig
-from eb_pytorch_cuda.testsuite.logparse import parse_log_text
-from eb_pytorch_cuda.testsuite.policy import Policy, ScopeContext, judge, known_failures
-from eb_pytorch_cuda.testsuite.suggest import PLACEHOLDER, Entry, Run, render, suggest, suggest_runs
+from eb_pytorch_cuda.testsuite.results.logparse import parse_log_text
+from eb_pytorch_cuda.testsuite.policy.judging import Policy, ScopeContext, judge, known_failures
+from eb_pytorch_cuda.testsuite.policy.suggest import PLACEHOLDER, Entry, Run, render, suggest, suggest_runs
 from field_results import A100, FIELD, GPU, run_log, suite_log
 
 MAIN_EC = Path(__file__).resolve().parent.parent / 'easyconfigs' / 'p' / 'PyTorch' / \

@@ -10,8 +10,9 @@ import pytest
 
 from eb_pytorch_cuda import standins
 from eb_pytorch_cuda.errors import PluginError
-from eb_pytorch_cuda.testsuite import discovery, suiterun
-from eb_pytorch_cuda.testsuite.command import TestCommand as Command  # not a pytest test class
+from eb_pytorch_cuda.testsuite.run import discovery
+from eb_pytorch_cuda.testsuite.run import solo
+from eb_pytorch_cuda.testsuite.run.command import TestCommand as Command  # not a pytest test class
 
 
 @pytest.fixture
@@ -52,7 +53,7 @@ def test_discovery_of_a_harness_without_its_selection_functions_names_the_comman
 def test_a_timed_out_suite_takes_its_children_down_and_keeps_its_partial_output(tree, tmp_path):
     (tmp_path / 'out').mkdir()
     start = time.time()
-    record = suiterun.run_suite(_command(tree), 'test_spawns_and_hangs', 2, str(tmp_path / 'out'), dict(os.environ))
+    record = solo.run_suite(_command(tree), 'test_spawns_and_hangs', 2, str(tmp_path / 'out'), dict(os.environ))
     assert time.time() - start < 30
     assert record['suite']['status'] == 'timed out' and record['suite']['signal'] == 'timeout after 2s'
     assert 'Running test_spawns_and_hangs 1/1' in record['output_tail']
@@ -62,16 +63,16 @@ def test_a_timed_out_suite_takes_its_children_down_and_keeps_its_partial_output(
 
 
 def test_the_store_keeps_finished_suites_of_this_build_only_and_ignores_a_torn_line(tmp_path):
-    store = suiterun.ResultStore(str(tmp_path / 'r' / 'results.jsonl'), 'fingerprint-a')
+    store = solo.ResultStore(str(tmp_path / 'r' / 'results.jsonl'), 'fingerprint-a')
     store.append({'suite': {'name': 'test_a', 'status': 'passed'}})
-    suiterun.ResultStore(store.path, 'fingerprint-b').append({'suite': {'name': 'test_b', 'status': 'passed'}})
+    solo.ResultStore(store.path, 'fingerprint-b').append({'suite': {'name': 'test_b', 'status': 'passed'}})
     with open(store.path, 'a') as handle:
         handle.write(json.dumps({'suite': {'name': 'test_c'}, 'fingerprint': 'fingerprint-a'})[:20])
     assert set(store.load()) == {'test_a'}
 
 
 def test_the_fingerprint_ignores_the_policy_but_not_the_build():
-    from eb_pytorch_cuda.testsuite.step import build_fingerprint
+    from eb_pytorch_cuda.testsuite.service import build_fingerprint
     base = {'name': 'PyTorch', 'sources': ['pytorch-v2.1.2.tar.gz'], 'max_failed_tests': 2,
             'known_test_failures': {'': [('test_x', 'r')]}}
     env = {'CFLAGS': '-O2 -march=haswell'}
@@ -82,18 +83,19 @@ def test_the_fingerprint_ignores_the_policy_but_not_the_build():
 
 
 def test_timeouts_come_from_the_previous_results_or_a_default(tmp_path):
-    from eb_pytorch_cuda.testsuite.step import suite_timeouts
+    from eb_pytorch_cuda.testsuite.service import suite_timeouts
     previous = tmp_path / 'results.json'
     previous.write_text(json.dumps({'suite_seconds': {'test_nn': 1000.0, 'test_fast': 1.0}}))
-    assert suite_timeouts(None, previous) == {'': suiterun.DEFAULT_TIMEOUT, 'test_nn': 4000, 'test_fast': 600}
+    assert suite_timeouts(None, previous) == {'': solo.DEFAULT_TIMEOUT, 'test_nn': 4000, 'test_fast': 600}
     assert suite_timeouts(120, previous) == {'': 120}
-    assert suite_timeouts(None, tmp_path / 'missing.json') == {'': suiterun.DEFAULT_TIMEOUT}
+    assert suite_timeouts(None, tmp_path / 'missing.json') == {'': solo.DEFAULT_TIMEOUT}
 
 
 def test_one_list_of_parameters_feeds_the_reader_the_fingerprint_and_the_settings(tmp_path):
     from eb_pytorch_cuda.eb import ecpolicy
-    from eb_pytorch_cuda.testsuite import settings, step
-    assert step.POLICY_PARAMETERS == settings.JUDGING
+    from eb_pytorch_cuda.testsuite.policy import settings
+    from eb_pytorch_cuda.testsuite import service
+    assert service.POLICY_PARAMETERS == settings.JUDGING
     easyconfig = tmp_path / 'PyTorch-2.1.2.eb'
     easyconfig.write_text("easyblock = 'PyTorch'\nname = 'PyTorch'\nversion = '2.1.2'\nhomepage = 'x'\n"
                           "description = 'x'\ntoolchain = SYSTEM\nmax_failed_tests = 3\nrerun_failed_tests = 2\n"
@@ -102,7 +104,7 @@ def test_one_list_of_parameters_feeds_the_reader_the_fingerprint_and_the_setting
     read = ecpolicy.read_settings(str(easyconfig))
     assert (read.max_failed_tests, read.rerun_failed_tests, read.parallel_test_suites, read.test_suite_timeout) == \
         (3, 2, 2, 900)
-    from eb_pytorch_cuda.testsuite.policy import detect_context
+    from eb_pytorch_cuda.testsuite.policy.judging import detect_context
     context = detect_context((), cpu_family='x86_64', target='x86_64/generic')
     assert read.excluded(context) == ['test_x'] and read.policy(context).max_failed_tests == 3
     assert settings.TestSettings.from_values({}).policy(context, default_budget=10).max_failed_tests == 10
@@ -152,8 +154,8 @@ test_c failed!
 
 
 def test_the_21_replayed_logs_are_attributed_to_their_own_suites(tmp_path):
-    from eb_pytorch_cuda.testsuite.batchlog import split_batch_output
-    from eb_pytorch_cuda.testsuite.outcome import build_outcome
+    from eb_pytorch_cuda.testsuite.results.splitting import split_batch_output
+    from eb_pytorch_cuda.testsuite.results.outcome import build_outcome
     outputs = split_batch_output(LOG_21, ['test_a', 'test_b', 'test_c'], str(tmp_path), full_log_means_passed=True)
     a, b, c = (outputs[name] for name in ('test_a', 'test_b', 'test_c'))
     assert a.settled and not a.failed and 'Ran 4 tests' in a.text and 'test_one' not in a.text
@@ -165,15 +167,16 @@ def test_the_21_replayed_logs_are_attributed_to_their_own_suites(tmp_path):
 
 
 def test_21_gets_xml_switched_on_through_its_positional_unittest_args(tmp_path):
-    from eb_pytorch_cuda.testsuite import batchrun, discovery
-    from eb_pytorch_cuda.testsuite.harness import read_harness
+    from eb_pytorch_cuda.testsuite.run import batches
+    from eb_pytorch_cuda.testsuite.run import discovery
+    from eb_pytorch_cuda.testsuite.run.harness import read_harness
     run_test = tmp_path / 'run_test.py'  # the 2.1 argument parser's shape: no parse_known_args
     run_test.write_text('parser.add_argument(\n    "additional_unittest_args",\n    nargs="*",\n)\n'
                         'print_to_stderr(f"##[group]PRINTING BEGINNING OF LOG FILE of {test} ({file_path})")\n')
     harness = read_harness(str(run_test))
     assert harness.positional_unittest_args and not harness.forwards_unknown_args and harness.full_log_means_passed
     argv = discovery.run_argv(['python', 'run_test.py', '--shard', '1', '2', '-x', 'test_z'], ['test_a', 'test_b'],
-                              batchrun.batch_options(harness))
+                              batches.batch_options(harness))
     assert argv == ['python', 'run_test.py', '-x', 'test_z', '--continue-through-error', '-i', 'test_a', 'test_b',
                     '--', '--save-xml']
 
@@ -189,11 +192,11 @@ def test_a_hang_inside_a_batch_costs_its_own_timeout_not_the_batchs_and_the_othe
     suites = discovery.discover(command, env)[0]
     assert suites.index('test_a_spawns_and_hangs') < suites.index('test_known_failure')
     timeouts = {'': 300, 'test_a_spawns_and_hangs': 3}
-    store = suiterun.ResultStore(str(tmp_path / 'r' / 'r.jsonl'), 'build')
+    store = solo.ResultStore(str(tmp_path / 'r' / 'r.jsonl'), 'build')
     lines = []
     start = time.time()
-    result, _ = suiterun.run_all(command, suites, store, str(tmp_path / 'out'), env,
-                                 lambda suite: timeouts.get(suite, timeouts['']), progress=lines.append)
+    result, _ = solo.run_all(command, suites, store, str(tmp_path / 'out'), env,
+                             lambda suite: timeouts.get(suite, timeouts['']), progress=lines.append)
     elapsed = time.time() - start
     assert elapsed < 120, lines  # the batch's own limit is the sum of its suites' timeouts (over 1,000 s)
     assert result.suites['test_a_spawns_and_hangs'].status == 'timed out'
@@ -207,7 +210,7 @@ def test_a_hang_inside_a_batch_costs_its_own_timeout_not_the_batchs_and_the_othe
 def test_suites_run_outside_pytorchs_ci_mode_unless_the_runtest_line_asks_for_it(tmp_path):
     # CI=true (set by GitLab/GitHub runners) switches run_test.py into PyTorch's CI mode; the real harness
     # run with CI=true is in tests/test_real_harness.py
-    from eb_pytorch_cuda.testsuite.command import harness_environment, parse_runtest
+    from eb_pytorch_cuda.testsuite.run.command import harness_environment, parse_runtest
     plain = parse_runtest('cd test && %(python)s run_test.py', str(tmp_path), sys.executable)
     env = harness_environment({'CI': 'true', 'OMP_NUM_THREADS': '4'}, plain)
     assert env == {'OMP_NUM_THREADS': '4'}
@@ -218,21 +221,21 @@ def test_suites_run_outside_pytorchs_ci_mode_unless_the_runtest_line_asks_for_it
 def test_in_unittest_mode_without_xmlrunner_the_step_says_xml_reports_are_off(tree, tmp_path):
     # this Python has no xmlrunner; with PYTORCH_TEST_DO_NOT_USE_PYTEST=1 the harness runs unittest, where
     # --save-xml would make common_utils import it (tests/test_real_harness.py: the real harness's side)
-    from eb_pytorch_cuda.testsuite import step
+    from eb_pytorch_cuda.testsuite import service
     command = Command(str(tree), {}, [sys.executable, 'run_test.py', '-i', 'test_flaky'])
     lines = []
     for env, off in ((dict(os.environ), False), (dict(os.environ, PYTORCH_TEST_DO_NOT_USE_PYTEST='1'), True)):
         lines.clear()
-        store = suiterun.ResultStore(str(tmp_path / f'r{off}' / 'r.jsonl'), 'f')
-        step.run_suites(command, env, store, str(tmp_path / f'out{off}'), sys.executable, {'': 120},
-                        progress=lines.append)
+        store = solo.ResultStore(str(tmp_path / f'r{off}' / 'r.jsonl'), 'f')
+        service.run_suites(command, env, store, str(tmp_path / f'out{off}'), sys.executable, {'': 120},
+                           progress=lines.append)
         assert any(line.startswith('XML reports off') for line in lines) is off, lines
 
 
 def test_dropping_ci_mode_keeps_what_the_caller_set_over_the_runtest_line(tmp_path):
     # the easyblock puts the tested installation on PYTHONPATH after merging the runtest line's assignments;
     # removing CI must not bring the runtest line's PYTHONPATH back over it
-    from eb_pytorch_cuda.testsuite.command import harness_environment, parse_runtest
+    from eb_pytorch_cuda.testsuite.run.command import harness_environment, parse_runtest
     command = parse_runtest('cd test && PYTHONPATH=/src CI=1 %(python)s run_test.py', str(tmp_path), sys.executable)
     env = dict(os.environ, **command.env)
     env['PYTHONPATH'] = '/install/lib/python3.11/site-packages:/src'

@@ -13,7 +13,7 @@ import pytest
 from conftest import cli
 from eb_pytorch_cuda import standins
 from eb_pytorch_cuda.errors import PluginError
-from eb_pytorch_cuda.testsuite import settings
+from eb_pytorch_cuda.testsuite.policy import settings
 
 HEADER = ("easyblock = 'PyTorch'\nname = 'PyTorch'\nversion = '2.1.2'\nhomepage = 'x'\ndescription = 'x'\n"
           "toolchain = SYSTEM\n")

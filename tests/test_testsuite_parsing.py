@@ -6,9 +6,9 @@ import pytest
 
 import pytorch_output as out
 from eb_pytorch_cuda.errors import PluginError
-from eb_pytorch_cuda.testsuite.logparse import parse_log_file, parse_log_text
-from eb_pytorch_cuda.testsuite.results import load_results
-from eb_pytorch_cuda.testsuite.xmlparse import parse_report_dir
+from eb_pytorch_cuda.testsuite.results.logparse import parse_log_file, parse_log_text
+from eb_pytorch_cuda.testsuite.results.saved import load_results
+from eb_pytorch_cuda.testsuite.results.xmlparse import parse_report_dir
 
 
 @pytest.fixture
@@ -143,7 +143,7 @@ def _random_reports(root, seed):
 
 @pytest.mark.parametrize('seed', range(5))
 def test_fast_scan_and_elementtree_agree(tmp_path, monkeypatch, seed):
-    from eb_pytorch_cuda.testsuite import xmlparse
+    from eb_pytorch_cuda.testsuite.results import xmlparse
     root = _random_reports(tmp_path / f'r{seed}', seed)
     fast = parse_report_dir(root)
     monkeypatch.setattr(xmlparse, '_fast_cases', lambda data: None)
@@ -239,7 +239,7 @@ def test_a_pool_suite_announced_again_and_cut_is_not_a_pass():
 
 
 def test_a_log_cut_between_shards_fails_the_verdict():
-    from eb_pytorch_cuda.testsuite.policy import Policy, judge
+    from eb_pytorch_cuda.testsuite.policy.judging import Policy, judge
     result = parse_log_file(os.path.join(LOGS, 'truncated-between-shards.log'))
     assert result.suites['test_autograd'].note == 'shard(s) 2 of 2 never ended'
     verdict = judge(result, Policy(100, []))
@@ -266,9 +266,9 @@ def test_a_raw_greater_than_sign_in_a_test_name_is_read_whole(tmp_path):
 
 def test_the_saved_result_round_trips_through_strict_validation(tmp_path):
     import json
-    from eb_pytorch_cuda.testsuite.policy import Policy, judge
-    from eb_pytorch_cuda.testsuite.report import to_json
-    from eb_pytorch_cuda.testsuite.results import load_saved, mark_missing
+    from eb_pytorch_cuda.testsuite.policy.judging import Policy, judge
+    from eb_pytorch_cuda.testsuite.policy.report import to_json
+    from eb_pytorch_cuda.testsuite.results.saved import load_saved, mark_missing
     result = parse_log_file(os.path.join(LOGS, '../../pytorch21/plain.log'))
     assert mark_missing(result, ['test_license', 'test_torch']) == ['test_torch']
     saved = tmp_path / 'saved.json'

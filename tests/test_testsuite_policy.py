@@ -8,8 +8,8 @@ import pytest
 import pytorch_output as out
 from conftest import cli
 from eb_pytorch_cuda.errors import PluginError
-from eb_pytorch_cuda.testsuite.logparse import parse_log_text
-from eb_pytorch_cuda.testsuite.policy import (Policy, ScopeContext, excluded_tests, judge, known_failures)
+from eb_pytorch_cuda.testsuite.results.logparse import parse_log_text
+from eb_pytorch_cuda.testsuite.policy.judging import (Policy, ScopeContext, excluded_tests, judge, known_failures)
 
 HASWELL = ScopeContext('x86_64', 'x86_64/intel/haswell', ('8.0', '9.0'))
 GRACE = ScopeContext('aarch64', 'aarch64/nvidia/grace', ('9.0',))
@@ -160,8 +160,8 @@ def test_known_failures_scoped_to_a_compute_capability_follow_the_gpus_the_suite
     """nvidia-smi's real answer on the H200 node (docs/validation/gpu.md), replayed by a stand-in nvidia-smi:
     no GPU can be shown on this machine.  Without nvidia-smi (this machine, for real) nothing is seen."""
     import shutil
-    from eb_pytorch_cuda.testsuite.policy import detect_context
-    from eb_pytorch_cuda.testsuite.suiterun import gpu_compute_capabilities
+    from eb_pytorch_cuda.testsuite.policy.judging import detect_context
+    from eb_pytorch_cuda.testsuite.run.solo import gpu_compute_capabilities
     monkeypatch.setenv('PATH', str(tmp_path))
     assert shutil.which('nvidia-smi') is None and gpu_compute_capabilities({}) == ()
     recorded = os.path.join(os.path.dirname(__file__), 'data', 'h200-nvidia-smi-query-compute-cap.txt')

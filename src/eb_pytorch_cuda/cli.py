@@ -63,10 +63,10 @@ def cmd_cudnn_catalog(args):
 
 def cmd_report(args):
     from eb_pytorch_cuda.eb import ecpolicy
-    from eb_pytorch_cuda.testsuite.policy import detect_context, judge
-    from eb_pytorch_cuda.testsuite.report import to_json, to_markdown, to_text
+    from eb_pytorch_cuda.testsuite.policy.judging import detect_context, judge
+    from eb_pytorch_cuda.testsuite.policy.report import to_json, to_markdown, to_text
     from eb_pytorch_cuda.eb.ebsummary import load
-    from eb_pytorch_cuda.testsuite.results import mark_missing, read_expected_suites
+    from eb_pytorch_cuda.testsuite.results.saved import mark_missing, read_expected_suites
     if args.max_failed_tests is not None and args.max_failed_tests < 0:
         raise PluginError('--max-failed-tests', f'must be a non-negative integer, got {args.max_failed_tests}')
     expected = read_expected_suites(args.expected_suites) if args.expected_suites else []
@@ -101,7 +101,7 @@ def _suggest_policy(args, values, capabilities):
     if not (args.suggest_policy or args.suggest_scope is not None):
         return None
     from eb_pytorch_cuda.eb import ebsummary, ecpolicy
-    from eb_pytorch_cuda.testsuite import suggest
+    from eb_pytorch_cuda.testsuite.policy import suggest
     scope = None if args.suggest_scope is None else suggest.validate_scope(args.suggest_scope, '--suggest-scope')
     runs = suggest.runs_from_paths(
         args.paths, lambda context: ecpolicy.policy_from_values(values, context, args.easyconfig or 'policy',
@@ -115,11 +115,11 @@ def cmd_test_suite(args):
     """Run a PyTorch source tree's test suites against an installed torch, judge and report them."""
     import json
     from eb_pytorch_cuda.eb import ecpolicy
-    from eb_pytorch_cuda.testsuite.policy import detect_context, judge
-    from eb_pytorch_cuda.testsuite.report import RESULTS_JSON, RESULTS_MARKDOWN, to_json, to_markdown, to_text
-    from eb_pytorch_cuda.testsuite.settings import TestSettings, check_option
+    from eb_pytorch_cuda.testsuite.policy.judging import detect_context, judge
+    from eb_pytorch_cuda.testsuite.policy.report import RESULTS_JSON, RESULTS_MARKDOWN, to_json, to_markdown, to_text
+    from eb_pytorch_cuda.testsuite.policy.settings import TestSettings, check_option
     from eb_pytorch_cuda.testsuite.standalone import check_inputs, notes_of, run_test_suite
-    from eb_pytorch_cuda.testsuite.suiterun import gpu_compute_capabilities
+    from eb_pytorch_cuda.testsuite.run.solo import gpu_compute_capabilities
     for option, value, minimum in (('--timeout', args.timeout, 1), ('--parallel', args.parallel, 1),
                                    ('--rerun', args.rerun, 0), ('--jobs', args.jobs, 1)):
         check_option(option, value, minimum)  # 0 or -1 is refused, not replaced by the easyconfig's value

@@ -47,12 +47,14 @@ from eb_pytorch_cuda.eb import hooks as easybuild_hooks
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.escape import printable
 from eb_pytorch_cuda.eb import ecpolicy, testinstall
-from eb_pytorch_cuda.testsuite import batchrun, spread, step
-from eb_pytorch_cuda.testsuite.command import parse_runtest
-from eb_pytorch_cuda.testsuite.policy import detect_context, judge
-from eb_pytorch_cuda.testsuite.report import RESULTS_JSON, RESULTS_MARKDOWN, to_json, to_markdown, to_text
-from eb_pytorch_cuda.testsuite.settings import NAMES as SETTINGS_NAMES, TestSettings
-from eb_pytorch_cuda.testsuite.suiterun import ResultStore, gpu_compute_capabilities
+from eb_pytorch_cuda.testsuite.run import batches
+from eb_pytorch_cuda.testsuite.spread import controller
+from eb_pytorch_cuda.testsuite import service
+from eb_pytorch_cuda.testsuite.run.command import parse_runtest
+from eb_pytorch_cuda.testsuite.policy.judging import detect_context, judge
+from eb_pytorch_cuda.testsuite.policy.report import RESULTS_JSON, RESULTS_MARKDOWN, to_json, to_markdown, to_text
+from eb_pytorch_cuda.testsuite.policy.settings import NAMES as SETTINGS_NAMES, TestSettings
+from eb_pytorch_cuda.testsuite.run.solo import ResultStore, gpu_compute_capabilities
 
 
 # every copy of this file carries this line; upstream's pytorch.py never does
@@ -244,23 +246,24 @@ class EB_PyTorch(UpstreamPyTorch):
                 env.update({'PYTHONPATH': os.pathsep.join(pylibdirs + [os.environ.get('PYTHONPATH', '')]),
                             'PATH': os.pathsep.join([bindir, os.environ.get('PATH', '')])})
                 store = self._results_store()
-                result = step.run_suites(command, env, store, os.path.join(self.builddir, 'pytorch-test-output'),
-                                         self.python_cmd, self._suite_timeouts(settings), settings.parallel_test_suites,
-                                         settings.rerun_failed_tests,
-                                         progress=lambda message: print_msg(printable(message), log=self.log),
-                                         jobs=settings.test_suite_jobs, previous_results=self._previous_results(),
-                                         tested_installation=prefix)
+                result = service.run_suites(command, env, store, os.path.join(self.builddir, 'pytorch-test-output'),
+                                            self.python_cmd, self._suite_timeouts(
+                                                settings), settings.parallel_test_suites,
+                                            settings.rerun_failed_tests,
+                                            progress=lambda message: print_msg(printable(message), log=self.log),
+                                            jobs=settings.test_suite_jobs, previous_results=self._previous_results(),
+                                            tested_installation=prefix)
             except PluginError as err:
                 raise EasyBuildError(str(err)) from None
-            for suite, notes in step.notes(store).items():  # exit 0 without a summary, log/XML differences
+            for suite, notes in service.notes(store).items():  # exit 0 without a summary, log/XML differences
                 print_msg(printable(f"note: {suite}: {'; '.join(notes)}"), log=self.log)
-            verdict = step.judge_and_keep(store, result, policy, prefix)
+            verdict = service.judge_and_keep(store, result, policy, prefix)
         finally:
             remove_dir(prefix)
         self._judge(result, verdict, context)
         store.remove()
         if settings.test_suite_jobs > 1:
-            spread.remove_queue(store)
+            controller.remove_queue(store)
 
     def _judge(self, result, verdict, context):
         """Print and write the verdict; raise when the policy says the run failed."""
@@ -308,10 +311,10 @@ class EB_PyTorch(UpstreamPyTorch):
     # --- per-suite results that survive a killed eb, keyed by what determines the build ---
 
     def _build_fingerprint(self):
-        """Of what the tested build depends on, not of the policy (step.build_fingerprint)."""
+        """Of what the tested build depends on, not of the policy (service.build_fingerprint)."""
         from easybuild.framework.easyconfig.parser import EasyConfigParser
         values = EasyConfigParser(rawcontent=self.cfg.rawtxt).get_config_dict()
-        return step.build_fingerprint(values, os.environ, {'cuda_cc': build_option('cuda_compute_capabilities')})
+        return service.build_fingerprint(values, os.environ, {'cuda_cc': build_option('cuda_compute_capabilities')})
 
     def _results_store_path(self):
         """Outside the build directory, which EasyBuild empties when a build starts again."""
@@ -324,8 +327,8 @@ class EB_PyTorch(UpstreamPyTorch):
         return os.path.join(self.installdir, 'easybuild', RESULTS_JSON)
 
     def _suite_timeouts(self, settings):
-        """test_suite_timeout, else derived from the previous installation's results (step.suite_timeouts)."""
-        return step.suite_timeouts(settings.test_suite_timeout, self._previous_results())
+        """test_suite_timeout, else derived from the previous installation's results (service.suite_timeouts)."""
+        return service.suite_timeouts(settings.test_suite_timeout, self._previous_results())
 
     def _write_reports(self, directory):
         if self.pytorch_test_report is None:
@@ -446,10 +449,10 @@ class EB_PyTorch(UpstreamPyTorch):
             command = parse_runtest(self._raw_runtest() or '', self.start_dir or '.', self.python_cmd or 'python',
                                     excluded)
             self.dry_run_msg(f"  command (no shell): {' '.join(command.argv)}  [in {command.cwd}]")
-            self.dry_run_msg(f"  suites: as its --dry-run selects them, run {batchrun.DEFAULT_BATCH_SIZE} at most per "
+            self.dry_run_msg(f"  suites: as its --dry-run selects them, run {batches.DEFAULT_BATCH_SIZE} at most per "
                              f"run_test.py call (its own pool and serial list apply), "
                              f"{settings.parallel_test_suites} call(s) at a time; XML reports on "
-                             f"({batchrun.XML_VARIABLE}=1, --save-xml under pytest or with xmlrunner)")
+                             f"({batches.XML_VARIABLE}=1, --save-xml under pytest or with xmlrunner)")
         except PluginError as err:
             self.dry_run_msg(f'  command: cannot run without a shell: {err}')
         jobs = settings.test_suite_jobs

@@ -21,7 +21,7 @@ from eb_pytorch_cuda.eb.config import plugin_files
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.elf.patchelf import patchelf_binary
 from eb_pytorch_cuda.patch.plan import find_libraries
-from eb_pytorch_cuda.testsuite.report import RESULTS_JSON, RESULTS_MARKDOWN
+from eb_pytorch_cuda.testsuite.policy.report import RESULTS_JSON, RESULTS_MARKDOWN
 
 ROOT_FLAG = '--allow-use-as-root-and-accept-consequences'
 LMOD_CANDIDATES = ('/usr/share/lmod/lmod/libexec/lmod', '/opt/lmod/lmod/libexec/lmod')

@@ -19,9 +19,9 @@ from typing import Optional
 
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.inputs import read_bytes
-from eb_pytorch_cuda.testsuite.logparse import parse_log_text
-from eb_pytorch_cuda.testsuite.model import SUITE_FAILED, SUITE_PASSED, RunResult, Suite
-from eb_pytorch_cuda.testsuite.results import load_results, merge
+from eb_pytorch_cuda.testsuite.results.logparse import parse_log_text
+from eb_pytorch_cuda.testsuite.results.model import SUITE_FAILED, SUITE_PASSED, RunResult, Suite
+from eb_pytorch_cuda.testsuite.results.saved import load_results, merge
 
 HEADER = re.compile(r'(?P<failures>\d+) test failures?, (?P<errors>\d+) test errors? \(out of (?P<total>\d+)\):')
 SUITE_LINE = re.compile(r'^[ \t]*(?P<suite>[A-Za-z_][\w/.-]*)(?: \d+/\d+)? '

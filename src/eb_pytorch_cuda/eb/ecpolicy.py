@@ -1,7 +1,7 @@
 """Read the test step's settings from an easyconfig file (EasyBuild's own parser, imported on use)."""
 
 from eb_pytorch_cuda.errors import PluginError, Terminated
-from eb_pytorch_cuda.testsuite import settings
+from eb_pytorch_cuda.testsuite.policy import settings
 
 
 def upstream_default_max_failed_tests():

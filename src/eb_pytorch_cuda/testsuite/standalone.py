@@ -11,10 +11,10 @@ import json
 import os
 
 from eb_pytorch_cuda.errors import PluginError
-from eb_pytorch_cuda.testsuite import step
-from eb_pytorch_cuda.testsuite.command import parse_runtest
-from eb_pytorch_cuda.testsuite.report import RESULTS_JSON
-from eb_pytorch_cuda.testsuite.suiterun import ResultStore
+from eb_pytorch_cuda.testsuite import service
+from eb_pytorch_cuda.testsuite.run.command import parse_runtest
+from eb_pytorch_cuda.testsuite.policy.report import RESULTS_JSON
+from eb_pytorch_cuda.testsuite.run.solo import ResultStore
 
 DEFAULT_RUNTEST = 'cd test && %(python)s run_test.py --continue-through-error %(excluded_tests)s'
 
@@ -46,15 +46,15 @@ def run_test_suite(source, python, results_dir, runtest=None, excluded=(), paral
     store = store_for(results_dir, source, python, command.argv)
     env = dict(os.environ, **command.env)
     previous = os.path.join(results_dir, RESULTS_JSON)
-    timeouts = step.suite_timeouts(timeout, previous)
+    timeouts = service.suite_timeouts(timeout, previous)
     kwargs = {'batch_size': batch_size} if batch_size else {}
-    return step.run_suites(command, env, store, os.path.join(results_dir, 'output'), python, timeouts,
-                           parallel=parallel, reruns=reruns, progress=progress, jobs=jobs,
-                           previous_results=previous, **kwargs)
+    return service.run_suites(command, env, store, os.path.join(results_dir, 'output'), python, timeouts,
+                              parallel=parallel, reruns=reruns, progress=progress, jobs=jobs,
+                              previous_results=previous, **kwargs)
 
 
 def notes_of(results_dir, source, python, runtest=None, excluded=()):
     """{suite: [notes]} stored for this run (exit 0 without a summary, log/XML differences)."""
     python = os.path.abspath(python)
     command = parse_runtest(runtest or DEFAULT_RUNTEST, os.path.abspath(source), python, list(excluded))
-    return step.notes(store_for(results_dir, source, python, command.argv))
+    return service.notes(store_for(results_dir, source, python, command.argv))

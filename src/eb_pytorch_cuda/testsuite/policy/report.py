@@ -9,10 +9,10 @@ from typing import Optional
 
 from eb_pytorch_cuda.escape import markdown_code, markdown_text, printable_lines
 
-from eb_pytorch_cuda.testsuite.model import SUITE_FAILED, SUITE_PASSED, RunResult
-from eb_pytorch_cuda.testsuite.policy import ScopeContext, Verdict
-from eb_pytorch_cuda.testsuite.results import RESULT_FORMAT
-from eb_pytorch_cuda.testsuite.suggest import for_verdict
+from eb_pytorch_cuda.testsuite.results.model import SUITE_FAILED, SUITE_PASSED, RunResult
+from eb_pytorch_cuda.testsuite.policy.judging import ScopeContext, Verdict
+from eb_pytorch_cuda.testsuite.results.saved import RESULT_FORMAT
+from eb_pytorch_cuda.testsuite.policy.suggest import for_verdict
 
 # the file names of a judged run's reports, where the easyblock (<installdir>/easybuild/) and test-suite
 # (its results directory) write them and where the next run reads per-suite times from

@@ -1,4 +1,4 @@
-"""One build's test suites spread over N Slurm jobs: the test step's alternative to suiterun.run_all.
+"""One build's test suites spread over N Slurm jobs: the test step's alternative to solo.run_all.
 
 The 8-167 hour test step of a PyTorch build runs its ~1,000 suites independently; here N jobs take them
 from a shared queue (queue.SuiteQueue: longest expected first, claims of dead jobs go back), each runs
@@ -14,7 +14,7 @@ How the callers use it (EasyBuild-free; the easyblock and the CLI only pass thei
   `run_spread(command, env, store, output_dir, python, timeouts, jobs=self.cfg['test_suite_jobs'],
   parallel=self.cfg['parallel_test_suites'], reruns=self.cfg['rerun_failed_tests'],
   tested_installation=prefix, previous_seconds=<suite_seconds of the previous results JSON>,
-  progress=lambda m: print_msg(m, log=self.log))` where it now calls step.run_suites, with the same
+  progress=lambda m: print_msg(m, log=self.log))` where it now calls service.run_suites, with the same
   arguments; everything after it (keep_if_only_the_verdict_failed, _judge) is unchanged, and
   `remove_queue(store)` goes next to `store.remove()`.
 - `eb-pytorch-cuda test-suite ... --jobs N`: the same call with the command's own facts.
@@ -28,12 +28,15 @@ import time
 from dataclasses import asdict
 from typing import Callable, Dict, List, Mapping, Optional, Sequence
 
-from eb_pytorch_cuda.testsuite import discovery, slurmjobs, step, suiterun
-from eb_pytorch_cuda.testsuite.command import harness_environment
-from eb_pytorch_cuda.testsuite.harness import harness_of
-from eb_pytorch_cuda.testsuite.model import SUITE_INCOMPLETE, SUITE_PASSED, RunResult, Suite
-from eb_pytorch_cuda.testsuite.queue import (DEFAULT_MAX_ATTEMPTS, DEFAULT_STALE_AFTER, RecordReader, SuiteQueue,
-                                             job_of, longest_first)
+from eb_pytorch_cuda.testsuite.run import discovery
+from eb_pytorch_cuda.testsuite.spread import slurm
+from eb_pytorch_cuda.testsuite.run import solo
+from eb_pytorch_cuda.testsuite.run.command import harness_environment
+from eb_pytorch_cuda.testsuite.run.harness import harness_of
+from eb_pytorch_cuda.testsuite.run.reruns import rerun_failures
+from eb_pytorch_cuda.testsuite.results.model import SUITE_INCOMPLETE, SUITE_PASSED, RunResult, Suite
+from eb_pytorch_cuda.testsuite.spread.workqueue import (DEFAULT_MAX_ATTEMPTS, DEFAULT_STALE_AFTER, RecordReader,
+                                                        SuiteQueue, job_of, longest_first)
 
 
 def previous_suite_seconds(results_json: Optional[str]) -> Dict[str, float]:
@@ -52,19 +55,19 @@ def previous_suite_seconds(results_json: Optional[str]) -> Dict[str, float]:
     return seconds
 
 
-def queue_dir_of(store: suiterun.ResultStore) -> str:
+def queue_dir_of(store: solo.ResultStore) -> str:
     """The queue lives next to the build's results file (same shared place, same lifetime), one per build
     fingerprint: EESSI's per-target builds of one easyconfig share the results file's name but not the
     fingerprint (their compiler flags differ), so each spreads its own suites over its own jobs."""
     return f'{store.path}.queue-{store.fingerprint[:16]}'
 
 
-def remove_queue(store: suiterun.ResultStore) -> None:
+def remove_queue(store: solo.ResultStore) -> None:
     """Drop the queue (claims, per-job results, job outputs) once the build's results are no longer needed."""
     shutil.rmtree(queue_dir_of(store), ignore_errors=True)
 
 
-def run_spread(command, env: dict, store: suiterun.ResultStore, output_dir: str, python: str,
+def run_spread(command, env: dict, store: solo.ResultStore, output_dir: str, python: str,
                timeouts: Dict[str, int], jobs: int, parallel: int = 1, reruns: int = 0,
                suites: Optional[List[str]] = None, previous_seconds: Optional[Dict[str, float]] = None,
                tested_installation: Optional[str] = None, slurm_settings: Optional[dict] = None,
@@ -74,29 +77,29 @@ def run_spread(command, env: dict, store: suiterun.ResultStore, output_dir: str,
     """Run every suite not yet in store on `jobs` Slurm jobs, then rerun failures here; return the RunResult.
 
     command: suiterun's TestCommand (cwd, argv); env: the full test environment; timeouts: {suite: s, '': s};
-    parallel: suites at a time inside each job (over its GPUs); slurm_settings: see slurmjobs.job_options;
+    parallel: suites at a time inside each job (over its GPUs); slurm_settings: see slurm.job_options;
     stale_after: seconds without a heartbeat before a worker counts as dead; max_attempts: claims of a suite
     whose jobs all died before it is recorded as never finished (judged like a crashed suite);
     worker_python: the Python that runs the jobs' worker (default: this one).  Raises PluginError (one line)
     when a path the jobs need is node-local, or sbatch refuses."""
     progress = progress or (lambda message: None)
     environ = os.environ if environ is None else environ
-    env = harness_environment(env, command)  # also for callers other than step.run_suites
+    env = harness_environment(env, command)  # also for callers other than service.run_suites
     queue = SuiteQueue(queue_dir_of(store), stale_after, max_attempts)
     checks = [(os.path.dirname(store.path), 'the results directory'), (command.cwd, 'the test directory'),
               (output_dir, 'the test output directory')]
     if tested_installation:
         checks.append((tested_installation, 'the tested installation'))
     for path, what in checks:
-        slurmjobs.refuse_node_local(path, what, shared_paths, environ)
-    options = slurmjobs.job_options(slurm_settings, environ)
+        slurm.refuse_node_local(path, what, shared_paths, environ)
+    options = slurm.job_options(slurm_settings, environ)
     harness = harness_of(command.cwd)
     if suites is None:
         suites, listed_serial = discovery.discover(command, env)
         harness.serial |= listed_serial or set()  # what this very harness says it runs alone
     done = store.load()
     os.makedirs(queue.directory, exist_ok=True)
-    pool = slurmjobs.JobPool(queue, options, worker_python or sys.executable, jobs)
+    pool = slurm.JobPool(queue, options, worker_python or sys.executable, jobs)
     cancelled = pool.cancel_previous()
     todo = longest_first([suite for suite in suites if suite not in done], previous_seconds)
     queue.create({'cwd': command.cwd, 'argv': list(command.argv), 'env': dict(env), 'timeouts': dict(timeouts),
@@ -134,13 +137,13 @@ def run_spread(command, env: dict, store: suiterun.ResultStore, output_dir: str,
         finally:
             pool.finish()
     result = store.result(suites)
-    step.rerun_failures(result, command, python, env, reruns,
-                        lambda suite: timeouts.get(suite, timeouts['']), progress)
+    rerun_failures(result, command, python, env, reruns,
+                   lambda suite: timeouts.get(suite, timeouts['']), progress)
     return result
 
 
 def _never_finished(suite: str, attempts: int) -> dict:
-    """The record of a suite whose every job died while running it (suiterun.run_suite's form)."""
+    """The record of a suite whose every job died while running it (solo.run_suite's form)."""
     result = Suite(suite, status=SUITE_INCOMPLETE, sources=[],
                    signal=f'its Slurm job ended {attempts} times while running it (node failure, time limit, scancel)')
     return {'suite': asdict(result), 'exit_code': None, 'seconds': None, 'gpu': None, 'output_tail': '',

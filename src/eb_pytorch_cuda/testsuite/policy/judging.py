@@ -15,7 +15,7 @@ from fnmatch import fnmatchcase
 from typing import Optional
 
 from eb_pytorch_cuda.errors import PluginError
-from eb_pytorch_cuda.testsuite.model import UNJUDGEABLE
+from eb_pytorch_cuda.testsuite.results.model import UNJUDGEABLE
 
 _COMPUTE_CAPABILITY = re.compile(r'^\d+\.\d+$')
 _VENDORS = {'GenuineIntel': 'intel', 'AuthenticAMD': 'amd', 'ARM': 'arm', 'Nvidia': 'nvidia', 'NVIDIA': 'nvidia'}

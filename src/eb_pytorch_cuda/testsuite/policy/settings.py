@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from eb_pytorch_cuda.errors import PluginError
-from eb_pytorch_cuda.testsuite.policy import Policy, ScopeContext, excluded_tests, known_failures
+from eb_pytorch_cuda.testsuite.policy.judging import Policy, ScopeContext, excluded_tests, known_failures
 
 # (name, default, decides how a run is judged or scheduled rather than what is built and tested)
 PARAMETERS = (

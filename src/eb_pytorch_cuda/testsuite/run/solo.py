@@ -20,18 +20,19 @@ import time
 from dataclasses import asdict
 
 from eb_pytorch_cuda.errors import PluginError
-from eb_pytorch_cuda.testsuite import batchrun, discovery
-from eb_pytorch_cuda.testsuite.batchlog import split_batch_output
-from eb_pytorch_cuda.testsuite.command import harness_environment
-from eb_pytorch_cuda.testsuite.harness import harness_of
-from eb_pytorch_cuda.testsuite.model import RunResult
-from eb_pytorch_cuda.testsuite.outcome import build_outcome, remove_reports
-from eb_pytorch_cuda.testsuite.policy import is_compute_capability
-from eb_pytorch_cuda.testsuite.results import check_suite, mark_missing, no_constants
-from eb_pytorch_cuda.testsuite.runner import kill_group
+from eb_pytorch_cuda.testsuite.run import batches
+from eb_pytorch_cuda.testsuite.run import discovery
+from eb_pytorch_cuda.testsuite.results.splitting import split_batch_output
+from eb_pytorch_cuda.testsuite.run.command import harness_environment
+from eb_pytorch_cuda.testsuite.run.harness import harness_of
+from eb_pytorch_cuda.testsuite.results.model import RunResult
+from eb_pytorch_cuda.testsuite.results.outcome import build_outcome, remove_reports
+from eb_pytorch_cuda.testsuite.policy.judging import is_compute_capability
+from eb_pytorch_cuda.testsuite.results.saved import check_suite, mark_missing, no_constants
+from eb_pytorch_cuda.testsuite.run.reruns import kill_group
 
 DEFAULT_TIMEOUT = 3 * 3600  # PyTorch's slowest suites take well under an hour on a build node
-OUTPUT_KEPT = batchrun.OUTPUT_KEPT
+OUTPUT_KEPT = batches.OUTPUT_KEPT
 
 
 class ResultStore:
@@ -197,11 +198,11 @@ def run_suite(command, suite, timeout, output_dir, env, gpu=None):
     harness = harness_of(command.cwd)
     remove_reports(command.cwd, suite)
     argv = discovery.run_argv(command.argv, [suite],
-                              batchrun.batch_options(harness, batchrun.xml_reports_safe(harness, command, env)))
+                              batches.batch_options(harness, batches.xml_reports_safe(harness, command, env)))
     output_path = os.path.join(output_dir, suite.replace('/', '.') + '.log')
     start = time.time()
     with open(output_path, 'w') as output:
-        process = subprocess.Popen(argv, cwd=command.cwd, env=batchrun.batch_env(env, gpu), stdout=output,
+        process = subprocess.Popen(argv, cwd=command.cwd, env=batches.batch_env(env, gpu), stdout=output,
                                    stderr=subprocess.STDOUT, start_new_session=True)
         try:
             code, timed_out = process.wait(timeout=timeout), None
@@ -254,12 +255,12 @@ def gpu_compute_capabilities(env) -> tuple:
 
 
 def run_all(command, suites, store, output_dir, env, timeout_for, parallel=1, progress=None, harness=None,
-            batch_size=batchrun.DEFAULT_BATCH_SIZE):
+            batch_size=batches.DEFAULT_BATCH_SIZE):
     """Run every suite not already in the store, in batches; return (RunResult of all, [suites run now])."""
     harness = harness or harness_of(command.cwd)
     env = harness_environment(env, command)  # also for callers other than step.run_suites
     gpus = gpu_count(env) if parallel > 1 else []
-    todo = batchrun.run_batches(command, suites, store, output_dir, env, timeout_for, harness, parallel, progress,
-                                gpus, solo=lambda suite, timeout: run_suite(command, suite, timeout, output_dir, env),
-                                batch_size=batch_size)
+    todo = batches.run_batches(command, suites, store, output_dir, env, timeout_for, harness, parallel, progress,
+                               gpus, solo=lambda suite, timeout: run_suite(command, suite, timeout, output_dir, env),
+                               batch_size=batch_size)
     return store.result(suites), todo

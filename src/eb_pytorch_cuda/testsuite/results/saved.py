@@ -18,11 +18,11 @@ import os
 
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.inputs import read_bytes
-from eb_pytorch_cuda.testsuite.logparse import parse_log_file
-from eb_pytorch_cuda.testsuite.model import (COUNT_KEYS, RERUN_OUTCOMES, SUITE_FAILED, SUITE_MISSING,
-                                             SUITE_STATES, SUITE_TERMINATED, TEST_STATES, UNJUDGEABLE, RunResult,
-                                             Suite)
-from eb_pytorch_cuda.testsuite.xmlparse import parse_report_dir
+from eb_pytorch_cuda.testsuite.results.logparse import parse_log_file
+from eb_pytorch_cuda.testsuite.results.model import (COUNT_KEYS, RERUN_OUTCOMES, SUITE_FAILED, SUITE_MISSING,
+                                                     SUITE_STATES, SUITE_TERMINATED, TEST_STATES, UNJUDGEABLE,
+                                                     RunResult, Suite)
+from eb_pytorch_cuda.testsuite.results.xmlparse import parse_report_dir
 
 RESULT_FORMAT = 'eb-pytorch-cuda-test-results'
 MAX_DEPTH = 8  # a saved result nests 5 deep (document, suites, suite, failed_tests, test)

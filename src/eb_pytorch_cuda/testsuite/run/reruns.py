@@ -5,8 +5,9 @@ import signal
 import subprocess
 import tempfile
 
-from eb_pytorch_cuda.testsuite import discovery
-from eb_pytorch_cuda.testsuite.model import UNJUDGEABLE
+from eb_pytorch_cuda.testsuite.run import batches, discovery
+from eb_pytorch_cuda.testsuite.run.harness import harness_of
+from eb_pytorch_cuda.testsuite.results.model import UNJUDGEABLE
 
 
 def die_with_parent():
@@ -79,3 +80,16 @@ def apply_reruns(result, times, rerun):
                 else 'reproducible'
             done.append((suite.name, None, suite.rerun_outcome))
     return done
+
+
+def rerun_failures(result, command, python, env, reruns, timeout_of, progress, harness=None):
+    """Rerun each failed test of result alone (exact test id, the suite's handler environment), up to
+    `reruns` times, marking it flaky or reproducible; shared by the serial, batched and Slurm-spread runs."""
+    harness = harness or harness_of(command.cwd)
+    # no XML switch: a rerun's verdict is its exit status, and an exact rerun runs under unittest, where a
+    # common_utils patched by upstream's configure step would import xmlrunner (2.1.2's easyconfigs lack it)
+    rerun_env = {name: value for name, value in batches.batch_env(env).items() if name != batches.XML_VARIABLE}
+    for suite, test, outcome in apply_reruns(
+            result, reruns, lambda suite, test: rerun_isolated(command, python, suite, test, harness,
+                                                               rerun_env, timeout=timeout_of(suite))):
+        progress(f"rerun of {suite}{'::' + test if test else ''}: {outcome}")

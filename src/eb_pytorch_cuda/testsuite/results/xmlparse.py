@@ -39,8 +39,9 @@ from xml.sax.saxutils import unescape
 
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.inputs import read_bytes
-from eb_pytorch_cuda.testsuite.model import (ERROR, FAILED, PASSED, SKIPPED, SUITE_BAD_REPORT, SUITE_FAILED,
-                                             SUITE_PASSED, SUITE_REPORT_INCOMPLETE, XFAILED, RunResult, TestCase)
+from eb_pytorch_cuda.testsuite.results.model import (ERROR, FAILED, PASSED, SKIPPED, SUITE_BAD_REPORT, SUITE_FAILED,
+                                                     SUITE_PASSED, SUITE_REPORT_INCOMPLETE, XFAILED, RunResult,
+                                                     TestCase)
 
 RUNNERS = ('python-pytest', 'python-unittest')
 IGNORED_SUITE_DIRS = ('-c',)  # python -c subprocesses spawned by tests write here

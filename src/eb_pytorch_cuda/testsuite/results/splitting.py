@@ -20,16 +20,16 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional
 
-from eb_pytorch_cuda.testsuite import markers
+from eb_pytorch_cuda.testsuite.results import grammar
 
-_LOG_START = re.compile(rf'^{markers.LOG_START}[^)\n]*\)[ \t]*$', re.M)
-_LOG_END = re.compile(rf'^{markers.LOG_END}(?: \([^)\n]*\))?[ \t]*$', re.M)
+_LOG_START = re.compile(rf'^{grammar.LOG_START}[^)\n]*\)[ \t]*$', re.M)
+_LOG_END = re.compile(rf'^{grammar.LOG_END}(?: \([^)\n]*\))?[ \t]*$', re.M)
 # lines only the harness prints (2.1 replays a failed suite's short log with no start marker: its log
 # then begins after the last of these)
-_HARNESS_LINE = re.compile(rf'^(?:{markers.HARNESS_ONLY}).*$', re.M)
-_SUCCESS = re.compile(rf'^{markers.SUCCESS}{markers.SUCCESS_LOG_PATH}', re.M)
-_FAILED = re.compile(rf'^{markers.FAILED}', re.M)  # not `RuntimeError: X failed!`: the same end again
-_RUNNING = re.compile(rf'^{markers.RUNNING}', re.M)
+_HARNESS_LINE = re.compile(rf'^(?:{grammar.HARNESS_ONLY}).*$', re.M)
+_SUCCESS = re.compile(rf'^{grammar.SUCCESS}{grammar.SUCCESS_LOG_PATH}', re.M)
+_FAILED = re.compile(rf'^{grammar.FAILED}', re.M)  # not `RuntimeError: X failed!`: the same end again
+_RUNNING = re.compile(rf'^{grammar.RUNNING}', re.M)
 
 
 @dataclass

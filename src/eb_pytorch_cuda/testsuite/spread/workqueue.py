@@ -32,7 +32,7 @@ import urllib.parse
 from typing import Callable, Dict, Iterable, List, Optional
 
 from eb_pytorch_cuda.errors import PluginError
-from eb_pytorch_cuda.testsuite.suiterun import ResultStore
+from eb_pytorch_cuda.testsuite.run.solo import ResultStore
 
 SPEC = 'spec.json'
 DEFAULT_STALE_AFTER = 600  # seconds without a heartbeat before a worker counts as dead

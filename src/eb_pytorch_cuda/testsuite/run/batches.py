@@ -17,10 +17,10 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 
-from eb_pytorch_cuda.testsuite import discovery
-from eb_pytorch_cuda.testsuite.batchlog import announced_runs, split_batch_output
-from eb_pytorch_cuda.testsuite.outcome import build_outcome, remove_reports
-from eb_pytorch_cuda.testsuite.runner import die_with_parent, kill_group
+from eb_pytorch_cuda.testsuite.run import discovery
+from eb_pytorch_cuda.testsuite.results.splitting import announced_runs, split_batch_output
+from eb_pytorch_cuda.testsuite.results.outcome import build_outcome, remove_reports
+from eb_pytorch_cuda.testsuite.run.reruns import die_with_parent, kill_group
 
 OUTPUT_KEPT = 20000  # characters of a suite's output kept in the results file
 DEFAULT_BATCH_SIZE = 50  # suites per run_test.py call: ~4 s of start-up per 50 suites, resume granularity

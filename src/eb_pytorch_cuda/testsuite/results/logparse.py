@@ -41,18 +41,18 @@ from bisect import bisect_right
 
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.inputs import read_bytes
-from eb_pytorch_cuda.testsuite import markers
-from eb_pytorch_cuda.testsuite.model import (ERROR, FAILED, SUITE_FAILED, SUITE_INCOMPLETE, SUITE_PASSED,
-                                             SUITE_TERMINATED, SUITE_UNCOUNTED, RunResult, TestCase)
+from eb_pytorch_cuda.testsuite.results import grammar
+from eb_pytorch_cuda.testsuite.results.model import (ERROR, FAILED, SUITE_FAILED, SUITE_INCOMPLETE, SUITE_PASSED,
+                                                     SUITE_TERMINATED, SUITE_UNCOUNTED, RunResult, TestCase)
 
 START, REPLAY, FINISHED, FAILED_LINE, SUCCESS = 'start', 'replay', 'finished', 'failed', 'success'
 STARTS = (START, REPLAY)  # REPLAY: a whole log replayed (`PRINTING LOG FILE of X`, not `BEGINNING OF`)
 MARKERS = [  # (kind, pattern): a suite's run starts with either start line
-    (START, re.compile(rf'^{markers.RUNNING}', re.M)),
-    (START, re.compile(rf'^{markers.LOG_START}', re.M)),
-    (FINISHED, re.compile(rf'^{markers.LOG_END} \(', re.M)),
-    (FAILED_LINE, re.compile(rf'^(?:{markers.FAILED_RAISED_PREFIX})?{markers.FAILED}', re.M)),
-    (SUCCESS, re.compile(rf'^{markers.SUCCESS}', re.M)),
+    (START, re.compile(rf'^{grammar.RUNNING}', re.M)),
+    (START, re.compile(rf'^{grammar.LOG_START}', re.M)),
+    (FINISHED, re.compile(rf'^{grammar.LOG_END} \(', re.M)),
+    (FAILED_LINE, re.compile(rf'^(?:{grammar.FAILED_RAISED_PREFIX})?{grammar.FAILED}', re.M)),
+    (SUCCESS, re.compile(rf'^{grammar.SUCCESS}', re.M)),
 ]
 UNITTEST_SUMMARY = re.compile(r'^Ran (?P<total>\d+) tests? in [\d.]+s[ \t]*\n(?:[ \t]*\n)*'
                               r'(?P<status>OK|FAILED)(?: \((?P<details>[^)\n]*)\))?[ \t]*$', re.M)

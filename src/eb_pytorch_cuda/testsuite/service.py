@@ -10,11 +10,14 @@ import json
 import os
 import shutil
 
-from eb_pytorch_cuda.testsuite import batchrun, discovery, runner, settings
-from eb_pytorch_cuda.testsuite import suiterun
-from eb_pytorch_cuda.testsuite.command import harness_environment
-from eb_pytorch_cuda.testsuite.harness import harness_of
-from eb_pytorch_cuda.testsuite.policy import judge
+from eb_pytorch_cuda.testsuite.run import batches
+from eb_pytorch_cuda.testsuite.run import discovery
+from eb_pytorch_cuda.testsuite.run.reruns import rerun_failures
+from eb_pytorch_cuda.testsuite.policy import settings
+from eb_pytorch_cuda.testsuite.run import solo
+from eb_pytorch_cuda.testsuite.run.command import harness_environment
+from eb_pytorch_cuda.testsuite.run.harness import harness_of
+from eb_pytorch_cuda.testsuite.policy.judging import judge
 
 # parameters that decide how a run is judged or scheduled, not what is built and tested: left out of the fingerprint
 POLICY_PARAMETERS = settings.JUDGING
@@ -32,10 +35,10 @@ def build_fingerprint(easyconfig_values, environ, extra=None):
 
 def suite_timeouts(explicit, previous_results):
     """{suite: seconds}, '' for the rest: the explicit value, else 4x (at least 10 min) each suite's time in
-    a previous results JSON, else suiterun.DEFAULT_TIMEOUT."""
+    a previous results JSON, else solo.DEFAULT_TIMEOUT."""
     if explicit:
         return {'': int(explicit)}
-    timeouts = {'': suiterun.DEFAULT_TIMEOUT}
+    timeouts = {'': solo.DEFAULT_TIMEOUT}
     try:
         with open(previous_results) as handle:
             for suite, seconds in json.load(handle).get('suite_seconds', {}).items():
@@ -46,7 +49,7 @@ def suite_timeouts(explicit, previous_results):
 
 
 def run_suites(command, env, store, output_dir, python, timeouts, parallel=1, reruns=0, progress=None,
-               batch_size=batchrun.DEFAULT_BATCH_SIZE, jobs=1, previous_results=None, tested_installation=None):
+               batch_size=batches.DEFAULT_BATCH_SIZE, jobs=1, previous_results=None, tested_installation=None):
     """Discover and run every suite not yet in store (in batches through run_test.py, or with jobs > 1 on
     that many Slurm jobs: testsuite/spread), then rerun failures in isolation; return the RunResult.
     previous_results (a results JSON) orders the spread longest first; tested_installation must then be on
@@ -63,14 +66,15 @@ def _run_suites(command, env, store, output_dir, python, timeouts, parallel, rer
                 previous_results, tested_installation):
     env = harness_environment(env, command)
     harness = harness_of(command.cwd)
-    if not batchrun.xml_reports_safe(harness, command, env):
+    if not batches.xml_reports_safe(harness, command, env):
         progress(f"XML reports off: the suites run under unittest and {command.argv[0]} cannot import xmlrunner "
                  f"(unittest-xml-reporting), which --save-xml needs; results come from the log only")
     if int(jobs) > 1:
-        from eb_pytorch_cuda.testsuite import spread  # spread builds on this module (its reruns)
-        return spread.run_spread(command, env, store, output_dir, python, timeouts, int(jobs), parallel=parallel,
-                                 reruns=reruns, previous_seconds=spread.previous_suite_seconds(previous_results),
-                                 tested_installation=tested_installation, progress=progress)
+        from eb_pytorch_cuda.testsuite.spread import controller  # only a spread build needs Slurm's side
+        return controller.run_spread(command, env, store, output_dir, python, timeouts, int(jobs), parallel=parallel,
+                                     reruns=reruns, previous_seconds=controller.previous_suite_seconds(
+                                         previous_results),
+                                     tested_installation=tested_installation, progress=progress)
     suites, listed_serial = discovery.discover(command, env)
     if listed_serial is not None:
         harness.serial |= listed_serial  # what this very harness says it runs alone
@@ -78,23 +82,10 @@ def _run_suites(command, env, store, output_dir, python, timeouts, parallel, rer
              f"{command.cwd}, in batches of up to {batch_size} (run_test.py's own pool and serial list apply; "
              f"{parallel} batch(es) at a time; outputs in {output_dir}; results kept in {store.path})")
     timeout_of = lambda suite: timeouts.get(suite, timeouts[''])  # noqa: E731 - a one-line lookup
-    result, _ran = suiterun.run_all(command, suites, store, output_dir, env, timeout_of, parallel, progress,
-                                    harness, batch_size)
+    result, _ran = solo.run_all(command, suites, store, output_dir, env, timeout_of, parallel, progress,
+                                harness, batch_size)
     rerun_failures(result, command, python, env, reruns, timeout_of, progress, harness)
     return result
-
-
-def rerun_failures(result, command, python, env, reruns, timeout_of, progress, harness=None):
-    """Rerun each failed test of result alone (exact test id, the suite's handler environment), up to
-    `reruns` times, marking it flaky or reproducible; shared by the serial, batched and Slurm-spread runs."""
-    harness = harness or harness_of(command.cwd)
-    # no XML switch: a rerun's verdict is its exit status, and an exact rerun runs under unittest, where a
-    # common_utils patched by upstream's configure step would import xmlrunner (2.1.2's easyconfigs lack it)
-    rerun_env = {name: value for name, value in batchrun.batch_env(env).items() if name != batchrun.XML_VARIABLE}
-    for suite, test, outcome in runner.apply_reruns(
-            result, reruns, lambda suite, test: runner.rerun_isolated(command, python, suite, test, harness,
-                                                                      rerun_env, timeout=timeout_of(suite))):
-        progress(f"rerun of {suite}{'::' + test if test else ''}: {outcome}")
 
 
 def notes(store) -> dict:

@@ -129,7 +129,7 @@ def write_batch_script(path: str, python: str) -> str:
                      '"""Batch script of one job of a spread PyTorch test step (written by eb_pytorch_cuda)."""\n'
                      'import sys\n'
                      f'sys.path.insert(0, {package_root!r})\n'
-                     'from eb_pytorch_cuda.testsuite.worker import main\n'
+                     'from eb_pytorch_cuda.testsuite.spread.worker import main\n'
                      'sys.exit(main(sys.argv[1:]))\n')
     os.chmod(path, 0o755)
     return path

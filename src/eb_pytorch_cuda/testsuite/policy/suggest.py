@@ -24,10 +24,10 @@ from typing import Callable, Optional
 
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.escape import printable_lines
-from eb_pytorch_cuda.testsuite.model import RunResult
-from eb_pytorch_cuda.testsuite.policy import (KnownFailure, Policy, ScopeContext, Verdict, detect_context, judge,
-                                              is_compute_capability, known_failures)
-from eb_pytorch_cuda.testsuite.results import load_results, load_saved
+from eb_pytorch_cuda.testsuite.results.model import RunResult
+from eb_pytorch_cuda.testsuite.policy.judging import (KnownFailure, Policy, ScopeContext, Verdict, detect_context,
+                                                      judge, is_compute_capability, known_failures)
+from eb_pytorch_cuda.testsuite.results.saved import load_results, load_saved
 
 PLACEHOLDER = 'TODO: why it fails, and the issue or PR URL'
 FAMILIES = ('x86_64', 'aarch64', 'ppc64le', 'riscv64')

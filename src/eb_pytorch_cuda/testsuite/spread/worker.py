@@ -1,4 +1,4 @@
-"""What each Slurm job of a spread test step runs: `python -m eb_pytorch_cuda.testsuite.worker QUEUE_DIR`.
+"""What each Slurm job of a spread test step runs: `python -m eb_pytorch_cuda.testsuite.spread.worker QUEUE_DIR`.
 
 It takes suites from the shared queue (queue.SuiteQueue) until none is left and runs them with the
 same runner as a serial test step: several at a time through one run_test.py call (batchrun: its own
@@ -26,10 +26,11 @@ from contextlib import contextmanager
 from typing import Mapping, Optional
 
 from eb_pytorch_cuda.errors import PluginError
-from eb_pytorch_cuda.testsuite import batchrun, suiterun
-from eb_pytorch_cuda.testsuite.command import TestCommand
-from eb_pytorch_cuda.testsuite.harness import harness_of
-from eb_pytorch_cuda.testsuite.queue import HEARTBEAT_EVERY, SuiteQueue, worker_id
+from eb_pytorch_cuda.testsuite.run import batches
+from eb_pytorch_cuda.testsuite.run import solo
+from eb_pytorch_cuda.testsuite.run.command import TestCommand
+from eb_pytorch_cuda.testsuite.run.harness import harness_of
+from eb_pytorch_cuda.testsuite.spread.workqueue import HEARTBEAT_EVERY, SuiteQueue, worker_id
 
 # variables that describe the job, which must come from the job's own environment, not the submitter's
 JOB_VARIABLES = ('CUDA_VISIBLE_DEVICES', 'ROCR_VISIBLE_DEVICES', 'GPU_DEVICE_ORDINAL', 'TMPDIR')
@@ -46,7 +47,7 @@ def _timeout_of(spec: dict):
 def run_one(spec: dict, suite: str, env: dict, gpu: Optional[str]) -> dict:
     """Run `suite` alone as spec describes; return its record (suiterun's form)."""
     command = TestCommand(spec['cwd'], {}, list(spec['argv']))
-    return suiterun.run_suite(command, suite, _timeout_of(spec)(suite), spec['output_dir'], env, gpu)
+    return solo.run_suite(command, suite, _timeout_of(spec)(suite), spec['output_dir'], env, gpu)
 
 
 def run_together(spec: dict, suites: list, env: dict, gpu: Optional[str], output_path: str, log) -> dict:
@@ -55,17 +56,17 @@ def run_together(spec: dict, suites: list, env: dict, gpu: Optional[str], output
     command = TestCommand(spec['cwd'], {}, list(spec['argv']))
     harness = harness_of(command.cwd)
     harness.serial |= set(spec.get('serial', ()))
-    options = batchrun.batch_options(harness, batchrun.xml_reports_safe(harness, command, env))
+    options = batches.batch_options(harness, batches.xml_reports_safe(harness, command, env))
     finals: dict = {}
-    batchrun.run_batch_to_the_end(
+    batches.run_batch_to_the_end(
         command, suites, output_path, env, options, gpu, harness, _timeout_of(spec), finals.__setitem__,
         lambda record: finals.__setitem__(record['suite']['name'], record),
-        lambda suite, timeout: suiterun.run_suite(command, suite, timeout, spec['output_dir'], env, gpu), log)
+        lambda suite, timeout: solo.run_suite(command, suite, timeout, spec['output_dir'], env, gpu), log)
     return finals
 
 
 def claim_batch(queue: SuiteQueue, worker: str, serial: set, expected: dict,
-                max_claim: int = batchrun.DEFAULT_BATCH_SIZE) -> tuple:
+                max_claim: int = batches.DEFAULT_BATCH_SIZE) -> tuple:
     """(suites, those to run alone) for one claim, in queue order: the next suite, then more while their
     expected time adds up to less than CLAIM_SECONDS, max_claim at most.  A must-serial suite, or one
     claimed again because the job that ran it died (it may be what killed the job: alone, it cannot take
@@ -74,7 +75,7 @@ def claim_batch(queue: SuiteQueue, worker: str, serial: set, expected: dict,
     claimed: list = []
     alone: set = set()
     total = 0.0
-    most = min(max_claim, batchrun.DEFAULT_BATCH_SIZE)
+    most = min(max_claim, batches.DEFAULT_BATCH_SIZE)
     while len(claimed) < most and (not claimed or total < CLAIM_SECONDS):
         suite = queue.claim_next(worker)
         if suite is None:
@@ -137,7 +138,7 @@ def work(queue_dir: str, worker: Optional[str] = None, log=print) -> int:
     worker = worker or worker_id()
     env = job_environment(spec, os.environ)
     slots = max(1, int(spec.get('slots', 1)))
-    gpus = suiterun.gpu_count(env) if slots > 1 else []
+    gpus = solo.gpu_count(env) if slots > 1 else []
     os.makedirs(spec['output_dir'], exist_ok=True)
     store = queue.store(worker)
     stop = threading.Event()
@@ -174,7 +175,7 @@ def work(queue_dir: str, worker: Optional[str] = None, log=print) -> int:
             gate.wait_open()
             with lock:  # one claim at a time per worker: claims of one worker never race each other
                 claimed, alone_ones = claim_batch(queue, worker, serial, expected,
-                                                  int(spec.get('max_claim', batchrun.DEFAULT_BATCH_SIZE)))
+                                                  int(spec.get('max_claim', batches.DEFAULT_BATCH_SIZE)))
                 calls[0] += 1
                 call = calls[0]
             if not claimed:
@@ -222,12 +223,12 @@ def work(queue_dir: str, worker: Optional[str] = None, log=print) -> int:
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 1:
-        print('usage: python -m eb_pytorch_cuda.testsuite.worker QUEUE_DIR', file=sys.stderr)
+        print('usage: python -m eb_pytorch_cuda.testsuite.spread.worker QUEUE_DIR', file=sys.stderr)
         return 2
     try:
         work(argv[0])
     except PluginError as err:
-        print(f'eb_pytorch_cuda.testsuite.worker: {err}', file=sys.stderr)
+        print(f'eb_pytorch_cuda.testsuite.spread.worker: {err}', file=sys.stderr)
         return 2
     return 0
 

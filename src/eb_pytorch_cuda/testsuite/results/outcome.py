@@ -13,10 +13,11 @@ import os
 import re
 
 from eb_pytorch_cuda.errors import PluginError
-from eb_pytorch_cuda.testsuite.logparse import parse_log_text
-from eb_pytorch_cuda.testsuite.model import (COUNT_KEYS, SUITE_FAILED, SUITE_INCOMPLETE, SUITE_PASSED, SUITE_TERMINATED,
-                                             SUITE_TIMED_OUT, SUITE_UNCOUNTED, RunResult, Suite)
-from eb_pytorch_cuda.testsuite.xmlparse import parse_report_files
+from eb_pytorch_cuda.testsuite.results.logparse import parse_log_text
+from eb_pytorch_cuda.testsuite.results.model import (COUNT_KEYS, SUITE_FAILED, SUITE_INCOMPLETE, SUITE_PASSED,
+                                                     SUITE_TERMINATED, SUITE_TIMED_OUT, SUITE_UNCOUNTED, RunResult,
+                                                     Suite)
+from eb_pytorch_cuda.testsuite.results.xmlparse import parse_report_files
 
 
 def suite_reports(test_dir: str, suite: str):
