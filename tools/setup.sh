@@ -145,6 +145,15 @@ for version in $EB_VERSIONS; do
     "$venv/bin/eb-pytorch-cuda" --version >/dev/null
 done
 
+# --- the documentation (issue 26): mkdocs with EasyBuild's own theme, mkdocs-material, pinned ------------
+# .ci/run builds it with --strict (every link and page checked); cached in .venvs/mkdocs (about 170 MB).
+if ! .venvs/mkdocs/bin/python -c "import mkdocs, material" 2>/dev/null; then
+    [ -x .venvs/mkdocs/bin/python ] || "$PYTHON" -m venv .venvs/mkdocs
+    .venvs/mkdocs/bin/python -m pip install -q --disable-pip-version-check mkdocs==1.6.1 mkdocs-material==9.8.2 \
+        pymdown-extensions==13.1.2 Markdown==3.11.3 2>&1 | grep -v '^WARNING: Location' || true
+fi
+.venvs/mkdocs/bin/mkdocs --version
+
 # ---------------------------------------------------------------------------------------------------
 # PyTorch's REAL test harness for the test-step tests (tests/test_real_harness.py) and
 # benchmarks/bench_real_harness.py: Debian's source package pytorch 2.6.0+dfsg (test/, tools/; 27 MB,

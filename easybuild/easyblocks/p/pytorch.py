@@ -151,7 +151,7 @@ class EB_PyTorch(UpstreamPyTorch):
             'parallel_test_suites': [1, "Run this many test suites at a time (GPU suites are spread over the GPUs "
                                         "with CUDA_VISIBLE_DEVICES)", CUSTOM],
             'test_suite_jobs': [1, "Spread the test suites over this many Slurm jobs (sbatch; shared build path "
-                                   "required; options from $EB_PYTORCH_CUDA_SLURM_*, see README)", CUSTOM],
+                                   "required; options from $EB_PYTORCH_CUDA_SLURM_*, see docs/user-guide.md)", CUSTOM],
             'cudnn_needed': [None, "cuDNN sub-libraries to add as NEEDED entries of libtorch_cuda.so (a list of "
                                    "sonames, or a dict {cuDNN major version: list}); None: the catalog default "
                                    f"(cuDNN 8: {', '.join(cudnn.DEFAULT_NEEDED[8])}; "
