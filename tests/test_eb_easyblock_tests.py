@@ -229,6 +229,17 @@ def test_the_test_step_spread_over_two_slurm_jobs_gives_the_serial_verdict(eb, s
     assert results.is_dir() and not [p for p in results.iterdir() if '.queue-' in p.name]  # removed once passed
 
 
+def test_an_easyconfig_without_max_failed_tests_gets_upstreams_default(eb, tmp_path):
+    # upstream EB_PyTorch's default: 10 since easybuild-easyblocks #3869 (5.x), 0 in 4.9.4; the dry run shows
+    # the budget the test step would judge by
+    path = variant(tmp_path)
+    path.write_text(re.sub(r'^max_failed_tests = .*$\n', '', path.read_text(), flags=re.M))
+    done, out = run(eb, path, None, '-x')
+    assert done.returncode == 0, out
+    budget = {'4.9.4': 0, '5.4.1': 10}[eb.version]
+    assert f'budget for unknown failures: {budget}; reruns:' in out, out
+
+
 @pytest.mark.parametrize('line,problem', [
     ('max_failed_tests = -4', 'max_failed_tests must be an integer >= 0, got -4'),  # was: FAIL, "budget -4"
     ("max_failed_tests = 'three'", "max_failed_tests must be an integer >= 0, got 'three'"),  # was: a traceback
