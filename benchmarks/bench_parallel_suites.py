@@ -18,6 +18,7 @@ import time
 from eb_pytorch_cuda import standins
 from eb_pytorch_cuda.testsuite.run import discovery
 from eb_pytorch_cuda.testsuite.run import solo
+from eb_pytorch_cuda.testsuite.run.store import ResultStore
 from eb_pytorch_cuda.testsuite.run.command import TestCommand
 
 
@@ -30,7 +31,7 @@ def run(test_dir, parallel, workdir):
     command = TestCommand(test_dir, {}, [sys.executable, 'run_test.py'])
     env = dict(os.environ)
     suites = discovery.discover(command, env)[0]
-    store = solo.ResultStore(os.path.join(workdir, f'store-{parallel}.jsonl'), 'bench')
+    store = ResultStore(os.path.join(workdir, f'store-{parallel}.jsonl'), 'bench')
     start = time.perf_counter()
     result, _ = solo.run_all(command, suites, store, os.path.join(workdir, f'out-{parallel}'), env,
                              lambda suite: 600, parallel)

@@ -31,6 +31,7 @@ from eb_pytorch_cuda import standins
 from eb_pytorch_cuda.testsuite.run import discovery
 from eb_pytorch_cuda.testsuite.spread import controller
 from eb_pytorch_cuda.testsuite.run import solo
+from eb_pytorch_cuda.testsuite.run.store import ResultStore
 from eb_pytorch_cuda.testsuite.run.command import TestCommand
 from eb_pytorch_cuda.testsuite.spread.workqueue import longest_first
 
@@ -54,13 +55,13 @@ def measure(args):
             serial_dir = make_tree(os.path.join(workdir, 'serial'), args.suites, args.seconds)
             command = TestCommand(serial_dir, {}, [sys.executable, 'run_test.py'])
             suites = discovery.discover(command, env)[0]
-            store = solo.ResultStore(os.path.join(workdir, 'serial.jsonl'), 'bench')
+            store = ResultStore(os.path.join(workdir, 'serial.jsonl'), 'bench')
             start = time.perf_counter()
             serial, _ = solo.run_all(command, suites, store, os.path.join(workdir, 'serial-out'), env,
                                      lambda suite: 600)
             serial_time = time.perf_counter() - start
             spread_dir = make_tree(os.path.join(workdir, 'spread'), args.suites, args.seconds)
-            store = solo.ResultStore(os.path.join(workdir, 'spread', 'results.jsonl'), 'bench')
+            store = ResultStore(os.path.join(workdir, 'spread', 'results.jsonl'), 'bench')
             start = time.perf_counter()
             spread_result = controller.run_spread(TestCommand(spread_dir, {}, [sys.executable, 'run_test.py']), env,
                                                   store, os.path.join(workdir, 'spread-out'), sys.executable, {'': 600},

@@ -11,6 +11,7 @@ import re
 import pytest
 
 from eb_runner import REPO, TEST_EASYCONFIGS, EbRunner
+from procs import none_left
 
 EASYBLOCK = REPO / 'easybuild' / 'easyblocks' / 'p' / 'pytorch.py'
 EC = 'PyTorch-2.1.2-standin-easyblock.eb'
@@ -151,6 +152,8 @@ def test_a_killed_eb_resumes_without_running_any_suite_twice(eb, tmp_path):
            'STANDIN_FLAKY_MARKER': str(tmp_path / 'flaky-failed-once')}
     first, _ = run(eb, env=env)
     assert first.returncode != 0 and marker.exists()  # eb died inside the test step
+    suite_pids = [int(pid) for pid in (tmp_path / 'killed-once.pids').read_text().split()]
+    assert none_left(suite_pids, 20)  # the suite and its grandchild died with eb (eb_pytorch_cuda.process)
     ran_first = run_log.read_text().split()
     assert 'test_kills_eb' in ran_first and 'test_known_failure' not in ran_first
     second, out = run(eb, EC, env, '--ignore-locks')  # the killed eb left its lock, as EasyBuild says

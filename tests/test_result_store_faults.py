@@ -17,13 +17,13 @@ import time
 import pytest
 
 from eb_pytorch_cuda import standins
-from eb_pytorch_cuda.testsuite.run import solo
+from eb_pytorch_cuda.testsuite.run.store import ResultStore
 
 PASSED = {'name': 'test_a', 'status': 'passed', 'counts': {'passed': 2}}
 
 
 def _store(tmp_path, fingerprint='fp-a'):
-    return solo.ResultStore(str(tmp_path / 'r' / 'results.jsonl'), fingerprint)
+    return ResultStore(str(tmp_path / 'r' / 'results.jsonl'), fingerprint)
 
 
 def test_a_torn_last_line_is_noted_and_the_next_record_is_not_lost(tmp_path):

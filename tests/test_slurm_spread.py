@@ -23,6 +23,7 @@ from eb_pytorch_cuda.testsuite.run import discovery
 from eb_pytorch_cuda.testsuite.spread import slurm
 from eb_pytorch_cuda.testsuite.spread import controller
 from eb_pytorch_cuda.testsuite.run import solo
+from eb_pytorch_cuda.testsuite.run.store import ResultStore
 from eb_pytorch_cuda.testsuite.run.command import TestCommand as Command  # not a pytest test class
 from eb_pytorch_cuda.testsuite.policy.judging import judge
 from eb_pytorch_cuda.testsuite.spread.workqueue import SuiteQueue, longest_first, worker_id
@@ -81,7 +82,7 @@ def _timeouts():
 def _serial(tmp_path):
     test_dir = _tree(tmp_path / 'serial')
     command, env = _command(test_dir), dict(os.environ)
-    store = solo.ResultStore(str(tmp_path / 'serial-results' / 'r.jsonl'), 'build-a')
+    store = ResultStore(str(tmp_path / 'serial-results' / 'r.jsonl'), 'build-a')
     timeouts = _timeouts()
     result, _ = solo.run_all(command, discovery.discover(command, env)[0], store, str(tmp_path / 'serial-out'),
                              env, lambda suite: timeouts.get(suite, timeouts['']))
@@ -90,7 +91,7 @@ def _serial(tmp_path):
 
 def _spread(tmp_path, jobs, lines, name='spread', **kwargs):
     test_dir = _tree(tmp_path / name, **{k: kwargs.pop(k) for k in ('sleepers', 'seconds') if k in kwargs})
-    store = solo.ResultStore(str(tmp_path / f'{name}-results' / 'r.jsonl'), 'build-a')
+    store = ResultStore(str(tmp_path / f'{name}-results' / 'r.jsonl'), 'build-a')
     result = controller.run_spread(_command(test_dir), dict(os.environ), store, str(tmp_path / f'{name}-out'),
                                    sys.executable, _timeouts(), jobs, shared_paths=[str(tmp_path)],
                                    slurm_settings={'cpus_per_job': 1}, progress=lines.append, poll=1, **kwargs)
@@ -169,7 +170,7 @@ def test_a_job_killed_with_scancel_mid_suite_loses_nothing(slurm, tmp_path):
 
 def test_a_node_local_results_path_is_refused_before_anything_is_submitted(tmp_path):
     test_dir = _tree(tmp_path, sleepers=0)
-    store = solo.ResultStore(str(tmp_path / 'results' / 'r.jsonl'), 'build-a')
+    store = ResultStore(str(tmp_path / 'results' / 'r.jsonl'), 'build-a')
     env = {k: v for k, v in os.environ.items() if k != slurm.SHARED_PATHS_VARIABLE}
     with pytest.raises(PluginError) as raised:
         controller.run_spread(_command(test_dir), env, store, str(tmp_path / 'out'), sys.executable, _timeouts(), 2,
@@ -196,7 +197,7 @@ def test_a_path_on_a_local_file_system_type_is_refused_unless_configured_as_shar
 
 def test_a_job_option_slurm_refuses_is_one_line_naming_sbatch_and_the_reason(slurm, tmp_path):
     test_dir = _tree(tmp_path / 'tree', sleepers=1, seconds=0, keep=())
-    store = solo.ResultStore(str(tmp_path / 'results' / 'r.jsonl'), 'build-a')
+    store = ResultStore(str(tmp_path / 'results' / 'r.jsonl'), 'build-a')
     with pytest.raises(PluginError) as raised:
         controller.run_spread(_command(test_dir), dict(os.environ), store, str(tmp_path / 'out'), sys.executable,
                               {'': 60}, 2, shared_paths=[str(tmp_path)],
@@ -278,7 +279,7 @@ from eb_pytorch_cuda.testsuite.run import solo
 from eb_pytorch_cuda.testsuite.run.command import TestCommand
 test_dir, store_path, out, shared = sys.argv[1:5]
 controller.run_spread(TestCommand(test_dir, {}, [sys.executable, 'run_test.py']), dict(os.environ),
-                  solo.ResultStore(store_path, 'build-a'), out, sys.executable, {'': 120}, 2,
+                  ResultStore(store_path, 'build-a'), out, sys.executable, {'': 120}, 2,
                   shared_paths=[shared], slurm_settings={'cpus_per_job': 1}, poll=0.5)
 '''
 
@@ -300,7 +301,7 @@ def test_rerunning_after_the_submitting_eb_was_killed_resumes_and_cancels_its_jo
     left_jobs = (tmp_path / 'results' / 'r.jsonl.queue-build-a' / 'jobs').read_text().split()
     assert len(finished_before) >= 2 and len(left_jobs) == 2
     lines = []
-    store = solo.ResultStore(str(store_path), 'build-a')
+    store = ResultStore(str(store_path), 'build-a')
     result = controller.run_spread(_command(test_dir), env, store, str(tmp_path / 'out'), sys.executable, {'': 120}, 2,
                                    shared_paths=[str(tmp_path)], slurm_settings={'cpus_per_job': 1},
                                    progress=lines.append, poll=0.5)
@@ -322,7 +323,7 @@ def test_two_targets_of_one_easyconfig_each_spread_their_own_suites_at_once(slur
     def build(target):
         test_dir = _tree(tmp_path / target, sleepers=2, seconds=1, keep=('test_known_failure',))
         lines[target] = []
-        store = solo.ResultStore(store_path, f'fingerprint-{target}')
+        store = ResultStore(store_path, f'fingerprint-{target}')
         output = str(tmp_path / f'{target}-out')
         results[target] = controller.run_spread(_command(test_dir), dict(os.environ), store, output,
                                                 sys.executable, {'': 120}, 2, shared_paths=[str(tmp_path)],
@@ -338,7 +339,7 @@ def test_two_targets_of_one_easyconfig_each_spread_their_own_suites_at_once(slur
     for target in ('haswell', 'grace'):
         assert set(results[target].suites) == expected
         assert results[target].suites['test_known_failure'].status == 'failed'
-        assert set(solo.ResultStore(store_path, f'fingerprint-{target}').load()) == expected
+        assert set(ResultStore(store_path, f'fingerprint-{target}').load()) == expected
         assert lines[target][-1] == 'suites 4/4 done on 2 job(s); 1 failed'
     queues = sorted(name for name in os.listdir(tmp_path / 'results') if '.queue-' in name)
     assert queues == ['PyTorch-2.1.2.jsonl.queue-fingerprint-grac', 'PyTorch-2.1.2.jsonl.queue-fingerprint-hasw']
@@ -357,7 +358,7 @@ time.sleep(60)
 def test_a_suite_whose_job_dies_each_time_is_recorded_as_never_finished_after_the_last_attempt(slurm, tmp_path):
     test_dir = _tree(tmp_path / 'tree', sleepers=3, seconds=1, keep=())
     (test_dir / 'test_kills_its_job.py').write_text(KILLS_ITS_JOB)
-    store = solo.ResultStore(str(tmp_path / 'results' / 'r.jsonl'), 'build-a')
+    store = ResultStore(str(tmp_path / 'results' / 'r.jsonl'), 'build-a')
     lines = []
     result = controller.run_spread(_command(test_dir), dict(os.environ), store, str(tmp_path / 'out'), sys.executable,
                                    {'': 120}, 2, shared_paths=[str(tmp_path)], slurm_settings={'cpus_per_job': 1},
@@ -393,11 +394,11 @@ def test_real_pytorch_harness_suites_spread_over_two_jobs_give_the_serial_result
     env = {k: v for k, v in os.environ.items() if k not in ('PYTHONPATH', 'CI')}
     serial_dir = _real_tree(tmp_path / 'serial')
     command = Command(str(serial_dir), {}, [REAL_PYTHON, 'run_test.py'])
-    serial_store = solo.ResultStore(str(tmp_path / 'serial-results' / 'r.jsonl'), 'real')
+    serial_store = ResultStore(str(tmp_path / 'serial-results' / 'r.jsonl'), 'real')
     serial, _ = solo.run_all(command, REAL_SUITES, serial_store, str(tmp_path / 'serial-out'), env,
                              lambda suite: 900)
     spread_dir = _real_tree(tmp_path / 'spread')
-    store = solo.ResultStore(str(tmp_path / 'spread-results' / 'r.jsonl'), 'real')
+    store = ResultStore(str(tmp_path / 'spread-results' / 'r.jsonl'), 'real')
     lines = []
     result = controller.run_spread(Command(str(spread_dir), {}, [REAL_PYTHON, 'run_test.py']), env, store,
                                    str(tmp_path / 'spread-out'), REAL_PYTHON, {'': 900}, 2, suites=REAL_SUITES,

@@ -12,6 +12,7 @@ from eb_pytorch_cuda import standins
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite.run import discovery
 from eb_pytorch_cuda.testsuite.run import solo
+from eb_pytorch_cuda.testsuite.run.store import ResultStore
 from eb_pytorch_cuda.testsuite.run.command import TestCommand as Command  # not a pytest test class
 
 
@@ -63,9 +64,9 @@ def test_a_timed_out_suite_takes_its_children_down_and_keeps_its_partial_output(
 
 
 def test_the_store_keeps_finished_suites_of_this_build_only_and_ignores_a_torn_line(tmp_path):
-    store = solo.ResultStore(str(tmp_path / 'r' / 'results.jsonl'), 'fingerprint-a')
+    store = ResultStore(str(tmp_path / 'r' / 'results.jsonl'), 'fingerprint-a')
     store.append({'suite': {'name': 'test_a', 'status': 'passed'}})
-    solo.ResultStore(store.path, 'fingerprint-b').append({'suite': {'name': 'test_b', 'status': 'passed'}})
+    ResultStore(store.path, 'fingerprint-b').append({'suite': {'name': 'test_b', 'status': 'passed'}})
     with open(store.path, 'a') as handle:
         handle.write(json.dumps({'suite': {'name': 'test_c'}, 'fingerprint': 'fingerprint-a'})[:20])
     assert set(store.load()) == {'test_a'}
@@ -95,7 +96,11 @@ def test_one_list_of_parameters_feeds_the_reader_the_fingerprint_and_the_setting
     from eb_pytorch_cuda.eb import ecpolicy
     from eb_pytorch_cuda.testsuite.policy import settings
     from eb_pytorch_cuda.testsuite import service
-    assert service.POLICY_PARAMETERS == settings.JUDGING
+    base = dict(dict.fromkeys(settings.NAMES), version='2.1.2')
+    for name in settings.JUDGING:  # each judging parameter changed alone leaves the fingerprint as it is
+        assert service.build_fingerprint(dict(base, **{name: 7}), {}) == service.build_fingerprint(base, {}), name
+    for name in set(settings.NAMES) - set(settings.JUDGING) | {'version'}:  # what decides the build does not
+        assert service.build_fingerprint(dict(base, **{name: 7}), {}) != service.build_fingerprint(base, {}), name
     easyconfig = tmp_path / 'PyTorch-2.1.2.eb'
     easyconfig.write_text("easyblock = 'PyTorch'\nname = 'PyTorch'\nversion = '2.1.2'\nhomepage = 'x'\n"
                           "description = 'x'\ntoolchain = SYSTEM\nmax_failed_tests = 3\nrerun_failed_tests = 2\n"
@@ -192,7 +197,7 @@ def test_a_hang_inside_a_batch_costs_its_own_timeout_not_the_batchs_and_the_othe
     suites = discovery.discover(command, env)[0]
     assert suites.index('test_a_spawns_and_hangs') < suites.index('test_known_failure')
     timeouts = {'': 300, 'test_a_spawns_and_hangs': 3}
-    store = solo.ResultStore(str(tmp_path / 'r' / 'r.jsonl'), 'build')
+    store = ResultStore(str(tmp_path / 'r' / 'r.jsonl'), 'build')
     lines = []
     start = time.time()
     result, _ = solo.run_all(command, suites, store, str(tmp_path / 'out'), env,
@@ -226,7 +231,7 @@ def test_in_unittest_mode_without_xmlrunner_the_step_says_xml_reports_are_off(tr
     lines = []
     for env, off in ((dict(os.environ), False), (dict(os.environ, PYTORCH_TEST_DO_NOT_USE_PYTEST='1'), True)):
         lines.clear()
-        store = solo.ResultStore(str(tmp_path / f'r{off}' / 'r.jsonl'), 'f')
+        store = ResultStore(str(tmp_path / f'r{off}' / 'r.jsonl'), 'f')
         service.run_suites(command, env, store, str(tmp_path / f'out{off}'), sys.executable, {'': 120},
                            progress=lines.append)
         assert any(line.startswith('XML reports off') for line in lines) is off, lines

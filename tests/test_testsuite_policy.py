@@ -161,7 +161,7 @@ def test_known_failures_scoped_to_a_compute_capability_follow_the_gpus_the_suite
     no GPU can be shown on this machine.  Without nvidia-smi (this machine, for real) nothing is seen."""
     import shutil
     from eb_pytorch_cuda.testsuite.policy.judging import detect_context
-    from eb_pytorch_cuda.testsuite.run.solo import gpu_compute_capabilities
+    from eb_pytorch_cuda.testsuite.run.gpus import gpu_compute_capabilities
     monkeypatch.setenv('PATH', str(tmp_path))
     assert shutil.which('nvidia-smi') is None and gpu_compute_capabilities({}) == ()
     recorded = os.path.join(os.path.dirname(__file__), 'data', 'h200-nvidia-smi-query-compute-cap.txt')

@@ -113,48 +113,42 @@ def _suggest_policy(args, values, capabilities):
 
 def cmd_test_suite(args):
     """Run a PyTorch source tree's test suites against an installed torch, judge and report them."""
-    import json
+    import dataclasses
     from eb_pytorch_cuda.eb import ecpolicy
-    from eb_pytorch_cuda.testsuite.policy.judging import detect_context, judge
-    from eb_pytorch_cuda.testsuite.policy.report import RESULTS_JSON, RESULTS_MARKDOWN, to_json, to_markdown, to_text
+    from eb_pytorch_cuda.escape import printable
+    from eb_pytorch_cuda.inputs import write_atomically
+    from eb_pytorch_cuda.testsuite import service
+    from eb_pytorch_cuda.testsuite.policy.report import RESULTS_JSON, to_text
     from eb_pytorch_cuda.testsuite.policy.settings import TestSettings, check_option
-    from eb_pytorch_cuda.testsuite.standalone import check_inputs, notes_of, run_test_suite
-    from eb_pytorch_cuda.testsuite.run.solo import gpu_compute_capabilities
     for option, value, minimum in (('--timeout', args.timeout, 1), ('--parallel', args.parallel, 1),
                                    ('--rerun', args.rerun, 0), ('--jobs', args.jobs, 1)):
         check_option(option, value, minimum)  # 0 or -1 is refused, not replaced by the easyconfig's value
-    check_inputs(args.source, args.python)
+    service.check_inputs(args.source, args.python)
     settings = ecpolicy.read_settings(args.easyconfig) if args.easyconfig else TestSettings()
-    jobs = args.jobs or settings.test_suite_jobs
-    # known failures scoped to a compute capability were seen on such GPUs: those the suites run on count
-    seen = gpu_compute_capabilities(os.environ) if jobs <= 1 else ()
-    context = detect_context(seen or settings.cuda_compute_capabilities, target=args.target)
-    policy = settings.policy(context, ecpolicy.upstream_default_max_failed_tests(), args.easyconfig or 'policy')
-    excluded = settings.excluded(context)
-    results = args.results or os.path.join(os.getcwd(), 'pytorch-test-suite')
-    from eb_pytorch_cuda.escape import printable
+    settings = dataclasses.replace(
+        settings, parallel_test_suites=args.parallel or settings.parallel_test_suites,
+        test_suite_timeout=args.timeout or settings.test_suite_timeout,
+        rerun_failed_tests=settings.rerun_failed_tests if args.rerun is None else args.rerun,
+        test_suite_jobs=args.jobs or settings.test_suite_jobs)
     progress = (lambda message: print(f'== {printable(message)}', file=sys.stderr, flush=True))
-    result = run_test_suite(args.source, args.python, results, args.runtest, excluded,
-                            args.parallel or settings.parallel_test_suites, args.timeout or settings.test_suite_timeout,
-                            settings.rerun_failed_tests if args.rerun is None else args.rerun, progress,
-                            jobs=jobs)
-    verdict = judge(result, policy)
-    report = to_json(result, verdict, context)
-    report['notes'] = notes_of(results, args.source, args.python, args.runtest, excluded)
-    markdown = to_markdown(result, verdict)
-    with open(os.path.join(results, RESULTS_JSON), 'w') as handle:
-        json.dump(report, handle, indent=1)
-    with open(os.path.join(results, RESULTS_MARKDOWN), 'w') as handle:
-        handle.write(markdown)
+    context = service.scope_context(settings.cuda_compute_capabilities, settings.test_suite_jobs <= 1, os.environ,
+                                    target=args.target, progress=progress)
+    policy = settings.policy(context, ecpolicy.upstream_default_max_failed_tests(), args.easyconfig or 'policy')
+    results = args.results or os.path.join(os.getcwd(), 'pytorch-test-suite')
+    outcome = service.test_source_tree(args.source, args.python, results, settings, policy, context, args.runtest,
+                                       settings.excluded(context), progress)
+    texts = service.report_texts(outcome)
+    for name, text in texts.items():
+        write_atomically(os.path.join(results, name), text)
     if args.format == 'json':
-        print(json.dumps(report, indent=1))
+        print(texts[RESULTS_JSON], end='')
     elif args.format == 'markdown':
-        print(markdown)
+        print(texts[service.RESULTS_MARKDOWN])
     else:
-        print(to_text(result, verdict))
-        for suite, notes in report['notes'].items():
+        print(to_text(outcome.result, outcome.verdict))
+        for suite, notes in outcome.notes.items():
             print(printable(f"note: {suite}: {'; '.join(notes)}"))
-    return 0 if verdict.passed else 1
+    return 0 if outcome.verdict.passed else 1
 
 
 def cmd_config(args):
@@ -306,11 +300,13 @@ def main(argv=None) -> int:
             print(f'{PROG}: error: {where}{err.strerror or err}', file=sys.stderr)
             return 2
     except KeyboardInterrupt:  # (also when it arrives while an error above is being printed)
-        print(f'{PROG}: interrupted (SIGINT); temporary files removed, no file left half-written', file=sys.stderr)
+        print(f'{PROG}: interrupted (SIGINT); every process it started stopped, temporary files removed, '
+              f'no file left half-written', file=sys.stderr)
         return 128 + signal.SIGINT
     except Terminated as err:
         name = signal.Signals(err.signum).name
-        print(f'{PROG}: terminated ({name}); temporary files removed, no file left half-written', file=sys.stderr)
+        print(f'{PROG}: terminated ({name}); every process it started stopped, temporary files removed, '
+              f'no file left half-written', file=sys.stderr)
         return 128 + err.signum
     finally:
         for signum, handler in previous.items():

@@ -126,7 +126,7 @@ def requested_sonames(major, easyconfig_value=None, site_value=None, environ=Non
             continue
         if isinstance(source, dict):
             if major in source or str(major) in source:
-                return list(source.get(major, source.get(str(major))))
+                return list(source.get(major, source.get(str(major))) or ())
             continue
         if not source:
             return []  # an explicit empty list switches the patch off
@@ -144,7 +144,8 @@ def unknown_sonames(major, sonames):
 
 def filter_present(sonames, cudnn_dirs):
     """Split sonames into (present, absent) by whether a file of that name exists in any cudnn_dirs."""
-    present, absent = [], []
+    present: list = []
+    absent: list = []
     for soname in sonames:
         found = any(os.path.exists(os.path.join(d, soname)) for d in cudnn_dirs)
         (present if found else absent).append(soname)

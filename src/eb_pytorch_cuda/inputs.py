@@ -67,3 +67,24 @@ def read_bytes(path: str) -> bytes:
             return handle.read()
         except OSError as err:
             raise PluginError(path, f'cannot be read: {err.strerror}') from None
+
+
+def write_atomically(path: str, text: str) -> None:
+    """Write text to path whole or not at all: a temporary file beside it, fsync'ed, renamed over it.
+
+    A report read by a script (`report`, a bot) must never be half a file, whatever kills us mid-write;
+    PluginError naming the file when it cannot be written (a full disk says which file)."""
+    directory = os.path.dirname(os.path.abspath(path))
+    temporary = os.path.join(directory, f'.{os.path.basename(path)}.{os.getpid()}.tmp')
+    try:
+        with open(temporary, 'w', encoding='utf-8') as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    except OSError as err:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise PluginError(path, f'cannot be written: {err.strerror}') from None

@@ -22,7 +22,6 @@ below marks every copy).  Upstream's module-level API (get_test_results, parse_t
 
 import contextlib
 import importlib.util
-import json
 import os
 import shutil
 import sys
@@ -48,13 +47,11 @@ from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.escape import printable
 from eb_pytorch_cuda.eb import ecpolicy, testinstall
 from eb_pytorch_cuda.testsuite.run import batches
-from eb_pytorch_cuda.testsuite.spread import controller
 from eb_pytorch_cuda.testsuite import service
 from eb_pytorch_cuda.testsuite.run.command import parse_runtest, with_test_options
-from eb_pytorch_cuda.testsuite.policy.judging import detect_context, judge
-from eb_pytorch_cuda.testsuite.policy.report import RESULTS_JSON, RESULTS_MARKDOWN, to_json, to_markdown, to_text
+from eb_pytorch_cuda.testsuite.policy.report import RESULTS_JSON, RESULTS_MARKDOWN, to_text
 from eb_pytorch_cuda.testsuite.policy.settings import NAMES as SETTINGS_NAMES, TestSettings
-from eb_pytorch_cuda.testsuite.run.solo import ResultStore, gpu_compute_capabilities
+from eb_pytorch_cuda.testsuite.run.store import ResultStore
 
 
 # every copy of this file carries this line; upstream's pytorch.py never does
@@ -186,15 +183,10 @@ class EB_PyTorch(UpstreamPyTorch):
         return command
 
     def _scope_context(self, settings, on_this_node=False):
-        """Where the policy applies.  on_this_node (the suites run here): the compute capabilities of the GPUs
-        they run on, where nvidia-smi sees any, for a known failure scoped '8.0' was seen on such GPUs;
-        otherwise (dry run, no GPU seen, suites spread to other nodes) the build's own."""
+        """Where the policy applies (service.scope_context: the GPUs the suites run on, else the build's)."""
         capabilities = build_option('cuda_compute_capabilities') or settings.cuda_compute_capabilities
-        seen = gpu_compute_capabilities(os.environ) if on_this_node else ()
-        if seen:
-            print_msg(f"policy scope: compute capabilities {', '.join(seen)} (the GPUs the suites run on; "
-                      f"built for {', '.join(map(str, capabilities)) or 'none given'})", log=self.log)
-        return detect_context(seen or capabilities, aliases=(get_cpu_architecture(),))
+        return service.scope_context(capabilities, on_this_node, os.environ, aliases=(get_cpu_architecture(),),
+                                     progress=lambda message: print_msg(message, log=self.log))
 
     def _settings(self):
         """The test step's parameters of this easyconfig (testsuite/settings: one list for all their readers),
@@ -250,7 +242,7 @@ class EB_PyTorch(UpstreamPyTorch):
             self._dry_run_test_plan(settings, context, excluded, policy)
             return
         if self._reusable_build():
-            self._judge(self._reuse, judge(self._reuse, policy), context)
+            self._judge(service.judge_kept(self._reuse, policy, context))
             return
         runtest = self._raw_runtest()
         if not runtest or runtest is True:
@@ -265,34 +257,27 @@ class EB_PyTorch(UpstreamPyTorch):
                 env = dict(os.environ, **command.env)
                 env.update({'PYTHONPATH': os.pathsep.join(pylibdirs + [os.environ.get('PYTHONPATH', '')]),
                             'PATH': os.pathsep.join([bindir, os.environ.get('PATH', '')])})
-                store = self._results_store()
-                result = service.run_suites(command, env, store, os.path.join(self.builddir, 'pytorch-test-output'),
-                                            self.python_cmd, self._suite_timeouts(
-                                                settings), settings.parallel_test_suites,
-                                            settings.rerun_failed_tests,
-                                            progress=lambda message: print_msg(printable(message), log=self.log),
-                                            jobs=settings.test_suite_jobs, previous_results=self._previous_results(),
-                                            tested_installation=prefix)
+                outcome = service.run_and_judge(
+                    command, env, self._results_store(), os.path.join(self.builddir, 'pytorch-test-output'),
+                    self.python_cmd, settings, policy, context, self._previous_results(), tested_installation=prefix,
+                    progress=lambda message: print_msg(printable(message), log=self.log))
             except PluginError as err:
                 raise EasyBuildError(str(err)) from None
-            for suite, notes in service.notes(store).items():  # exit 0 without a summary, log/XML differences
+            for suite, notes in outcome.notes.items():  # exit 0 without a summary, log/XML differences
                 print_msg(printable(f"note: {suite}: {'; '.join(notes)}"), log=self.log)
-            verdict = service.judge_and_keep(store, result, policy, prefix)
         finally:
             remove_dir(prefix)
-        self._judge(result, verdict, context)
-        store.remove()
-        if settings.test_suite_jobs > 1:
-            controller.remove_queue(store)
+        self._judge(outcome)
+        service.finish(self._store, settings.test_suite_jobs)
 
-    def _judge(self, result, verdict, context):
+    def _judge(self, outcome):
         """Print and write the verdict; raise when the policy says the run failed."""
-        self.pytorch_test_report = (result, verdict, context)
-        for line in to_text(result, verdict).splitlines():
+        self.pytorch_test_report = outcome
+        for line in to_text(outcome.result, outcome.verdict).splitlines():
             print_msg(line, log=self.log)
         self._write_reports(self.builddir)
-        if not verdict.passed:
-            raise EasyBuildError('PyTorch test suite failed: ' + printable('; '.join(verdict.reasons)) +
+        if not outcome.verdict.passed:
+            raise EasyBuildError('PyTorch test suite failed: ' + printable('; '.join(outcome.verdict.reasons)) +
                                  ' (results and the tested build are kept: change the policy in the easyconfig and '
                                  f'rerun to judge again without running a suite or rebuilding: {self._store.path})')
 
@@ -357,18 +342,15 @@ class EB_PyTorch(UpstreamPyTorch):
         """The results JSON of the previous installation (per-suite times: timeouts, longest-first spread)."""
         return os.path.join(self.installdir, 'easybuild', RESULTS_JSON)
 
-    def _suite_timeouts(self, settings):
-        """test_suite_timeout, else derived from the previous installation's results (service.suite_timeouts)."""
-        return service.suite_timeouts(settings.test_suite_timeout, self._previous_results())
-
     def _write_reports(self, directory):
+        """The service's two reports (the same as `test-suite` writes) into directory; their paths."""
         if self.pytorch_test_report is None:
             return []
-        result, verdict, context = self.pytorch_test_report
-        paths = [os.path.join(directory, RESULTS_JSON), os.path.join(directory, RESULTS_MARKDOWN)]
-        write_file(paths[0], json.dumps(to_json(result, verdict, context), indent=1))
-        write_file(paths[1], to_markdown(result, verdict, title=f'{self.name} {self.version} test suite',
-                                         context=context))
+        texts = service.report_texts(self.pytorch_test_report, title=f'{self.name} {self.version} test suite')
+        paths = []
+        for name, text in texts.items():
+            paths.append(os.path.join(directory, name))
+            write_file(paths[-1], text)
         return paths
 
     def _post_install_with_reports(self, *args, **kwargs):

@@ -10,10 +10,10 @@ The guarantees, and how each is kept:
   read-only, so no lock file is ever left behind); a waiter that finds the file replaced by the
   holder's rename locks the new file instead.  The caller re-reads the NEEDED entries under the lock,
   so the second of two concurrent runs sees the first one's entry.
-- The writer dies with the command: patchelf is started through a tiny exec wrapper that sets
-  PR_SET_PDEATHSIG (SIGKILL) before exec, so `kill -9` of our process takes patchelf with it; it stays
-  in our process group, so killing the group kills it too.  The patchelf child also inherits the lock,
-  so even a writer that somehow outlived us would keep every other run away from its temporary file.
+- The writer dies with the command: patchelf is started by eb_pytorch_cuda.process (a supervisor that
+  gets the parent-death signal and stops its group), so `kill -9` of our process takes patchelf with
+  it, and an exception or signal here stops it before the temporary is removed.  The patchelf child also
+  inherits the lock, so even a writer that somehow outlived us would keep every other run away from its temporary file.
 - Every exit path removes the temporary file: errors, KeyboardInterrupt, and SIGTERM/SIGHUP (turned
   into the Terminated exception while the write runs, then re-delivered to a default handler).  Only
   SIGKILL (or a power cut) can leave one; the next run, holding the lock, removes temporaries of our
@@ -40,6 +40,7 @@ import threading
 import time
 from typing import Optional
 
+from eb_pytorch_cuda import process
 from eb_pytorch_cuda.elf.reader import ElfInfo, read_elf
 from eb_pytorch_cuda.inputs import open_regular
 from eb_pytorch_cuda.errors import PluginError, Terminated
@@ -48,13 +49,6 @@ TEMPORARY_SUFFIX = '.patching'
 LOCK_TIMEOUT_S = 600  # another run patching the same file: patchelf rewrites 739 MB in ~3 s
 _TERMINATING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 _NO_LOCKS = (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS)
-_PR_SET_PDEATHSIG = 1
-# argv: PARENT_PID PROGRAM ARGS...; exit 125 when the parent is already gone (the signal would never come)
-_EXEC_WITH_PDEATHSIG = ('import ctypes, os, signal, sys\n'
-                        'ctypes.CDLL(None).prctl(%d, int(signal.SIGKILL), 0, 0, 0)\n'
-                        'if os.getppid() != int(sys.argv[1]):\n'
-                        '    os._exit(125)\n'
-                        'os.execv(sys.argv[2], sys.argv[2:])\n' % _PR_SET_PDEATHSIG)
 
 
 def patchelf_binary():
@@ -273,19 +267,13 @@ def _run_patchelf(path, command, hold=()):
     """Run command (patchelf) so that it dies with us; raise PluginError when it fails.
 
     hold: descriptors the child inherits (the target's lock, so the lock lives as long as any writer)."""
-    wrapped = [sys.executable, '-I', '-S', '-c', _EXEC_WITH_PDEATHSIG, str(os.getpid()), *command]
-    child = subprocess.Popen(wrapped, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                             close_fds=True, pass_fds=tuple(hold), text=True, errors='replace')
-    try:
-        _, stderr = child.communicate()
-    except BaseException:
-        child.kill()
-        child.wait()
-        raise
+    with process.start(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                       close_fds=True, pass_fds=tuple(hold), text=True, errors='replace') as child:
+        _, stderr = child.communicate()  # an exception or signal here stops it (Child.__exit__)
     if child.returncode != 0:
         lines = stderr.strip().splitlines()
         message = lines[-1] if lines else 'no message'
-        if child.returncode < 0:
+        if child.returncode is not None and child.returncode < 0:
             message = f'killed by signal {-child.returncode}'
         raise PluginError(path, f'patchelf failed (exit {child.returncode}): {message}; nothing modified')
 

@@ -150,7 +150,8 @@ class Process:
         self.resolver, self.cache, self.executable = resolver, cache, executable
         self.audited = sorted({os.path.realpath(p) for p in audited} | {os.path.abspath(p) for p in audited})
         self.objects = []  # Loaded, in load order
-        self.by_soname, self.by_path = {}, {}
+        self.by_soname: dict = {}
+        self.by_path: dict = {}
         self.findings = []
         self.hazards = {}  # Loaded (dlopen()ed) -> sonames it needs that only an earlier dlopen() left loaded
         self.transactions = 0
@@ -623,10 +624,12 @@ def diagnose(paths, start=None, executable=None, resolver=None, glibc=None):
     if executable:
         require_regular(executable)
     executable_info = read_elf(executable) if executable else None
-    findings, seen, skipped = [], set(), []
+    findings: list = []
+    seen: set = set()
+    skipped: list = []
     # with --from, the paths only say what is audited: their files are not read unless the root loads them
     objects = collect_objects(paths, skipped, read=not start)
-    loaded = set()
+    loaded: set = set()
     # a library given by itself stands for its installation directory (libroot.so and the libuser.so beside it)
     audited = [p if os.path.isdir(p) else os.path.dirname(os.path.abspath(p)) for p in [*paths, *filter(None, [start])]]
     for root in roots_of(objects, start):

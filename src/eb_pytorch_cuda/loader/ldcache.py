@@ -51,7 +51,7 @@ def parse_ld_so_cache(data):
     if table + nlibs * entry.size > len(data):
         return {}
     # in the new format, string offsets are relative to the new header (0 when it starts the file)
-    result = {}
+    result: dict = {}
     for index in range(nlibs):
         _flags, key, value, _osv, _hwcap = entry.unpack_from(data, table + index * entry.size)
         result.setdefault(_cstring(data, start + key), []).append(_cstring(data, start + value))

@@ -22,7 +22,10 @@ def trace_outcomes(lines):
     initialisers (the dlopen() failed after all, e.g. a dependency or version problem of the file it
     found).  A library whose init ran did load: a later dlclose() destroys its link map too.
     """
-    outcomes, tried, destroyed, initialised = {}, {}, set(), set()
+    outcomes: dict = {}
+    tried: dict = {}
+    destroyed: set = set()
+    initialised: set = set()
     for line in lines:
         match = _REQUEST.search(line)
         if match:
@@ -59,7 +62,7 @@ def failed_requests(lines):
     grouped, a probe that stayed loaded clears the group, and the entry shown is the libX.so.N probe.
     Returns {soname: {'requested_by': path, 'outcome': 'not found' | 'found PATH, then unloaded'}}.
     """
-    groups = {}
+    groups: dict = {}
     for name, outcome in trace_outcomes(lines).items():
         match = _PROBE.match(name)
         groups.setdefault(match.group(1) if match else name, []).append((name, outcome))

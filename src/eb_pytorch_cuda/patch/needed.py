@@ -17,6 +17,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from eb_pytorch_cuda import process
 from eb_pytorch_cuda.loader import loadprobe
 from eb_pytorch_cuda.elf.reader import read_abi_key, read_elf
 from eb_pytorch_cuda.errors import PluginError
@@ -115,7 +116,10 @@ def load_in_clean_process(path, preload=(), info=None):
     for item in preload:
         command += ['--preload', os.path.abspath(item)]
     command.append(os.path.abspath(path))
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    try:
+        done = process.capture(command, timeout=600, env=env, text=True)
+    except subprocess.TimeoutExpired:
+        raise PluginError(path, 'load probe did not finish in 600 s (a constructor of the library hangs?)') from None
     try:
         report = json.loads(done.stdout)
     except ValueError:

@@ -1,33 +1,43 @@
-"""The test step of a PyTorch build, EasyBuild-free: what the easyblock's test_step delegates to.
+"""The test step of a PyTorch build, EasyBuild-free: the one service the easyblock and `test-suite` call.
 
-Given the test command, its environment and the policy, it runs the suites (per-suite processes,
-stored results, reruns), decides what to keep when only the verdict failed, and computes the build
-fingerprint and per-suite timeouts.  The easyblock supplies EasyBuild's facts and prints.
+It owns what both must do alike: where the policy applies (scope_context: the GPUs the suites run on,
+else the build's compute capabilities), running the suites (here in batches, or spread over Slurm jobs),
+isolated reruns, the notes of the store, the verdict, keeping a run that failed on its verdict only, the
+reports (report_texts: the same JSON, notes included, and the same Markdown, scoped, for both) and the
+cleanup.  The callers supply their facts (the easyblock: EasyBuild's installation, environment and
+messages; the CLI: a source tree, a Python and a results directory) and print.
 """
 
 import hashlib
 import json
 import os
 import shutil
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional, Sequence
 
+from eb_pytorch_cuda import process
 from eb_pytorch_cuda.testsuite.run import batches
 from eb_pytorch_cuda.testsuite.run import discovery
 from eb_pytorch_cuda.testsuite.run.reruns import rerun_failures
-from eb_pytorch_cuda.testsuite.policy import settings
 from eb_pytorch_cuda.testsuite.run import solo
 from eb_pytorch_cuda.testsuite.run.command import harness_environment
 from eb_pytorch_cuda.testsuite.run.harness import harness_of
-from eb_pytorch_cuda.testsuite.policy.judging import judge
+from eb_pytorch_cuda.errors import PluginError
+from eb_pytorch_cuda.testsuite.policy.judging import Policy, ScopeContext, Verdict, detect_context, judge
+from eb_pytorch_cuda.testsuite.policy.report import RESULTS_JSON, RESULTS_MARKDOWN, to_json, to_markdown
+from eb_pytorch_cuda.testsuite.policy.settings import JUDGING, TestSettings
+from eb_pytorch_cuda.testsuite.results.model import RunResult
+from eb_pytorch_cuda.testsuite.run.command import TestCommand, parse_runtest
+from eb_pytorch_cuda.testsuite.run.gpus import gpu_compute_capabilities
+from eb_pytorch_cuda.testsuite.run.store import ResultStore
 
-# parameters that decide how a run is judged or scheduled, not what is built and tested: left out of the fingerprint
-POLICY_PARAMETERS = settings.JUDGING
 FLAG_VARIABLES = ('CFLAGS', 'CXXFLAGS', 'LDFLAGS', 'TORCH_CUDA_ARCH_LIST')
 
 
 def build_fingerprint(easyconfig_values, environ, extra=None):
     """sha256 of what the tested build depends on: the easyconfig's parameters without the policy ones,
     the compiler flags, and extra facts (e.g. the CUDA compute capabilities)."""
-    values = {k: v for k, v in easyconfig_values.items() if k not in POLICY_PARAMETERS}
+    values = {k: v for k, v in easyconfig_values.items() if k not in JUDGING}  # policy, not build
     flags = {name: environ.get(name, '') for name in FLAG_VARIABLES}
     text = json.dumps({'easyconfig': values, 'flags': flags, 'extra': extra or {}}, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()
@@ -55,7 +65,9 @@ def run_suites(command, env, store, output_dir, python, timeouts, parallel=1, re
     previous_results (a results JSON) orders the spread longest first; tested_installation must then be on
     a path the jobs see."""
     progress = progress or (lambda message: None)
-    with store.exclusive():  # one run per store: a second one refuses in one line naming the directory
+    # one run per store (a second one refuses in one line naming the directory); a SIGTERM/SIGHUP or Ctrl-C
+    # stops every suite, batch and rerun group before we exit (eb_pytorch_cuda.process)
+    with store.exclusive(), process.terminating_signals_stop_children():
         if store.notice is None:
             store.notice = progress  # each store line set aside is said once, naming the file and the line
         return _run_suites(command, env, store, output_dir, python, timeouts, parallel, reruns, progress,
@@ -103,8 +115,115 @@ def judge_and_keep(store, result, policy, tested_installation):
 
 
 def keep(store, result, tested_installation):
-    """Keep result and the tested installation (for a run that failed on its verdict only)."""
+    """Keep result and the tested installation (for a run that failed on its verdict only).
+
+    The copy is made beside the kept place and renamed into it, and only then is the result recorded as
+    kept (save_final): a kill mid-copy leaves no record, so the next run rebuilds instead of installing
+    a partial copy."""
+    partial = store.cache_dir + '.partial'
+    for stale in (partial, store.cache_dir):
+        if os.path.isdir(stale):
+            shutil.rmtree(stale)
+    if os.path.exists(store.final_path):
+        os.unlink(store.final_path)  # what was kept before no longer matches the build being kept
+    shutil.copytree(tested_installation, partial, symlinks=True)
+    os.rename(partial, store.cache_dir)
     store.save_final(result)
-    if os.path.isdir(store.cache_dir):
-        shutil.rmtree(store.cache_dir)
-    shutil.copytree(tested_installation, store.cache_dir, symlinks=True)
+
+
+@dataclass
+class StepOutcome:
+    """What a test step ends with: the result, its verdict, where the policy applied, the store's notes."""
+    result: RunResult
+    verdict: Verdict
+    context: ScopeContext
+    notes: Dict[str, List[str]] = field(default_factory=dict)
+
+
+def scope_context(built_capabilities: Sequence, on_this_node: bool, env, target: Optional[str] = None,
+                  aliases: tuple = (), progress: Optional[Callable[[str], None]] = None) -> ScopeContext:
+    """Where the policy applies.  on_this_node (the suites run here): the compute capabilities of the GPUs
+    they run on, where nvidia-smi sees any, for a known failure scoped '8.0' was seen on such GPUs;
+    otherwise (dry run, no GPU seen, suites spread to other nodes) the build's own."""
+    seen = gpu_compute_capabilities(env) if on_this_node else ()
+    if seen and progress:
+        progress(f"policy scope: compute capabilities {', '.join(seen)} (the GPUs the suites run on; built for "
+                 f"{', '.join(map(str, built_capabilities)) or 'none given'})")
+    return detect_context(seen or tuple(built_capabilities), target=target, aliases=aliases)
+
+
+def run_and_judge(command: TestCommand, env: dict, store: ResultStore, output_dir: str, python: str,
+                  settings: TestSettings, policy: Policy, context: ScopeContext, previous_results: Optional[str],
+                  tested_installation: Optional[str] = None, progress: Optional[Callable[[str], None]] = None,
+                  batch_size: Optional[int] = None) -> StepOutcome:
+    """Run every suite not yet in store (run_suites), judge by policy; a run that failed on its verdict keeps
+    its result, and its tested installation when one is given, for a re-judging without running a suite."""
+    kwargs = {'batch_size': batch_size} if batch_size else {}
+    result = run_suites(command, env, store, output_dir, python,
+                        suite_timeouts(settings.test_suite_timeout, previous_results),
+                        settings.parallel_test_suites, settings.rerun_failed_tests, progress=progress,
+                        jobs=settings.test_suite_jobs, previous_results=previous_results,
+                        tested_installation=tested_installation, **kwargs)
+    verdict = judge_and_keep(store, result, policy, tested_installation) if tested_installation \
+        else judge(result, policy)
+    return StepOutcome(result, verdict, context, notes(store))
+
+
+def judge_kept(result: RunResult, policy: Policy, context: ScopeContext) -> StepOutcome:
+    """A kept run's result (ResultStore.load_final) under the policy in force now: nothing runs."""
+    return StepOutcome(result, judge(result, policy), context)
+
+
+def report_texts(outcome: StepOutcome, title: str = 'PyTorch test suite') -> Dict[str, str]:
+    """{file name: text} of the two reports, the same for the easyblock and `test-suite`: the JSON (with the
+    scope and the store's notes; `eb-pytorch-cuda report` reads it back) and the Markdown summary."""
+    data = to_json(outcome.result, outcome.verdict, outcome.context)
+    data['notes'] = outcome.notes
+    return {RESULTS_JSON: json.dumps(data, indent=1) + '\n',
+            RESULTS_MARKDOWN: to_markdown(outcome.result, outcome.verdict, title=title, context=outcome.context)}
+
+
+def finish(store: ResultStore, jobs: int = 1) -> None:
+    """Drop what only this build's next run needed: the store, and the Slurm queue of a spread run."""
+    store.remove()
+    if jobs > 1:
+        from eb_pytorch_cuda.testsuite.spread.controller import remove_queue
+        remove_queue(store)
+
+
+# --- `eb-pytorch-cuda test-suite`: a source tree's suites against an installed torch, outside EasyBuild ---
+
+DEFAULT_RUNTEST = 'cd test && %(python)s run_test.py --continue-through-error %(excluded_tests)s'
+
+
+def check_inputs(source: str, python: str) -> str:
+    """The test directory of source; PluginError (bad input) when source or python is unusable."""
+    test_dir = os.path.join(source, 'test')
+    if not os.path.isfile(os.path.join(test_dir, 'run_test.py')):
+        raise PluginError(source, 'is not a PyTorch source tree (no test/run_test.py)')
+    if not (os.path.isfile(python) and os.access(python, os.X_OK)):
+        raise PluginError(python, 'is not an executable Python')
+    return test_dir
+
+
+def store_for(results_dir: str, source: str, python: str, argv) -> ResultStore:
+    """The results store of this tree, Python and command in results_dir: the same command again runs only
+    what is missing."""
+    key = json.dumps({'source': os.path.realpath(source), 'python': os.path.abspath(python), 'argv': list(argv)})
+    fingerprint = hashlib.sha256(key.encode()).hexdigest()
+    return ResultStore(os.path.join(results_dir, 'results.jsonl'), fingerprint)
+
+
+def test_source_tree(source: str, python: str, results_dir: str, settings: TestSettings, policy: Policy,
+                     context: ScopeContext, runtest: Optional[str] = None, excluded: Sequence[str] = (),
+                     progress: Optional[Callable[[str], None]] = None,
+                     batch_size: Optional[int] = None) -> StepOutcome:
+    """The test step on source's test/ with python; results, outputs and reports kept in results_dir."""
+    check_inputs(source, python)
+    python = os.path.abspath(python)  # the command runs in test/; a venv's python must stay a path into the venv
+    command = parse_runtest(runtest or DEFAULT_RUNTEST, os.path.abspath(source), python, list(excluded))
+    os.makedirs(results_dir, exist_ok=True)
+    store = store_for(results_dir, source, python, command.argv)
+    env = dict(os.environ, **command.env)
+    return run_and_judge(command, env, store, os.path.join(results_dir, 'output'), python, settings, policy,
+                         context, os.path.join(results_dir, RESULTS_JSON), progress=progress, batch_size=batch_size)

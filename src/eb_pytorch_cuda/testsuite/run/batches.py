@@ -14,13 +14,14 @@ import os
 import subprocess
 import threading
 import time
+from typing import Optional
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 
+from eb_pytorch_cuda import process
 from eb_pytorch_cuda.testsuite.run import discovery
 from eb_pytorch_cuda.testsuite.results.splitting import announced_runs, split_batch_output
 from eb_pytorch_cuda.testsuite.results.outcome import build_outcome, remove_reports
-from eb_pytorch_cuda.testsuite.run.reruns import die_with_parent, kill_group
 
 OUTPUT_KEPT = 20000  # characters of a suite's output kept in the results file
 DEFAULT_BATCH_SIZE = 50  # suites per run_test.py call: ~4 s of start-up per 50 suites, resume granularity
@@ -49,8 +50,8 @@ def xml_reports_safe(harness, command, env) -> bool:
     key = (command.argv[0], command.cwd, tuple(sorted(env.items())))
     if key not in _XMLRUNNER_FOUND:
         try:
-            done = subprocess.run([command.argv[0], '-c', 'import xmlrunner'], cwd=command.cwd, env=dict(env),
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=300)
+            done = process.capture([command.argv[0], '-c', 'import xmlrunner'], timeout=300, cwd=command.cwd,
+                                   env=dict(env), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         except (OSError, subprocess.SubprocessError):
             return False  # not a Python, or it hung: no XML this time, asked again next time
         _XMLRUNNER_FOUND[key] = done.returncode == 0
@@ -101,7 +102,10 @@ def run_batch(command, suites, timeout, output_path, env, options, gpu=None, har
     argv = discovery.run_argv(command.argv, suites, options)
     inline_is_serial = harness is not None and not harness.replays_logs
     start = time.time()
-    killed, settled, overdue, first_seen = False, {}, {}, {}
+    killed = False
+    settled: dict = {}
+    overdue: dict = {}
+    first_seen: dict = {}
     next_watch = start + WATCH_SECONDS
 
     def read_output():
@@ -131,17 +135,15 @@ def run_batch(command, suites, timeout, output_path, env, options, gpu=None, har
         return outputs
 
     with open(output_path, 'w') as output:
-        process = subprocess.Popen(argv, cwd=command.cwd, env=batch_env(env, gpu), stdout=output,
-                                   stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=die_with_parent)
+        child = process.start(argv, cwd=command.cwd, env=batch_env(env, gpu), stdout=output, stderr=subprocess.STDOUT)
         deadline = start + timeout
         while True:
             try:
-                code = process.wait(timeout=max(0.1, min(POLL_SECONDS, deadline - time.time())))
+                code: Optional[int] = child.wait(timeout=max(0.1, min(POLL_SECONDS, deadline - time.time())))
                 break
             except subprocess.TimeoutExpired:
                 if time.time() >= deadline:
-                    kill_group(process)
-                    code, killed = process.returncode, True
+                    code, killed = child.stop(), True
                     break
                 if something_ended():
                     settle(read_output())
@@ -153,8 +155,7 @@ def run_batch(command, suites, timeout, output_path, env, options, gpu=None, har
                                                                 harness is not None and harness.full_log_means_passed),
                                        settled, first_seen, timeout_for)
                     if overdue:
-                        kill_group(process)
-                        code, killed = process.returncode, True
+                        code, killed = child.stop(), True
                         break
     seconds = round(time.time() - start, 1)
     text = read_output()

@@ -19,6 +19,7 @@ import re
 import subprocess
 import tempfile
 
+from eb_pytorch_cuda import process
 from eb_pytorch_cuda.errors import PluginError
 
 _PROBE = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'selection_probe.py')
@@ -84,8 +85,8 @@ def discover(command, env, timeout=3600):
     with tempfile.TemporaryDirectory(prefix='eb-pytorch-cuda-select-') as scratch:
         out = os.path.join(scratch, 'selection.json')
         try:
-            done = subprocess.run(_probe_argv(command, out), cwd=command.cwd, env=env, capture_output=True,
-                                  text=True, errors='replace', timeout=timeout, stdin=subprocess.DEVNULL)
+            done = process.capture(_probe_argv(command, out), timeout=timeout, cwd=command.cwd, env=env, text=True,
+                                   errors='replace', stdin=subprocess.DEVNULL)
         except (OSError, subprocess.SubprocessError) as err:
             raise PluginError('runtest', f"'{shown}' (in {command.cwd}) could not run: {err}") from None
         answer = None

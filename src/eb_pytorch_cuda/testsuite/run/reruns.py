@@ -1,37 +1,12 @@
 """Isolated reruns of failed tests: each one alone, without a shell, to tell flaky from reproducible."""
 
-import os
-import signal
 import subprocess
 import tempfile
 
+from eb_pytorch_cuda import process
 from eb_pytorch_cuda.testsuite.run import batches, discovery
 from eb_pytorch_cuda.testsuite.run.harness import harness_of
 from eb_pytorch_cuda.testsuite.results.model import UNJUDGEABLE
-
-
-def die_with_parent():
-    """preexec_fn: SIGTERM this child when the process that started it dies (a killed `eb` must not leave a
-    batch of suites running on, writing results nobody stores and reports the resumed run would read)."""
-    try:
-        import ctypes
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG (Linux)
-    except (OSError, AttributeError):
-        pass
-
-
-def kill_group(process):
-    """SIGTERM a process started with start_new_session and its whole group, then SIGKILL what is left."""
-    for sig, grace in ((signal.SIGTERM, 10), (signal.SIGKILL, 30)):
-        try:
-            os.killpg(process.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            process.wait(timeout=grace)
-            return
-        except subprocess.TimeoutExpired:
-            continue
 
 
 def rerun_argv(command, python, suite, test_id, harness):
@@ -49,12 +24,9 @@ def rerun_isolated(command, python, suite, test_id, harness, env, timeout=3600):
     return (passed, output)."""
     argv = rerun_argv(command, python, suite, test_id, harness)
     with tempfile.TemporaryFile('w+') as output:
-        process = subprocess.Popen(argv, cwd=command.cwd, env=dict(env), stdout=output, stderr=subprocess.STDOUT,
-                                   start_new_session=True)
-        try:
-            code = process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            kill_group(process)
+        code, timed_out = process.run(argv, timeout=timeout, cwd=command.cwd, env=dict(env), stdout=output,
+                                      stderr=subprocess.STDOUT)
+        if timed_out:
             return False, f'timed out after {timeout}s'
         output.seek(0)
         return code == 0, output.read()
@@ -67,7 +39,7 @@ def apply_reruns(result, times, rerun):
     rerun) or 'reproducible' on each failed TestCase, and on suites that could only be rerun whole.
     Returns [(suite, test_id or None, outcome)].
     """
-    done = []
+    done: list = []
     if times <= 0:
         return done
     for suite in sorted(result.suites.values(), key=lambda s: s.name):

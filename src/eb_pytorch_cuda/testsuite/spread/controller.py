@@ -30,7 +30,7 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence
 
 from eb_pytorch_cuda.testsuite.run import discovery
 from eb_pytorch_cuda.testsuite.spread import slurm
-from eb_pytorch_cuda.testsuite.run import solo
+from eb_pytorch_cuda.testsuite.run.store import ResultStore
 from eb_pytorch_cuda.testsuite.run.command import harness_environment
 from eb_pytorch_cuda.testsuite.run.harness import harness_of
 from eb_pytorch_cuda.testsuite.run.reruns import rerun_failures
@@ -55,19 +55,19 @@ def previous_suite_seconds(results_json: Optional[str]) -> Dict[str, float]:
     return seconds
 
 
-def queue_dir_of(store: solo.ResultStore) -> str:
+def queue_dir_of(store: ResultStore) -> str:
     """The queue lives next to the build's results file (same shared place, same lifetime), one per build
     fingerprint: EESSI's per-target builds of one easyconfig share the results file's name but not the
     fingerprint (their compiler flags differ), so each spreads its own suites over its own jobs."""
     return f'{store.path}.queue-{store.fingerprint[:16]}'
 
 
-def remove_queue(store: solo.ResultStore) -> None:
+def remove_queue(store: ResultStore) -> None:
     """Drop the queue (claims, per-job results, job outputs) once the build's results are no longer needed."""
     shutil.rmtree(queue_dir_of(store), ignore_errors=True)
 
 
-def run_spread(command, env: dict, store: solo.ResultStore, output_dir: str, python: str,
+def run_spread(command, env: dict, store: ResultStore, output_dir: str, python: str,
                timeouts: Dict[str, int], jobs: int, parallel: int = 1, reruns: int = 0,
                suites: Optional[List[str]] = None, previous_seconds: Optional[Dict[str, float]] = None,
                tested_installation: Optional[str] = None, slurm_settings: Optional[dict] = None,

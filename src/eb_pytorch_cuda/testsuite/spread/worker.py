@@ -28,6 +28,7 @@ from typing import Mapping, Optional
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite.run import batches
 from eb_pytorch_cuda.testsuite.run import solo
+from eb_pytorch_cuda.testsuite.run.gpus import gpu_count
 from eb_pytorch_cuda.testsuite.run.command import TestCommand
 from eb_pytorch_cuda.testsuite.run.harness import harness_of
 from eb_pytorch_cuda.testsuite.spread.workqueue import HEARTBEAT_EVERY, SuiteQueue, worker_id
@@ -138,7 +139,7 @@ def work(queue_dir: str, worker: Optional[str] = None, log=print) -> int:
     worker = worker or worker_id()
     env = job_environment(spec, os.environ)
     slots = max(1, int(spec.get('slots', 1)))
-    gpus = solo.gpu_count(env) if slots > 1 else []
+    gpus = gpu_count(env) if slots > 1 else []
     os.makedirs(spec['output_dir'], exist_ok=True)
     store = queue.store(worker)
     stop = threading.Event()

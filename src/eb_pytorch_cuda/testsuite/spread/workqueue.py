@@ -32,7 +32,8 @@ import urllib.parse
 from typing import Callable, Dict, Iterable, List, Optional
 
 from eb_pytorch_cuda.errors import PluginError
-from eb_pytorch_cuda.testsuite.run.solo import ResultStore
+from eb_pytorch_cuda.inputs import write_atomically
+from eb_pytorch_cuda.testsuite.run.store import ResultStore
 
 SPEC = 'spec.json'
 DEFAULT_STALE_AFTER = 600  # seconds without a heartbeat before a worker counts as dead
@@ -88,10 +89,7 @@ class SuiteQueue:
         """Write spec (with the ordered suites) atomically; keep claims, results and markers of a previous run."""
         for sub in ('claims', 'workers', 'dead', 'done', 'results', 'output'):
             os.makedirs(self.path(sub), exist_ok=True)
-        temporary = self.path(f'.{SPEC}.{os.getpid()}')
-        with open(temporary, 'w') as handle:
-            json.dump(dict(spec, suites=list(suites)), handle, indent=1)
-        os.replace(temporary, self.path(SPEC))
+        write_atomically(self.path(SPEC), json.dumps(dict(spec, suites=list(suites)), indent=1))
         self._spec = None
 
     def mark_dead(self, job_id: str) -> None:

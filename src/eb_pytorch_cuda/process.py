@@ -1,0 +1,288 @@
+"""Every process the plugin starts: in its own process group, dying with us, killed whole at its timeout.
+
+A ten-hour test step is killed in every way a cluster kills things: `scancel` (SIGTERM), Ctrl-C, a lost
+ssh session (SIGHUP), the OOM killer or `kill -9` (SIGKILL, no cleanup).  None of them may leave a suite
+running on, writing XML reports into the directory a resumed run reads.  Killing only the child we
+started is not enough: run_test.py's pool workers and multiprocessing's resource tracker are its children,
+and they outlive it.  So each child is started through a supervisor, a small `python -I -S` that:
+
+- asks the kernel for SIGTERM when its parent thread dies (PR_SET_PDEATHSIG), and checks that the parent
+  did not die before it asked (it exits 125 then);
+- leads a new session and process group, runs the command as its only child, and waits for it;
+- on SIGTERM, SIGINT or SIGHUP (ours, the kernel's parent-death signal, or a killpg of its group) sends
+  SIGTERM to every other member of its group, waits up to a grace period, then SIGKILLs what is left;
+- after the command ends by itself, stops what the command left behind in the group the same way;
+- ends with the command's own status (its exit code, or the same signal), so callers read it as if the
+  command had been started directly.
+
+The supervisor is an exec'd program, not a `preexec_fn` (which Python documents as unsafe in a process
+with threads; the test step starts suites from thread pools and worker slot threads).
+
+Our own side keeps a registry of live children: `stop_all()` (and `terminating_signals_stop_children()`,
+which installs it for SIGTERM/SIGHUP where nobody else handles them) kills each group and waits for it, so
+a `test-suite` or `eb` that is told to stop leaves nothing running when it exits.
+"""
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from typing import Any, Dict, Iterator, List, Optional, Sequence
+
+GRACE_SECONDS = 10  # between SIGTERM and SIGKILL of a group: run_test.py's pool needs a few seconds to stop
+TERMINATING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+_SUPERVISOR = r'''
+import ctypes, os, resource, signal, sys, time
+ctypes.CDLL(None).prctl(1, int(signal.SIGTERM), 0, 0, 0)  # PR_SET_PDEATHSIG
+if os.getppid() != int(sys.argv[1]):
+    os._exit(125)  # the parent died before the request: nobody would stop us
+grace, me = float(sys.argv[2]), os.getpid()
+STOPPING = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+def members():
+    found = []
+    for name in os.listdir('/proc'):
+        if name.isdigit() and int(name) != me:
+            try:
+                with open('/proc/' + name + '/stat', 'rb') as handle:
+                    stat = handle.read()
+            except OSError:
+                continue
+            fields = stat[stat.rindex(b')') + 2:].split()
+            if int(fields[2]) == me and fields[0] != b'Z':
+                found.append(int(name))
+    return found
+
+def signal_members(signum):
+    for pid in members():
+        try:
+            os.kill(pid, signum)
+        except OSError:
+            pass
+
+def reap():
+    try:
+        while os.waitpid(-1, os.WNOHANG)[0]:
+            pass
+    except ChildProcessError:
+        pass
+
+def stop_group():
+    signal_members(signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        reap()
+        if not members():
+            return
+        time.sleep(0.05)
+    signal_members(signal.SIGKILL)
+    reap()
+
+def end_like(status):
+    if os.WIFSIGNALED(status):  # the same signal, so the caller reads it as the command's own death
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # the command's core, if any, is already written
+        signum = os.WTERMSIG(status)
+        signal.signal(signum, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, (signum,))
+        os.kill(me, signum)
+        os._exit(128 + signum)
+    os._exit(os.waitstatus_to_exitcode(status))
+
+def on_stop(signum, frame):
+    for other in STOPPING:
+        signal.signal(other, signal.SIG_IGN)
+    stop_group()
+    end_like(signum)  # a status word whose low bits are the signal: "killed by signum"
+
+signal.pthread_sigmask(signal.SIG_BLOCK, STOPPING)
+for signum in STOPPING:
+    signal.signal(signum, on_stop)
+child = os.fork()
+if child == 0:
+    for signum in STOPPING:
+        signal.signal(signum, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_SETMASK, ())
+    try:
+        os.execvp(sys.argv[3], sys.argv[3:])
+    except OSError as err:
+        os.write(2, ('cannot run %s: %s\n' % (sys.argv[3], err.strerror)).encode())
+        os._exit(127)
+signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPPING)
+while True:
+    try:
+        _, status = os.waitpid(child, 0)
+        break
+    except ChildProcessError:
+        status = 127 << 8
+        break
+for signum in STOPPING:
+    signal.signal(signum, signal.SIG_IGN)
+stop_group()  # what the command left running in its group (pool workers, resource tracker)
+end_like(status)
+'''
+
+_live: set = set()
+_live_lock = threading.Lock()
+
+
+class Child:
+    """A started command in its own group; `.popen` is the supervisor's Popen (its pid is the group's id)."""
+
+    def __init__(self, argv: Sequence[str], grace: float = GRACE_SECONDS, **popen_options):
+        wrapped = [sys.executable, '-I', '-S', '-c', _SUPERVISOR, str(os.getpid()), str(grace), *argv]
+        self.argv, self.grace = list(argv), grace
+        self.popen = subprocess.Popen(wrapped, start_new_session=True, **popen_options)
+        with _live_lock:
+            _live.add(self)
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    @property
+    def returncode(self) -> Optional[int]:
+        return self.popen.returncode
+
+    def wait(self, timeout: Optional[float] = None) -> int:
+        """The exit status (as Popen gives it); subprocess.TimeoutExpired when timeout passes first."""
+        code = self.popen.wait(timeout=timeout)
+        self._forget()
+        return code
+
+    def communicate(self, timeout: Optional[float] = None):
+        try:
+            return self.popen.communicate(timeout=timeout)
+        finally:
+            if self.popen.returncode is not None:
+                self._forget()
+
+    def stop(self) -> Optional[int]:
+        """SIGTERM the whole group, SIGKILL what is left after the grace period; return the status if known.
+
+        Waits by watching the group in /proc, not through Popen: from a signal handler, the interrupted
+        Popen.wait of the main thread holds Popen's lock, and a Popen.wait here could only time out."""
+        for signum, grace in ((signal.SIGTERM, self.grace + 5), (signal.SIGKILL, 30)):
+            try:
+                os.killpg(self.popen.pid, signum)
+            except ProcessLookupError:
+                break
+            if _group_ends(self.popen.pid, grace):
+                break
+        self.popen.poll()
+        self._forget()
+        return self.popen.returncode
+
+    def _forget(self):
+        with _live_lock:
+            _live.discard(self)
+
+    def __enter__(self) -> 'Child':
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        if self.popen.poll() is None:
+            self.stop()
+        self._forget()
+
+
+def _group_members(pgid: int) -> List[int]:
+    """Processes of group pgid that still run (a zombie has ended: only its exit status is left)."""
+    found = []
+    for name in os.listdir('/proc'):
+        if name.isdigit():
+            try:
+                with open(f'/proc/{name}/stat', 'rb') as handle:
+                    stat = handle.read()
+            except OSError:
+                continue
+            fields = stat[stat.rindex(b')') + 2:].split()
+            if int(fields[2]) == pgid and fields[0] != b'Z':
+                found.append(int(name))
+    return found
+
+
+def _group_ends(pgid: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while _group_members(pgid):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def start(argv: Sequence[str], **popen_options) -> Child:
+    """Start argv (no shell) under a supervisor; popen_options go to subprocess.Popen (cwd, env, stdout, ...)."""
+    return Child(argv, **popen_options)
+
+
+def run(argv: Sequence[str], timeout: Optional[float] = None, **popen_options) -> tuple:
+    """Run argv to its end or its timeout: (status or None, timed_out). The group is gone either way."""
+    with start(argv, **popen_options) as child:
+        try:
+            return child.wait(timeout=timeout), False
+        except subprocess.TimeoutExpired:
+            child.stop()
+            return None, True
+
+
+def capture(argv: Sequence[str], timeout: Optional[float] = None, **popen_options) -> subprocess.CompletedProcess:
+    """Run argv with its stdout and stderr captured (as subprocess.run(capture_output=True) does); at the
+    timeout the group is stopped and subprocess.TimeoutExpired raised, as subprocess.run raises it."""
+    popen_options.setdefault('stdout', subprocess.PIPE)
+    popen_options.setdefault('stderr', subprocess.PIPE)
+    with start(argv, **popen_options) as child:
+        try:
+            out, err = child.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            child.stop()
+            raise subprocess.TimeoutExpired(list(argv), timeout or 0) from None
+        return subprocess.CompletedProcess(list(argv), child.popen.returncode, out, err)
+
+
+def live_children() -> List[Child]:
+    with _live_lock:
+        return list(_live)
+
+
+def stop_all() -> None:
+    """Stop every live child's group (in parallel: each may take the grace period) and wait for them."""
+    children = live_children()
+    for child in children:
+        try:
+            os.killpg(child.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    for child in children:
+        child.stop()  # the SIGTERM again (harmless), the wait, and SIGKILL for what ignored it
+
+
+@contextlib.contextmanager
+def terminating_signals_stop_children() -> Iterator[None]:
+    """While the block runs, SIGTERM/SIGHUP stop every child group before this process ends by that signal.
+
+    Installed only from the main thread and only for signals whose handler is the default (a handler of
+    the caller, e.g. EasyBuild's, is left alone: the supervisors' parent-death signal still stops the
+    children when we die).  On the way out the previous handlers are restored."""
+    installed: Dict[signal.Signals, Any] = {}
+    if threading.current_thread() is threading.main_thread():
+        def handler(signum, frame):
+            for other in installed:
+                signal.signal(other, signal.SIG_IGN)
+            stop_all()
+            signal.signal(signum, signal.SIG_DFL)
+            signal.raise_signal(signum)
+        for signum in TERMINATING_SIGNALS:
+            if signal.getsignal(signum) == signal.SIG_DFL:
+                installed[signum] = signal.signal(signum, handler)
+    try:
+        yield
+    except BaseException:
+        stop_all()  # KeyboardInterrupt or an error: the pool threads' children must not run on
+        raise
+    finally:
+        for installed_signal, previous in installed.items():
+            signal.signal(installed_signal, previous)

@@ -1,0 +1,39 @@
+"""The GPUs the suites run on: how many to spread parallel batches over, and their compute capabilities."""
+
+import subprocess
+
+from eb_pytorch_cuda.testsuite.policy.judging import is_compute_capability
+
+
+def gpu_count(env):
+    """GPUs to spread parallel suites over: CUDA_VISIBLE_DEVICES if set, else nvidia-smi -L."""
+    visible = env.get('CUDA_VISIBLE_DEVICES')
+    if visible:
+        return [gpu for gpu in visible.split(',') if gpu]
+    try:
+        listing = subprocess.run(['nvidia-smi', '-L'], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [str(i) for i, line in enumerate(listing.splitlines()) if line.startswith('GPU ')]
+
+
+def gpu_compute_capabilities(env) -> tuple:
+    """Compute capabilities ('8.0', '9.0', sorted, once each) of the GPUs the suites will run on, from
+    `nvidia-smi --query-gpu=index,compute_cap` (CUDA_VISIBLE_DEVICES applied when it lists indices); ()
+    where no GPU can be seen.  Known failures scoped to a compute capability were seen on that hardware,
+    so they apply to where the tests run, not to what the build was compiled for."""
+    try:
+        listing = subprocess.run(['nvidia-smi', '--query-gpu=index,compute_cap', '--format=csv,noheader'],
+                                 capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return ()
+    if listing.returncode != 0:
+        return ()
+    visible = [gpu.strip() for gpu in env.get('CUDA_VISIBLE_DEVICES', '').split(',') if gpu.strip()]
+    found = set()
+    for line in listing.stdout.splitlines():
+        index, _, capability = (part.strip() for part in line.partition(','))
+        if is_compute_capability(capability) and (not visible or not all(v.isdigit() for v in visible)
+                                                  or index in visible):
+            found.add(capability)
+    return tuple(sorted(found))

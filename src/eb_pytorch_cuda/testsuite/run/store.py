@@ -1,0 +1,178 @@
+"""The results store of one build: every finished suite's record, kept outside the build directory.
+
+A ten-hour test step must survive a killed `eb`: each suite's record is appended as the suite ends, and
+a rerun of the same build (same fingerprint: sources, patches, build settings, compiler options, not
+the failure policy) skips every suite already there.  It also keeps, for a run that failed only on its
+verdict, the final result and the tested installation, so that a policy change re-judges without
+running a suite or rebuilding.
+"""
+
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+import threading
+
+from eb_pytorch_cuda.errors import PluginError
+from eb_pytorch_cuda.inputs import write_atomically
+from eb_pytorch_cuda.testsuite.results.model import RunResult
+from eb_pytorch_cuda.testsuite.results.saved import check_suite, mark_missing, no_constants
+
+
+class ResultStore:
+    """Append-only JSON-lines file of finished suites, for one build fingerprint.
+
+    A record is one line, written by one write() of the whole line and fsync'ed, so a kill can only leave
+    the last line unterminated; the reader ignores such a line (with a note) and the next append starts a
+    new line after it, so a fragment never swallows the record that follows.  Every line is validated as a
+    saved result's suite is (results.check_suite): one that is not a record (a torn fragment in the middle,
+    invalid UTF-8, a bare string, `[1, 2]`) is set aside with a note naming the file and the line, never a
+    traceback, and its suite is simply run again.  One run at a time per store: exclusive() (flock).
+    """
+
+    def __init__(self, path, fingerprint, notice=None):
+        self.path, self.fingerprint = path, fingerprint
+        self.notice = notice  # called with each note on a set-aside line, once per line; None: kept only
+        self.set_aside = []  # those notes, in the order found
+        self._lock = threading.Lock()
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+
+    def _set_aside(self, number, problem):
+        note = f'{self.path}: line {number}: {problem}; set aside (a suite with no valid record runs again)'
+        if note not in self.set_aside:
+            self.set_aside.append(note)
+            if self.notice is not None:
+                self.notice(note)
+
+    def load(self):
+        """{suite name: record} already measured for this fingerprint; lines that are not valid records are
+        set aside (see the class)."""
+        try:
+            with open(self.path, 'rb') as handle:
+                data = handle.read()
+        except FileNotFoundError:
+            return {}
+        lines = data.split(b'\n')
+        torn = lines.pop()  # what follows the last newline: nothing, unless a write was cut short
+        records = {}
+        for number, raw in enumerate(lines, 1):
+            if not raw.strip():
+                continue
+            record, problem = parse_record(raw, self.path)
+            if problem:
+                self._set_aside(number, problem)
+            elif record['fingerprint'] == self.fingerprint:
+                records[record['suite']['name']] = record
+        if torn.strip():
+            self._set_aside(len(lines) + 1, f'unterminated last line of {len(torn)} bytes (a write cut short)')
+        return records
+
+    def result(self, suites):
+        """RunResult of the stored outcomes of suites, in their order; a suite with none is marked missing,
+        so it fails the verdict and never passes (the serial, batched and Slurm-spread runs alike)."""
+        records = self.load()
+        result = RunResult.from_dict({'suites': [records[suite]['suite'] for suite in suites if suite in records]})
+        mark_missing(result, suites)
+        return result
+
+    def append(self, record):
+        """Add record as one line: one write() of the whole line (after a newline when the file ends in an
+        unterminated fragment), then fsync; PluginError naming the file when it cannot be written."""
+        line = (json.dumps(dict(record, fingerprint=self.fingerprint), allow_nan=False) + '\n').encode()
+        with self._lock:
+            try:
+                fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            except OSError as err:
+                raise PluginError(self.path, f'cannot be written: {err.strerror}') from None
+            try:
+                size = os.fstat(fd).st_size
+                if size and os.pread(fd, 1, size - 1) != b'\n':
+                    line = b'\n' + line  # the fragment a killed writer left becomes a line of its own
+                view = memoryview(line)
+                while view:
+                    view = view[os.write(fd, view):]
+                os.fsync(fd)
+            except OSError as err:
+                raise PluginError(self.path, f'cannot be written: {err.strerror}') from None
+            finally:
+                os.close(fd)
+
+    @property
+    def lock_path(self):
+        return self.path + '.lock'
+
+    @contextlib.contextmanager
+    def exclusive(self):
+        """Hold this store's lock (flock on <path>.lock, released when the run ends or dies) for a run;
+        PluginError naming the results directory when another run holds it: two runs on one store would
+        both run every suite and count each other's XML reports."""
+        try:
+            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as err:
+            raise PluginError(self.lock_path, f'cannot be created: {err.strerror}') from None
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.pread(fd, 32, 0).decode('ascii', 'replace').strip()
+                holder = holder if holder.isdigit() else 'unknown'
+                raise PluginError(os.path.dirname(self.path), f'another run (pid {holder}) is using this results '
+                                  f'directory ({os.path.basename(self.lock_path)} is locked); wait for it to end '
+                                  f'or use another results directory') from None
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f'{os.getpid()}\n'.encode(), 0)
+            yield self
+        finally:
+            os.close(fd)  # releases the flock
+
+    @property
+    def final_path(self):
+        return self.path + '.final.json'
+
+    @property
+    def cache_dir(self):
+        """Where the tested installation of a run whose only problem was the verdict is kept."""
+        return self.path + '.install'
+
+    def save_final(self, result):
+        """The complete, rerun-classified result of this build, for a later re-judging."""
+        write_atomically(self.final_path, json.dumps({'fingerprint': self.fingerprint, **result.to_dict()}))
+
+    def load_final(self):
+        try:
+            with open(self.final_path) as handle:
+                data = json.load(handle)
+        except (OSError, ValueError):
+            return None
+        return RunResult.from_dict(data) if data.get('fingerprint') == self.fingerprint else None
+
+    def remove(self):
+        for path in (self.path, self.final_path):
+            if os.path.exists(path):
+                os.unlink(path)
+        for kept in (self.cache_dir, self.cache_dir + '.partial'):
+            if os.path.isdir(kept):
+                shutil.rmtree(kept)
+
+
+def parse_record(raw: bytes, path: str = 'results') -> tuple:
+    """(record, None) for one store line that is a valid record, else (None, what is wrong with it)."""
+    try:
+        record = json.loads(raw.decode('utf-8'), parse_constant=no_constants)
+    except UnicodeDecodeError as err:
+        return None, f'not UTF-8 (byte {err.start})'
+    except (ValueError, RecursionError) as err:
+        return None, f'not a JSON record ({" ".join(str(err).split())[:80]})'
+    if not isinstance(record, dict):
+        return None, f'not a record (a JSON {type(record).__name__}, not an object)'
+    if not isinstance(record.get('fingerprint'), str):
+        return None, 'not a record (no fingerprint)'
+    try:
+        check_suite(path, 'suite', record.get('suite'))
+    except PluginError as err:
+        return None, f'not a record ({err.problem})'
+    notes = record.get('notes', [])
+    if notes is not None and not (isinstance(notes, list) and all(isinstance(n, str) for n in notes)):
+        return None, 'not a record (notes: must be a list of strings)'
+    return record, None

@@ -1,0 +1,110 @@
+"""`test-suite` killed during a batch, a suite run alone and an isolated rerun leaves no process of the suites.
+
+The tree is the stand-in harness (a suite that hangs on demand cannot be made from a real PyTorch suite)
+plus suites that start a grandchild (as run_test.py's pool workers and multiprocessing's resource tracker
+are) and write both pids.  The judge is /proc: after the kill, no pid of theirs may still run.  The
+same for `eb` is in tests/test_eb_easyblock_tests.py (the eb killed by its own suite).
+"""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from eb_pytorch_cuda import process, standins
+from procs import none_left, running
+
+# spawns a grandchild, records both pids in <pid dir>/<suite>.<n>, then fails (first run) or hangs
+SUITE = '''
+import os, subprocess, sys, time, unittest
+PIDS = os.environ['NO_ORPHANS_PIDS']
+NAME = os.path.splitext(os.path.basename(__file__))[0]
+MODE = {mode!r}
+
+
+class TestWork(unittest.TestCase):
+    def test_it(self):
+        grandchild = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])
+        runs = len([name for name in os.listdir(PIDS) if name.startswith(NAME + '.')])
+        with open(os.path.join(PIDS, '%s.%d.tmp' % (NAME, runs)), 'w') as handle:
+            handle.write('%d %d' % (os.getpid(), grandchild.pid))
+        os.rename(os.path.join(PIDS, '%s.%d.tmp' % (NAME, runs)), os.path.join(PIDS, '%s.%d' % (NAME, runs)))
+        if MODE == 'fail-then-hang' and runs == 0:
+            grandchild.kill()
+            self.fail('fails in the run; its rerun hangs')
+        time.sleep(600)
+
+
+if __name__ == '__main__':
+    from common import run_tests
+    run_tests(__file__)
+'''
+
+
+def _tree(tmp_path, suites):
+    source = tmp_path / 'src'
+    shutil.copytree(standins.TORCH_SOURCES, source, ignore=shutil.ignore_patterns('test_*.py'))
+    for name, mode in suites.items():
+        (source / 'test' / f'{name}.py').write_text(SUITE.format(mode=mode))
+    (tmp_path / 'pids').mkdir()
+    return source
+
+
+def _start(tmp_path, source, *options):
+    env = dict(os.environ, NO_ORPHANS_PIDS=str(tmp_path / 'pids'), PYTHONPATH=os.pathsep.join(sys.path))
+    return subprocess.Popen([sys.executable, '-m', 'eb_pytorch_cuda', 'test-suite', str(source), '--python',
+                             sys.executable, '--results', str(tmp_path / 'results'), *options],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def _wait_for(tmp_path, name, seconds=120):
+    path = tmp_path / 'pids' / name
+    deadline = time.monotonic() + seconds
+    while not path.exists():
+        assert time.monotonic() < deadline, f'{name} never started'
+        time.sleep(0.1)
+    return [int(pid) for pid in path.read_text().split()]
+
+
+def _killed_by(signum):
+    """The CLI turns SIGTERM into cleanup and exit 128+N (cli.main); SIGKILL allows nothing."""
+    return -signum if signum == signal.SIGKILL else 128 + signum
+
+
+@pytest.mark.parametrize('signum', [signal.SIGKILL, signal.SIGTERM])
+def test_killed_during_a_batch(tmp_path, signum):
+    source = _tree(tmp_path, {'test_hangs': 'hang'})
+    cli = _start(tmp_path, source, '--timeout', '600')
+    pids = _wait_for(tmp_path, 'test_hangs.0')
+    cli.send_signal(signum)
+    assert cli.wait(timeout=60) == _killed_by(signum)
+    if signum == signal.SIGTERM:  # told to stop: its groups are gone before it exits
+        assert not any(running(pid) for pid in pids)
+    assert none_left(pids, process.GRACE_SECONDS + 5)
+
+
+@pytest.mark.parametrize('signum', [signal.SIGKILL, signal.SIGTERM])
+def test_killed_during_a_suite_run_alone(tmp_path, signum):
+    """test_a hangs past its timeout, so its batch is killed; test_b, unfinished in it, then runs alone."""
+    source = _tree(tmp_path, {'test_a_hangs': 'hang', 'test_b_hangs': 'hang'})
+    cli = _start(tmp_path, source, '--timeout', '5')
+    first = _wait_for(tmp_path, 'test_a_hangs.0')
+    alone = _wait_for(tmp_path, 'test_b_hangs.0')  # the batch never got to it: this is the run alone
+    cli.send_signal(signum)
+    assert cli.wait(timeout=60) == _killed_by(signum)
+    assert none_left(first + alone, process.GRACE_SECONDS + 5)
+
+
+@pytest.mark.parametrize('signum', [signal.SIGKILL, signal.SIGTERM])
+def test_killed_during_an_isolated_rerun(tmp_path, signum):
+    source = _tree(tmp_path, {'test_fails_then_hangs': 'fail-then-hang'})
+    cli = _start(tmp_path, source, '--timeout', '600', '--rerun', '1')
+    run = _wait_for(tmp_path, 'test_fails_then_hangs.0')
+    rerun = _wait_for(tmp_path, 'test_fails_then_hangs.1')
+    cli.send_signal(signum)
+    assert cli.wait(timeout=60) == _killed_by(signum)
+    assert none_left(run + rerun, process.GRACE_SECONDS + 5)

@@ -1,0 +1,127 @@
+"""The process helper on real processes: statuses pass through, groups die at timeouts, with a killed parent,
+and before a parent told to stop exits.  The judges are the kernel's process table (/proc) and real signals."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from eb_pytorch_cuda import process
+from procs import none_left, running
+
+# a command that leaves a grandchild behind, as run_test.py's pool workers and resource tracker do
+LEAVES_A_GRANDCHILD = [sys.executable, '-c', textwrap.dedent('''
+    import subprocess, sys, time
+    grandchild = subprocess.Popen(['sleep', '300'])
+    print(grandchild.pid, flush=True)
+    time.sleep(float(sys.argv[1]))
+''')]
+
+
+@pytest.mark.parametrize('code, expected', [
+    ('import sys; sys.exit(3)', 3),
+    ('pass', 0),
+    ('import os, signal; os.kill(os.getpid(), signal.SIGABRT)', -signal.SIGABRT),
+    ('import os, signal; os.kill(os.getpid(), signal.SIGSEGV)', -signal.SIGSEGV),
+])
+def test_the_commands_own_status_comes_back(code, expected):
+    assert process.run([sys.executable, '-c', code]) == (expected, False)
+
+
+def test_a_command_that_cannot_run_is_127_with_its_reason(tmp_path):
+    err = tmp_path / 'err'
+    with open(err, 'w') as handle:
+        assert process.run([str(tmp_path / 'no-such-program')], stderr=handle) == (127, False)
+    assert err.read_text() == f"cannot run {tmp_path / 'no-such-program'}: No such file or directory\n"
+
+
+def test_what_the_command_leaves_in_its_group_is_stopped_when_it_ends(tmp_path):
+    out = tmp_path / 'out'
+    with open(out, 'w') as handle:
+        assert process.run(LEAVES_A_GRANDCHILD + ['0'], stdout=handle) == (0, False)
+    grandchild = int(out.read_text())
+    assert none_left([grandchild], 1)
+
+
+def test_the_whole_group_dies_at_the_timeout(tmp_path):
+    out = tmp_path / 'out'
+    start = time.monotonic()
+    with open(out, 'w') as handle:
+        assert process.run(LEAVES_A_GRANDCHILD + ['300'], timeout=1, stdout=handle) == (None, True)
+    assert time.monotonic() - start < 10
+    assert not running(int(out.read_text()))
+    assert process.live_children() == []
+
+
+def _parent(tmp_path, body):
+    """A real parent process (the role of `eb` or `test-suite`) that starts children with the helper."""
+    script = tmp_path / 'parent.py'
+    script.write_text(textwrap.dedent(f'''
+        import os, subprocess, sys, threading, time
+        from eb_pytorch_cuda import process
+        LEAVES = {LEAVES_A_GRANDCHILD!r}
+        out = open(sys.argv[1], 'w')
+    ''') + textwrap.dedent(body))
+    return subprocess.Popen([sys.executable, str(script), str(tmp_path / 'pids')],
+                            env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+
+
+def _pids(tmp_path, count):
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        lines = (tmp_path / 'pids').read_text().split() if (tmp_path / 'pids').exists() else []
+        if len(lines) >= count:
+            return [int(pid) for pid in lines]
+        time.sleep(0.05)
+    raise AssertionError('the parent never reported its children')
+
+
+@pytest.mark.parametrize('from_a_thread', [False, True])
+def test_a_parent_killed_with_sigkill_takes_the_group_with_it(tmp_path, from_a_thread):
+    parent = _parent(tmp_path, f'''
+        def go():
+            child = process.start(LEAVES + ['300'], stdout=out)
+            child.wait()
+        if {from_a_thread}:
+            threading.Thread(target=go).start()
+        else:
+            go()
+    ''')
+    grandchild, = _pids(tmp_path, 1)
+    parent.kill()  # no cleanup of ours can run: only the supervisor's parent-death signal
+    parent.wait()
+    assert none_left([grandchild], process.GRACE_SECONDS + 5)
+
+
+@pytest.mark.parametrize('signum', [signal.SIGTERM, signal.SIGHUP])
+def test_a_parent_told_to_stop_stops_its_children_before_it_exits(tmp_path, signum):
+    parent = _parent(tmp_path, '''
+        with process.terminating_signals_stop_children():
+            children = [process.start(LEAVES + ['300'], stdout=out) for _ in range(2)]
+            for child in children:
+                child.wait()
+    ''')
+    grandchildren = _pids(tmp_path, 2)
+    parent.send_signal(signum)
+    assert parent.wait(timeout=60) == -signum  # it still ends by that signal
+    assert not any(running(pid) for pid in grandchildren)  # already gone when the parent's exit is seen
+
+
+def test_ctrl_c_in_the_parent_stops_the_children_of_its_threads(tmp_path):
+    parent = _parent(tmp_path, '''
+        with process.terminating_signals_stop_children():
+            threads = [threading.Thread(target=lambda: process.start(LEAVES + ['300'], stdout=out).wait())
+                       for _ in range(2)]
+            for thread in threads:
+                thread.start()
+            while True:
+                time.sleep(0.1)
+    ''')
+    grandchildren = _pids(tmp_path, 2)
+    parent.send_signal(signal.SIGINT)
+    assert parent.wait(timeout=60) == -signal.SIGINT  # Python ends an uncaught KeyboardInterrupt by SIGINT
+    assert not any(running(pid) for pid in grandchildren)
