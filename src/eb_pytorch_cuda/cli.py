@@ -153,14 +153,18 @@ def cmd_test_suite(args):
 
 
 def cmd_config(args):
-    from eb_pytorch_cuda.eb.config import config_file_text, environment_text
-    sys.stdout.write(environment_text() if args.env else config_file_text())
+    from eb_pytorch_cuda.eb import config
+    if args.entrypoints:
+        text = config.entrypoints_environment_text() if args.env else config.entrypoints_config_text()
+    else:
+        text = config.environment_text() if args.env else config.config_file_text()
+    sys.stdout.write(text)
     return 0
 
 
 def cmd_demo(args):
     from eb_pytorch_cuda.eb.demo import run_demo
-    return run_demo(args.workdir)
+    return run_demo(args.workdir, args.entrypoints, args.site_hooks)
 
 
 def cmd_doctor(args):
@@ -269,10 +273,17 @@ def build_parser():
     config = sub.add_parser('config', help='print an EasyBuild configuration file using our easyblock, hooks '
                                            'and easyconfigs')
     config.add_argument('--env', action='store_true', help='print export EASYBUILD_... lines instead')
+    config.add_argument('--entrypoints', action='store_true',
+                        help='EasyBuild 5: take our hooks and easyblock from the installed package (eb '
+                             '--use-entrypoints), beside any --hooks file; EasyBuild 4 has no entry points')
     config.set_defaults(func=cmd_config)
 
     demo = sub.add_parser('demo', help='build the cuDNN and PyTorch stand-ins with real eb, our easyblock and hooks')
     demo.add_argument('--workdir', metavar='DIR', help='where to build (default: a new temporary directory)')
+    demo.add_argument('--entrypoints', action='store_true',
+                      help='EasyBuild 5: our hooks and easyblock from the entry points, not as files')
+    demo.add_argument('--site-hooks', metavar='FILE',
+                      help="a site's hooks file (e.g. EESSI's eb_hooks.py) as eb --hooks; needs --entrypoints")
     demo.set_defaults(func=cmd_demo)
 
     catalog = sub.add_parser('cudnn-catalog', help='list the cuDNN sub-libraries a site may add as NEEDED')

@@ -47,7 +47,7 @@ from eb_pytorch_cuda.escape import printable
 from eb_pytorch_cuda.eb import compat, ecpolicy, testinstall
 from eb_pytorch_cuda.testsuite.run import batches
 from eb_pytorch_cuda.testsuite import service
-from eb_pytorch_cuda.testsuite.run.command import parse_runtest
+from eb_pytorch_cuda.testsuite.run.command import parse_runtest, with_test_options
 from eb_pytorch_cuda.testsuite.policy.report import RESULTS_JSON, RESULTS_MARKDOWN, to_text
 from eb_pytorch_cuda.testsuite.policy import settings as settings_facts
 from eb_pytorch_cuda.testsuite.policy.settings import DEFAULTS, NAMES as SETTINGS_NAMES, TestSettings
@@ -126,7 +126,7 @@ _OUR_TEST_PARAMETERS = {
     'parallel_test_suites': "Run this many test suites at a time (GPU suites are spread over the GPUs with "
                             "CUDA_VISIBLE_DEVICES)",
     'test_suite_jobs': "Spread the test suites over this many Slurm jobs (sbatch; shared build path required; "
-                       "options from $EB_PYTORCH_CUDA_SLURM_*, see README)",
+                       "options from $EB_PYTORCH_CUDA_SLURM_*, see docs/user-guide.md)",
 }
 
 
@@ -145,6 +145,16 @@ class EB_PyTorch(UpstreamPyTorch):
                                            "an EESSI CPU target ('x86_64/intel/haswell', globs "
                                            "allowed; from $EESSI_SOFTWARE_SUBDIR, else detected) or a CUDA compute "
                                            "capability ('9.0')")
+        # upstream's since easybuild-easyblocks 5.x (#4052); EasyBuild 4.9.4's EB_PyTorch has neither
+        extra_vars.setdefault('allow_missing_failures', [DEFAULTS['allow_missing_failures'],
+                                                         "Pass although up to this many test suites failed "
+                                                         "uncountably (killed, crashed, no summary) and no "
+                                                         "known_test_failures entry names them (True: any "
+                                                         "number), with a warning for each", CUSTOM])
+        extra_vars.setdefault('allow_extra_failures', [DEFAULTS['allow_extra_failures'],
+                                                       "Accepted as upstream's; no effect: every suite is "
+                                                       "counted from its own output and XML reports, so no "
+                                                       "failing suite is extra to a summary", CUSTOM])
         extra_vars.update({name: [DEFAULTS[name], text, CUSTOM] for name, text in _OUR_TEST_PARAMETERS.items()})
         extra_vars.update({
             'cudnn_needed': [None, "cuDNN sub-libraries to add as NEEDED entries of libtorch_cuda.so (a list of "
@@ -167,6 +177,18 @@ class EB_PyTorch(UpstreamPyTorch):
         """runtest as written: %(python)s and %(excluded_tests)s are filled in by parse_runtest, without a shell."""
         with self.cfg.disable_templating():
             return self.cfg['runtest']
+
+    def _test_command(self, runtest, start_dir, python, excluded):
+        """The test command: runtest with the easyconfig's pretestopts and testopts applied as
+        PythonPackage.test_step applies them (`pretestopts runtest testopts`), without a shell."""
+        try:
+            text, pre_env = with_test_options(runtest, self.cfg['pretestopts'], self.cfg['testopts'],
+                                              self.cfg.path or 'easyconfig')
+            command = parse_runtest(text, start_dir, python, excluded)
+        except PluginError as err:
+            raise EasyBuildError(str(err)) from None
+        command.env = {**pre_env, **command.env}
+        return command
 
     def _scope_context(self, settings, on_this_node=False):
         """Where the policy applies (service.scope_context: the GPUs the suites run on, else the build's)."""
@@ -239,7 +261,7 @@ class EB_PyTorch(UpstreamPyTorch):
         try:
             easybuild_hooks.patch_libraries(self, [prefix], 'test installation')
             try:
-                command = parse_runtest(runtest, self.start_dir, self.python_cmd, excluded)
+                command = self._test_command(runtest, self.start_dir, self.python_cmd, excluded)
                 env = dict(os.environ, **command.env)
                 env.update({'PYTHONPATH': os.pathsep.join(pylibdirs + [os.environ.get('PYTHONPATH', '')]),
                             'PATH': os.pathsep.join([bindir, os.environ.get('PATH', '')])})
@@ -274,10 +296,21 @@ class EB_PyTorch(UpstreamPyTorch):
             self._store = ResultStore(self._results_store_path(), self._build_fingerprint())
         return self._store
 
+    def _discard_kept_results(self, store):
+        """--rebuild and --force mean "build and test again": drop what an earlier run of this build kept (its
+        per-suite results, its complete result, its tested build), and say so."""
+        option = next((name for name in ('rebuild', 'force') if build_option(name)), None)
+        kept = [path for path in (store.path, store.final_path, store.cache_dir) if os.path.exists(path)]
+        if option and kept:
+            print_msg(f'--{option}: discarding the test results and tested build kept by an earlier run of this '
+                      f'build ({printable(store.path)}): every suite runs again', log=self.log)
+            store.remove()
+
     def _reusable_build(self):
         """The previous run's complete result, when that run kept its tested build (failed on the verdict only)."""
         if self._reuse is None:
             store = self._results_store()
+            self._discard_kept_results(store)
             final = store.load_final()
             self._reuse = final if final is not None and os.path.isdir(store.cache_dir) else False
         return self._reuse
@@ -401,14 +434,16 @@ class EB_PyTorch(UpstreamPyTorch):
         """What the test step would do, for `eb -x`."""
         self.dry_run_msg('test suite (eb_pytorch_cuda):')
         try:
-            command = parse_runtest(self._raw_runtest() or '', self.start_dir or '.', self.python_cmd or 'python',
-                                    excluded)
+            command = self._test_command(self._raw_runtest() or '', self.start_dir or '.', self.python_cmd or 'python',
+                                         excluded)
             self.dry_run_msg(f"  command (no shell): {' '.join(command.argv)}  [in {command.cwd}]")
+            if command.env:
+                self.dry_run_msg('  environment: ' + ' '.join(f'{k}={v}' for k, v in sorted(command.env.items())))
             self.dry_run_msg(f"  suites: as its --dry-run selects them, run {batches.DEFAULT_BATCH_SIZE} at most per "
                              f"run_test.py call (its own pool and serial list apply), "
                              f"{settings.parallel_test_suites} call(s) at a time; XML reports on "
                              f"({batches.XML_VARIABLE}=1, --save-xml under pytest or with xmlrunner)")
-        except PluginError as err:
+        except (PluginError, EasyBuildError) as err:
             self.dry_run_msg(f'  command: cannot run without a shell: {err}')
         jobs = settings.test_suite_jobs
         if jobs > 1:

@@ -6,7 +6,7 @@ carries copies under <prefix>/share/eb-pytorch-cuda (setup.cfg data_files).
 
 import os
 import sys
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 from eb_pytorch_cuda.errors import PluginError
 
@@ -47,12 +47,79 @@ def upstream_robot_paths() -> List[str]:
         os.environ['PATH'] = path
 
 
+ENTRY_POINT_GROUPS = {'easybuild.hooks': 'eb_pytorch_cuda.eb.entry_hooks',
+                      'easybuild.easyblock': 'eb_pytorch_cuda.eb.entry_easyblock:EB_PyTorch'}
+
+
+def easybuild_version() -> Optional[str]:
+    """The installed EasyBuild framework's version, or None."""
+    try:
+        from easybuild.tools.version import VERSION
+    except ImportError:
+        return None
+    return str(VERSION)
+
+
+def has_entry_points_support(version: Optional[str]) -> bool:
+    """EasyBuild 5 and later have --use-entrypoints (easybuild.tools.entrypoints); 4.x has not."""
+    return version is not None and int(version.split('.')[0]) >= 5
+
+
+def entry_points_line(version: Optional[str]) -> str:
+    """One comment line saying which way this EasyBuild offers besides the files."""
+    if has_entry_points_support(version):
+        return (f'# EasyBuild {version}: `eb-pytorch-cuda config --entrypoints` uses the installed hooks and '
+                'easyblock as entry points instead (beside a site hooks file)')
+    return f'# EasyBuild {version} has no entry points (EasyBuild 5 has): hooks and easyblock are given as files'
+
+
+def check_entry_points() -> None:
+    """Refuse (PluginError) unless this EasyBuild has entry points and this installation registers ours."""
+    version = easybuild_version()
+    if not has_entry_points_support(version):
+        raise PluginError(None, f'EasyBuild {version} has no entry points (--use-entrypoints is EasyBuild 5): use '
+                                '`eb-pytorch-cuda config` (--hooks and --include-easyblocks)')
+    from importlib.metadata import distribution
+    dist = distribution('eb-pytorch-cuda')
+    registered = {(ep.group, ep.value) for ep in dist.entry_points}
+    missing = [group for group, value in ENTRY_POINT_GROUPS.items() if (group, value) not in registered]
+    if missing:
+        where = getattr(dist, '_path', None) or 'eb-pytorch-cuda'
+        raise PluginError(str(where), f"registers no {', '.join(missing)} entry point (installed from an older "
+                                      'version): reinstall it with `pip install .`')
+
+
+def entrypoints_config_text() -> str:
+    """An EasyBuild configuration file that takes our hooks and easyblock from the entry points (EasyBuild 5)."""
+    check_entry_points()
+    files = plugin_files()
+    return '\n'.join([
+        '# EasyBuild configuration for PyTorch with CUDA on RPATH-only stacks, written by eb-pytorch-cuda config '
+        '--entrypoints',
+        '# our hooks and EB_PyTorch come from the installed package (entry points); a site --hooks file still runs',
+        '# use: eb --configfiles=THIS_FILE [--hooks=SITE_HOOKS] PyTorch-2.1.2-foss-2023a-CUDA-12.1.1.eb',
+        '[config]',
+        'use-entrypoints = True',
+        f"robot-paths = {files['easyconfigs']}:%(DEFAULT_ROBOT_PATHS)s",
+        '',
+    ])
+
+
+def entrypoints_environment_text() -> str:
+    """The same as `export EASYBUILD_...` lines."""
+    check_entry_points()
+    files = plugin_files()
+    robot = [files['easyconfigs'], *upstream_robot_paths()]
+    return '\n'.join(['export EASYBUILD_USE_ENTRYPOINTS=1', f"export EASYBUILD_ROBOT_PATHS={':'.join(robot)}", ''])
+
+
 def config_file_text() -> str:
     """An EasyBuild configuration file (for eb --configfiles) using our easyblock, hooks and easyconfigs."""
     files = plugin_files()
     return '\n'.join([
         '# EasyBuild configuration for PyTorch with CUDA on RPATH-only stacks, written by eb-pytorch-cuda config',
         '# use: eb --configfiles=THIS_FILE PyTorch-2.1.2-foss-2023a-CUDA-12.1.1.eb',
+        entry_points_line(easybuild_version()),
         '[config]',
         f"include-easyblocks = {files['easyblock']}",
         f"hooks = {files['hooks']}",

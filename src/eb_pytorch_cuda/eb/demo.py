@@ -47,8 +47,13 @@ def find_lmod() -> str:
     raise PluginError(None, 'Lmod not found: install it (Debian: apt-get install lmod) or set $LMOD_CMD')
 
 
-def eb_environment(workdir: str, lmod: str) -> Dict[str, str]:
-    """EasyBuild settings for the demo prefix: ours (easyblock, hooks) plus an EESSI-like RPATH stack."""
+def eb_environment(workdir: str, lmod: str, entrypoints: bool = False,
+                   site_hooks: Optional[str] = None) -> Dict[str, str]:
+    """EasyBuild settings for the demo prefix: ours (easyblock, hooks) plus an EESSI-like RPATH stack.
+
+    entrypoints: take our hooks and easyblock from the installed package's entry points (EasyBuild 5,
+    --use-entrypoints) instead of naming the files; site_hooks: a site's hooks file (EESSI's) as --hooks,
+    which needs entrypoints (the --hooks option holds one file)."""
     files = plugin_files()
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(('EASYBUILD_', 'EBROOT', 'EBVERSION', 'LD_LIBRARY_PATH'))}
@@ -67,6 +72,11 @@ def eb_environment(workdir: str, lmod: str) -> Dict[str, str]:
         'EASYBUILD_RPATH': '1',
         'EASYBUILD_FILTER_ENV_VARS': 'LD_LIBRARY_PATH',
     })
+    if entrypoints:
+        del env['EASYBUILD_INCLUDE_EASYBLOCKS'], env['EASYBUILD_HOOKS']
+        env['EASYBUILD_USE_ENTRYPOINTS'] = '1'
+    if site_hooks:
+        env['EASYBUILD_HOOKS'] = site_hooks
     return env
 
 
@@ -107,11 +117,21 @@ def check_wheel_building(python: str = sys.executable) -> None:
                                   f'`{python} -m pip install wheel`')
 
 
-def run_demo(workdir: Optional[str] = None) -> int:
+def run_demo(workdir: Optional[str] = None, entrypoints: bool = False, site_hooks: Optional[str] = None) -> int:
     """Run the demo; return the exit code (0 when the build passed for the right reasons)."""
     start = time.time()
     eb, lmod = find_eb(), find_lmod()
     check_wheel_building()  # before anything is written
+    if site_hooks:
+        site_hooks = os.path.abspath(site_hooks)
+        if not os.path.isfile(site_hooks):
+            raise PluginError(site_hooks, 'no such hooks file')
+        if not entrypoints:
+            raise PluginError(site_hooks, '--site-hooks needs --entrypoints (eb --hooks takes one file: ours come '
+                                          'from the entry points then)')
+    if entrypoints:
+        from eb_pytorch_cuda.eb.config import check_entry_points
+        check_entry_points()
     workdir = os.path.abspath(workdir or tempfile.mkdtemp(prefix='eb-pytorch-cuda-demo-'))
     os.makedirs(workdir, exist_ok=True)
     command = [eb, '--robot', EASYCONFIG]
@@ -119,11 +139,15 @@ def run_demo(workdir: Optional[str] = None) -> int:
         command.append(ROOT_FLAG)
         print(f'running as root: passing {ROOT_FLAG} to eb (EasyBuild refuses root otherwise)')
     print(f'demo workdir: {workdir}\n  eb: {eb}\n  Lmod: {lmod}')
+    if entrypoints:
+        print('  our hooks and easyblock: entry points (--use-entrypoints)'
+              + (f'; site hooks file: {site_hooks}' if site_hooks else ''))
     standins.make_sources(os.path.join(workdir, 'sources'))
     print(f"== eb {' '.join(command[1:])}  (full output: {workdir}/eb-output.log)")
+    env = eb_environment(workdir, lmod, entrypoints, site_hooks)
     with open(os.path.join(workdir, 'eb-output.log'), 'w') as log, \
-            subprocess.Popen(command, env=eb_environment(workdir, lmod), stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, text=True, cwd=workdir) as process:
+            subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             cwd=workdir) as process:
         for line in process.stdout or ():
             log.write(line)
             if line.startswith(SHOWN):

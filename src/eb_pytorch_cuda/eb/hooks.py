@@ -18,6 +18,7 @@ imported inside the functions, so importing this module needs no EasyBuild.
 
 import os
 import re
+import sys
 import tempfile
 from typing import Any, Iterable, List, Optional, Sequence, Set, Tuple
 
@@ -84,14 +85,17 @@ def test_install_dirs(eb: Any, cmd: Any) -> List[str]:
 
 
 def session_of(eb: Any) -> Optional['PyTorchCudaHooks']:
-    """The PyTorchCudaHooks whose methods EasyBuild loaded as this build's hooks (eb.hooks), if any: so that
-    the easyblock patches its test installation with the site's settings of the hooks file."""
+    """The PyTorchCudaHooks whose methods EasyBuild loaded as this build's hooks (eb.hooks, a --hooks file),
+    else the one of our entry points (eb --use-entrypoints), if any: so that the easyblock patches its test
+    installation with the settings of the hooks in force."""
     hooks = getattr(eb, 'hooks', None) or {}
     for hook in (hooks.values() if isinstance(hooks, dict) else hooks):
         owner = getattr(hook, '__self__', None)
         if isinstance(owner, PyTorchCudaHooks):
             return owner
-    return None
+    entry_hooks = sys.modules.get('eb_pytorch_cuda.eb.entry_hooks')  # loaded by eb --use-entrypoints
+    session = getattr(entry_hooks, 'SESSION', None)
+    return session if isinstance(session, PyTorchCudaHooks) else None
 
 
 def patch_libraries(eb: Any, roots: Iterable[Optional[str]], where: str,

@@ -145,6 +145,9 @@ class Policy:
     max_failed_tests: int = 0
     known: list = field(default_factory=list)
     flaky_consumes_budget: bool = False
+    # suites that cannot be judged and that no known failure names, tolerated up to this many (None: any);
+    # upstream's allow_missing_failures
+    allow_missing_failures: Optional[int] = 0
 
 
 class KnownHit(NamedTuple):
@@ -182,6 +185,7 @@ class Verdict:
     budget: int
     reasons: list
     policy: Optional[Policy] = None  # the policy it was judged by (report's suggestion re-judges with entries added)
+    tolerated: list = field(default_factory=list)  # what allow_missing_failures let pass, one line each
 
 
 def _first(entries, predicate, used=None):
@@ -233,12 +237,19 @@ def judge(result, policy):
              if e not in used and any(fnmatchcase(name, e.suite_pattern) for name in result.suites)]
     not_run = [e for e in policy.known if e not in used and e not in stale]
     counted = len(unknown) + (len(flaky) if policy.flaky_consumes_budget else 0)
-    reasons = []
-    for name, status, signal, entry in unjudgeable:
-        if entry is None:
-            detail = f'killed by {signal}' if signal else status
-            reasons.append(f'{name}: {detail}, and not a known failure')
+    # a suite that failed uncountably (killed, crashed, no summary) fails the build unless a known failure
+    # names it or, as upstream's allow_missing_failures says, no more such suites than allowed are left: then
+    # all of them pass with a line each (upstream: a warning), else all of them are reasons
+    reasons, tolerated = [], []
+    unnamed = [f"{name}: {f'killed by {signal}' if signal else status}, and not a known failure"
+               for name, status, signal, entry in unjudgeable if entry is None]
+    allowed = policy.allow_missing_failures
+    if unnamed and (allowed is None or len(unnamed) <= allowed):
+        tolerated = [f"{line} (allow_missing_failures = {'True' if allowed is None else allowed})"
+                     for line in unnamed]
+    else:
+        reasons += unnamed
     if counted > policy.max_failed_tests:
         reasons.append(f'{counted} unknown failure(s), budget {policy.max_failed_tests}')
     return Verdict(not reasons, known, unknown, flaky, unjudgeable, stale, not_run, policy.max_failed_tests, reasons,
-                   policy)
+                   policy, tolerated)

@@ -28,6 +28,7 @@ def to_json(result, verdict, context=None):
     """Everything a maintainer or a script needs; holds at least failed_tests, failed_suites,
     terminated_suites and verdict, and reloads with `eb-pytorch-cuda report`."""
     data = {'format': RESULT_FORMAT, 'verdict': 'pass' if verdict.passed else 'fail', 'reasons': verdict.reasons,
+            'tolerated': verdict.tolerated,
             'failed_tests': sum(s.failing_count for s in result.suites.values()),
             'tests': sum(sum(s.counts[k] for k in ('failed', 'errors', 'passed', 'skipped', 'xfailed', 'xpassed'))
                          for s in result.suites.values()),
@@ -81,6 +82,8 @@ def to_text(result, verdict):
                      + (f' and {len(reproducible) - 10} more' if len(reproducible) > 10 else ''))
     for entry in verdict.stale:
         lines.append(f'  stale known failure (did not fail): {entry.pattern} [{entry.scope or "all"}]')
+    for line in verdict.tolerated:
+        lines.append(f'  WARNING, not judged but allowed: {line}')
     lines.append(f"verdict: {'PASS' if verdict.passed else 'FAIL'}"
                  + ('' if verdict.passed else ': ' + '; '.join(verdict.reasons)))
     return printable_lines(lines)

@@ -10,7 +10,7 @@ excluded tests is split into letters), so it is refused in one line naming the p
 """
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Any, Optional, Tuple, Union
 
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite.policy.judging import Policy, ScopeContext, excluded_tests, known_failures
@@ -21,8 +21,11 @@ TIMEOUT_RULE = (f'{TIMEOUT_FACTOR}x its time in the previous results (at least {
                 f'else {DEFAULT_SUITE_TIMEOUT} s')
 
 # (name, default, decides how a run is judged or scheduled rather than what is built and tested)
-PARAMETERS = (
+PARAMETERS: Tuple[Tuple[str, Any, bool], ...] = (
     ('max_failed_tests', None, True),  # None: the installed easyblocks' default (eb/ecpolicy)
+    # upstream EB_PyTorch's (easybuild-easyblocks #4052): True (any number), False (none) or a count
+    ('allow_missing_failures', False, True),  # suites that failed uncountably: see judging.judge
+    ('allow_extra_failures', True, True),  # accepted for upstream's easyconfigs; nothing to allow here (judge)
     ('known_test_failures', {}, True),
     ('flaky_failures_consume_budget', False, True),
     ('rerun_failed_tests', 0, True),
@@ -44,6 +47,8 @@ class TestSettings:
     __test__ = False  # not a pytest test class
 
     max_failed_tests: Optional[int] = None
+    allow_missing_failures: Union[bool, int] = False
+    allow_extra_failures: Union[bool, int] = True
     known_test_failures: dict = field(default_factory=dict)
     flaky_failures_consume_budget: bool = False
     rerun_failed_tests: int = 0
@@ -64,6 +69,8 @@ class TestSettings:
             return DEFAULTS[name] if found is None else found
         timeout = values.get('test_suite_timeout')
         return cls(max_failed_tests=values.get('max_failed_tests'),
+                   allow_missing_failures=value('allow_missing_failures'),
+                   allow_extra_failures=value('allow_extra_failures'),
                    known_test_failures=dict(value('known_test_failures')),
                    flaky_failures_consume_budget=bool(value('flaky_failures_consume_budget')),
                    rerun_failed_tests=value('rerun_failed_tests'),
@@ -77,7 +84,8 @@ class TestSettings:
         """The failure policy in force in context (default_budget when max_failed_tests is not set)."""
         budget = default_budget if self.max_failed_tests is None else self.max_failed_tests
         return Policy(max_failed_tests=int(budget), known=known_failures(self.known_test_failures, context, source),
-                      flaky_consumes_budget=self.flaky_failures_consume_budget)
+                      flaky_consumes_budget=self.flaky_failures_consume_budget,
+                      allow_missing_failures=allowance(self.allow_missing_failures))
 
     def excluded(self, context) -> list:
         """run_test.py -x suites in force in context."""
@@ -97,6 +105,13 @@ def _shown(value) -> str:
 def is_integer(value) -> bool:
     """An int that is not a bool (True is an int to Python, not a count to an easyconfig)."""
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def allowance(value: Union[bool, int]) -> Optional[int]:
+    """Upstream's bool-or-count as a count: True is any number (None), False none (0)."""
+    if value is True:
+        return None
+    return 0 if value is False else int(value)
 
 
 def check_option(name: str, value, minimum: int) -> None:
@@ -125,6 +140,10 @@ def check_values(values: dict, source: str = 'easyconfig') -> None:
             continue  # the easyblocks' own way of leaving it unset
         if found is not None and not (is_integer(found) and found >= minimum):
             raise PluginError(source, f'{name} must be an integer >= {minimum}, got {_shown(found)}')
+    for name in ('allow_missing_failures', 'allow_extra_failures'):
+        found = values.get(name)
+        if found is not None and not (isinstance(found, bool) or (is_integer(found) and found >= 0)):
+            raise PluginError(source, f'{name} must be True, False or an integer >= 0, got {_shown(found)}')
     if given('flaky_failures_consume_budget') and not isinstance(values['flaky_failures_consume_budget'], bool):
         raise PluginError(source, f"flaky_failures_consume_budget must be True or False, got "
                                   f"{_shown(values['flaky_failures_consume_budget'])}")

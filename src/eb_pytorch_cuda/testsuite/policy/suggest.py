@@ -19,7 +19,7 @@ run showed.
 import json
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Optional
 
 from eb_pytorch_cuda.errors import PluginError
@@ -101,7 +101,7 @@ def _literal(test_id):
 def with_entries(policy: Policy, entries: list, scope: str) -> Policy:
     """policy with entries added (placeholder reasons), as the easyconfig would resolve them in that scope."""
     added = [KnownFailure(e.pattern, PLACEHOLDER, scope, e.limit) for e in entries]
-    return Policy(policy.max_failed_tests, list(policy.known) + added, policy.flaky_consumes_budget)
+    return replace(policy, known=list(policy.known) + added)
 
 
 def budget_left(result: RunResult, policy: Policy) -> tuple:
@@ -180,7 +180,7 @@ def verify(runs: list, merged: dict) -> list:
     outcome = []
     for run in runs:
         added = known_failures(setting, run.context, 'suggestion')
-        policy = Policy(run.policy.max_failed_tests, list(run.policy.known) + added, run.policy.flaky_consumes_budget)
+        policy = replace(run.policy, known=list(run.policy.known) + added)
         outcome.append(budget_left(run.result, policy))
     return outcome
 

@@ -71,3 +71,27 @@ def harness_environment(environ, command):
     env = {name: value for name, value in environ.items() if name not in CI_MODE_VARIABLES}
     env.update({name: value for name, value in command.env.items() if name in CI_MODE_VARIABLES})
     return env
+
+
+def with_test_options(runtest, pretestopts='', testopts='', source='easyconfig'):
+    """(runtest with testopts appended, {VAR: value} from pretestopts): as PythonPackage.test_step joins
+    `pretestopts runtest testopts` into one shell line, without the shell.  pretestopts may hold only
+    `export VAR=value &&` (or `;`) and `VAR=value` words: those set the test command's environment (the
+    runtest line's own assignments win, as in the shell); anything else in it (`ulimit ...`, a command) would
+    need a shell and is refused in one line naming the parameter, rather than dropped."""
+    runtest = f'{runtest} {testopts}' if testopts and str(testopts).strip() else runtest
+    env = {}
+    try:
+        words = shlex.split(pretestopts or '')
+    except ValueError as err:
+        raise PluginError(source, f'pretestopts cannot be split into words ({err}): {pretestopts!r}') from None
+    for word in words:
+        if word in ('export', '&&', ';'):
+            continue
+        word = word[:-1] if word.endswith(';') else word
+        if not _ASSIGNMENT.match(word) or any(token in word for token in _SHELL_SYNTAX):
+            raise PluginError(source, f'pretestopts: {word!r} needs a shell; only `export VAR=value &&` and '
+                                      f'`VAR=value` are applied to the test command (no shell): {pretestopts!r}')
+        name, _, value = word.partition('=')
+        env[name] = value
+    return runtest, env
