@@ -492,7 +492,7 @@ def _text_blocks(text: str, size: int) -> Blocks:
 def _file_blocks(path: str, size: int) -> Blocks:
     def blocks():
         with os.fdopen(open_regular(path), 'rb') as handle:
-            rest = bytearray()
+            rest: List[bytes] = []
             while True:
                 try:
                     data = handle.read(size)
@@ -500,13 +500,18 @@ def _file_blocks(path: str, size: int) -> Blocks:
                     raise PluginError(path, f'cannot be read: {err.strerror}') from None
                 if not data:
                     break
-                rest += data
-                cut = rest.rfind(b'\n') + 1
-                if cut:
-                    yield rest[:cut].decode('utf-8', 'replace')  # a newline ends no multi-byte sequence
-                    del rest[:cut]
+                cut = data.rfind(b'\n') + 1
+                if not cut:  # a line longer than a block: kept whole (parts joined once)
+                    rest.append(data)
+                    continue
+                if rest:
+                    data = b''.join(rest + [data])
+                    cut = data.rfind(b'\n') + 1
+                # a newline ends no multi-byte sequence: blocks decode as the whole file does
+                yield str(memoryview(data)[:cut], 'utf-8', 'replace')
+                rest = [data[cut:]] if cut < len(data) else []
             if rest:
-                yield rest.decode('utf-8', 'replace')
+                yield b''.join(rest).decode('utf-8', 'replace')
     return blocks
 
 
