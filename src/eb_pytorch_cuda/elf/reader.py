@@ -5,6 +5,14 @@ build can be audited on an x86_64 node).  Only the ELF header, program headers a
 segment are read, never the whole file.  Every way a file can fail to be a usable shared object
 (not ELF, a linker script named .so, truncated, relocatable, static) becomes a one-line PluginError.
 PT_GNU_STACK is read too: glibc >= 2.41 refuses to dlopen() an object that asks for an executable stack.
+
+The names (NEEDED, SONAME, RPATH, RUNPATH) are read as the loader reads them: at DT_STRTAB, mapped
+through the PT_LOAD segments, never through the section headers, which the loader ignores
+(check_string_tables, issue 28).  A DT_STRTAB outside every loaded segment (glibc segfaults on it), a
+name past DT_STRSZ or without its NUL, and section headers whose `.dynstr` is not where DT_STRTAB is
+(the loader loads the file, but patchelf and the symbol reader of doctor read names from the section
+and would write or report wrong ones) are refused here, the one reader check-needed, add-needed and
+doctor share, with one message each.
 """
 
 import os
@@ -106,20 +114,17 @@ def read_elf(path: Union[str, 'os.PathLike[str]']) -> ElfInfo:
             if dynamic is None:
                 raise PluginError(path, 'has no dynamic section (statically linked?)')
             values: dict = {'DT_NEEDED': [], 'DT_SONAME': None, 'DT_RPATH': None, 'DT_RUNPATH': None, 'DT_FLAGS_1': 0}
+            names = check_string_tables(path, elf, stream, size)
+            for kind, name in names:
+                if kind == 'DT_NEEDED':
+                    values['DT_NEEDED'].append(name)
+                elif kind in values:
+                    values[kind] = name
             tags: Iterable[Any] = dynamic.iter_tags()
             for tag in tags:
-                kind = tag.entry.d_tag
-                if kind == 'DT_NEEDED':
-                    values['DT_NEEDED'].append(tag.needed)
-                elif kind == 'DT_SONAME':
-                    values['DT_SONAME'] = tag.soname
-                elif kind == 'DT_RPATH':
-                    values['DT_RPATH'] = tag.rpath
-                elif kind == 'DT_RUNPATH':
-                    values['DT_RUNPATH'] = tag.runpath
-                elif kind == 'DT_FLAGS_1':
+                if tag.entry.d_tag == 'DT_FLAGS_1':
                     values['DT_FLAGS_1'] = tag.entry.d_val
-                elif kind == 'DT_NULL':
+                elif tag.entry.d_tag == 'DT_NULL':
                     break
             return ElfInfo(
                 path=path,
@@ -139,6 +144,76 @@ def read_elf(path: Union[str, 'os.PathLike[str]']) -> ElfInfo:
         raise PluginError(path, f'is a truncated or corrupt ELF file ({type(err).__name__}: {err})') from None
     except Exception as err:  # pyelftools' construct layer raises assorted types on garbage input
         raise PluginError(path, f'is a truncated or corrupt ELF file ({type(err).__name__})') from None
+
+
+STRING_TAGS = ('DT_NEEDED', 'DT_SONAME', 'DT_RPATH', 'DT_RUNPATH')
+SHT_DYNAMIC_NAMES = ('SHT_DYNAMIC', 'SHT_DYNSYM')  # sections whose sh_link is the dynamic string table
+
+
+def _raw_tags(elf) -> list:
+    """[(d_tag name or number, d_val)] of the dynamic segment up to DT_NULL, read without pyelftools'
+    string decoding (which falls back to the section headers when DT_STRTAB maps nowhere)."""
+    dynamic = next(segment for segment in elf.iter_segments() if segment['p_type'] == 'PT_DYNAMIC')
+    raw: Iterable[Any] = dynamic._iter_tags()  # pyelftools' own entry parser, no string table touched
+    return [(entry['d_tag'], entry['d_val']) for entry in raw if entry['d_tag'] != 'DT_NULL']
+
+
+def check_string_tables(path: str, elf, stream, size: int) -> list:
+    """[(tag, name)] of the string entries of the dynamic section, read at DT_STRTAB as the loader reads them;
+    PluginError naming path and the fault for what the loader would crash on or tools would misread (see
+    the module docstring)."""
+    tags = _raw_tags(elf)
+    strtab = next((value for tag, value in tags if tag == 'DT_STRTAB'), None)
+    strsz = next((value for tag, value in tags if tag == 'DT_STRSZ'), None)
+    wanted = [(tag, value) for tag, value in tags if tag in STRING_TAGS]
+    if strtab is None:
+        if wanted:
+            raise PluginError(path, f'has a corrupt dynamic section: {wanted[0][0]} but no DT_STRTAB')
+        return []
+    loads = [segment for segment in elf.iter_segments() if segment['p_type'] == 'PT_LOAD']
+    segment = next((s for s in loads if s['p_vaddr'] <= strtab < s['p_vaddr'] + s['p_filesz']), None)
+    if segment is None:
+        raise PluginError(path, f'has a corrupt dynamic section: DT_STRTAB {strtab:#x} is outside every loaded '
+                                f'segment (the loader would crash reading its names)')
+    offset = segment['p_offset'] + strtab - segment['p_vaddr']
+    limit = segment['p_offset'] + segment['p_filesz']
+    if strsz is not None:
+        if offset + strsz > limit:
+            raise PluginError(path, f'has a corrupt dynamic section: DT_STRSZ {strsz} runs past the segment '
+                                    f'DT_STRTAB {strtab:#x} is in')
+        limit = offset + strsz
+    limit = min(limit, size)
+    names = []
+    for tag, value in wanted:
+        stream.seek(offset + value)
+        data = stream.read(max(0, min(limit - offset - value, 65536)))
+        end = data.find(b'\0')
+        if value >= limit - offset or end < 0:
+            raise PluginError(path, f'has a corrupt dynamic section: {tag} {value} points past its string table '
+                                    f'(DT_STRSZ {strsz}) or to a name without its end')
+        names.append((tag, data[:end].decode('utf-8', 'replace')))
+    _check_sections_agree(path, elf, offset, strtab)
+    return names
+
+
+def _check_sections_agree(path, elf, offset, strtab):
+    """Refuse section headers whose dynamic string table is not at DT_STRTAB (none at all is fine: sstrip)."""
+    if not elf.header['e_shnum']:
+        return
+    sections = list(elf.iter_sections())
+    candidates = {index for index, section in enumerate(sections) if section.name == '.dynstr'}
+    candidates |= {section['sh_link'] for section in sections if section['sh_type'] in SHT_DYNAMIC_NAMES}
+    for index in sorted(candidates):
+        if index >= len(sections):
+            raise PluginError(path, f'has corrupt section headers: a dynamic section links to section {index} of '
+                                    f'{len(sections)}')
+        section = sections[index]
+        if section['sh_offset'] != offset or section['sh_addr'] != strtab:
+            raise PluginError(path, f"has section headers that disagree with its dynamic section: "
+                                    f"{section.name or f'section {index}'} at file offset {section['sh_offset']:#x} "
+                                    f"(address {section['sh_addr']:#x}), DT_STRTAB at file offset {offset:#x} "
+                                    f"(address {strtab:#x}); the loader reads DT_STRTAB, patchelf and symbol "
+                                    f"readers the section: refused as corrupt")
 
 
 def decode_ident(head: bytes) -> Optional[Tuple[bool, bool]]:
