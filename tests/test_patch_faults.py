@@ -365,7 +365,7 @@ def test_owner_group_mode_and_extended_attributes_are_kept_as_root(standin8):
         pytest.skip(f'file system of {lib} has no user extended attributes ({err.strerror})')
     os.chown(lib, nobody.pw_uid, nobody.pw_gid)
     os.chmod(lib, 0o2751)
-    cli('add-needed', lib, SONAME, check_rc=0)
+    cli('add-needed', '--allow-setid', lib, SONAME, check_rc=0)  # setgid: asked for, and kept
     status = os.stat(lib)
     assert (status.st_uid, status.st_gid) == (nobody.pw_uid, nobody.pw_gid)
     assert stat.S_IMODE(status.st_mode) == 0o2751
