@@ -64,11 +64,12 @@ def _outcome(parse, *args, **kwargs):
 
 
 def _variants(text):
-    """text, with CRLF line ends, and cut at a quarter, a half and three quarters."""
-    yield text
-    yield text.replace('\n', '\r\n')
+    """(text, the text the whole-text reader must read as the same): text itself, with CRLF line ends (read as
+    LF since issue 28 item 7), and cut at a quarter, a half and three quarters."""
+    yield text, text
+    yield text.replace('\n', '\r\n'), text.replace('\r\n', '\n')
     for part in (4, 2, 4 / 3):
-        yield text[:int(len(text) / part)]
+        yield text[:int(len(text) / part)], text[:int(len(text) / part)].replace('\r\n', '\n')
 
 
 def test_the_corpus_is_there():
@@ -81,21 +82,25 @@ def test_the_corpus_is_there():
 
 @pytest.mark.parametrize('path', FILES, ids=lambda path: os.path.relpath(path, ROOT))
 def test_every_kept_log_file_reads_the_same(path):
-    expected = _outcome(reference.parse_log_file, path)
+    with open(path, 'rb') as handle:
+        data = handle.read()
+    lf = data.replace(b'\r\n', b'\n') if b'\0' not in data[:8192] else None
+    expected = _outcome(reference.parse_log_file, path) if lf is None else \
+        _outcome(reference.parse_log_text, lf.decode('utf-8', 'replace'), source=path)
     for block in BLOCKS:
         assert _outcome(logparse.parse_log_file, path, block=block) == expected, block
     with open(path, 'rb') as handle:
         text = handle.read().decode('utf-8', 'replace')
-    for variant in _variants(text):
-        expected = _outcome(reference.parse_log_text, variant)
+    for variant, same in _variants(text):
+        expected = _outcome(reference.parse_log_text, same)
         for block in BLOCKS[1:]:
             assert _outcome(logparse.parse_log_text, variant, block=block) == expected, block
 
 
 @pytest.mark.parametrize('name', sorted(TEXTS) + sorted(EDGES))
 def test_every_kept_log_text_reads_the_same(name):
-    for variant in _variants(TEXTS.get(name) or EDGES[name]):
-        expected = _outcome(reference.parse_log_text, variant)
+    for variant, same in _variants(TEXTS.get(name) or EDGES[name]):
+        expected = _outcome(reference.parse_log_text, same)
         for block in BLOCKS:
             assert _outcome(logparse.parse_log_text, variant, block=block) == expected, (block, variant)
 
@@ -106,3 +111,12 @@ def test_a_benchmark_log_reads_the_same(tmp_path_factory):
     assert isinstance(expected, tuple) and len(expected[0]) > 10
     for block in (100, 4096, logparse.BLOCK):
         assert _outcome(logparse.parse_log_file, path, block=block) == expected
+
+
+def test_a_crlf_log_of_a_passing_run_passes(tmp_path):
+    from eb_pytorch_cuda.testsuite.results.model import SUITE_PASSED
+    path = tmp_path / 'crlf.log'
+    path.write_bytes(pytorch_output.PASSING_UNITTEST.replace('\n', '\r\n').encode())
+    result = logparse.parse_log_file(str(path))
+    assert [suite.status for suite in result.suites.values()] == [SUITE_PASSED]
+    assert reference.parse_log_file(str(path)).suites['test_autograd'].status != SUITE_PASSED  # was: no summary

@@ -35,6 +35,8 @@ Every pattern is linear in the line length (no nested or adjacent unbounded quan
 backtrack over one line, look-behinds where a search could restart inside a long run): a 160 KB
 summary line parses in milliseconds.
 
+CRLF line ends are read as LF.
+
 The log is streamed (issue 28: a kept EasyBuild log of a whole test step reaches a gigabyte): read in
 blocks cut after a newline, twice.  The first pass collects the marker lines only (so every announced
 suite and the marker after each piece are known, as the cut above needs); the second feeds each piece
@@ -424,6 +426,16 @@ def _markers(text, start, offset):
 Blocks = Callable[[], Iterator[str]]
 
 
+def _lf_blocks(blocks: Blocks) -> Blocks:
+    """blocks with CRLF line ends read as LF: a log copied through Windows or a web form is the same run (the
+    summaries' patterns end at `\n`; before, such a passing run read as `no summary`).  A block ends
+    after a newline, so no CRLF is cut."""
+    def converted():
+        for block in blocks():
+            yield block.replace('\r\n', '\n') if '\r\n' in block else block
+    return converted
+
+
 def _last_flagged(blocks):
     """(block, is the last one) of blocks."""
     previous = None
@@ -438,6 +450,7 @@ def _last_flagged(blocks):
 def parse_log_blocks(blocks: Blocks, source: str = 'log') -> RunResult:
     """RunResult of one run_test.py console output, given as a function returning its text in pieces that each
     end with a newline (the last may not); raise PluginError when nothing in it is recognized."""
+    blocks = _lf_blocks(blocks)
     events: List[Marker] = []
     offset = 0
     for block in blocks():  # first pass: the markers
