@@ -130,3 +130,13 @@ def test_test_suite_refuses_a_bad_easyconfig_value_before_running_anything(tmp_p
                '--easyconfig', easyconfig)
     _one_line_error(done, easyconfig, problem)
     assert not results.exists()
+
+
+def test_a_missing_easyconfig_is_no_such_file_for_report_and_test_suite(tmp_path, source):
+    missing = tmp_path / 'PyTorch-missing.eb'  # EasyBuild's parser says "Failed to determine get function"
+    _one_line_error(cli('report', _saved_pass(tmp_path), '--easyconfig', missing), missing, 'no such file')
+    results = tmp_path / 'results'
+    done = cli('test-suite', source, '--python', shutil.which('python3'), '--results', results, '--easyconfig',
+               missing)
+    _one_line_error(done, missing, 'no such file')
+    assert not results.exists()
