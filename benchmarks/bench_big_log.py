@@ -12,6 +12,10 @@ time, the peak RSS of that process (getrusage of the child) and whether the verd
 written.  The log is written once to --workdir (default: a temporary directory, removed afterwards).
 
     python benchmarks/bench_big_log.py [--size-mb 1024] [--tests-per-suite 2000] [--rounds 1]
+
+Measured on the project's 2-core VM shared with other sessions (load average about 7): the whole-text
+reader 330 s and 2,099 MB peak RSS for 1 GiB (9,200 suites, 18.4 million tests); the streaming reader
+(issue 28 item 6) 22.9 s median of 3 (22.0-25.7 s) and 111 MB, counts right.
 """
 
 import argparse

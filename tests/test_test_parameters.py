@@ -154,3 +154,13 @@ def test_the_easyblocks_parameters_are_the_settings_list_with_its_defaults():
         value = getattr(defaults, name)
         assert value == (default if not isinstance(default, tuple) else tuple(default)), name
     assert set(module._OUR_TEST_PARAMETERS) <= set(settings.NAMES)
+
+
+def test_a_missing_easyconfig_is_no_such_file_for_report_and_test_suite(tmp_path, source):
+    missing = tmp_path / 'PyTorch-missing.eb'  # EasyBuild's parser says "Failed to determine get function"
+    _one_line_error(cli('report', _saved_pass(tmp_path), '--easyconfig', missing), missing, 'no such file')
+    results = tmp_path / 'results'
+    done = cli('test-suite', source, '--python', shutil.which('python3'), '--results', results, '--easyconfig',
+               missing)
+    _one_line_error(done, missing, 'no such file')
+    assert not results.exists()

@@ -20,7 +20,8 @@ PROG = 'eb-pytorch-cuda'
 
 def cmd_add_needed(args):
     from eb_pytorch_cuda.patch.needed import add_needed  # imported where used: doctor starts faster without it
-    result = add_needed(args.library, args.sonames, force=args.force, break_hardlinks=args.break_hardlinks)
+    result = add_needed(args.library, args.sonames, force=args.force, break_hardlinks=args.break_hardlinks,
+                        allow_setid=args.allow_setid)
     for soname in result.added:
         resolution = result.resolutions[soname]
         where = resolution.path if resolution.found else 'UNRESOLVED (forced)'
@@ -195,6 +196,8 @@ def build_parser():
     add.add_argument('--force', action='store_true', help='add entries even if they do not resolve')
     add.add_argument('--break-hardlinks', action='store_true',
                      help='patch a library that has other hard links (they keep the old content)')
+    add.add_argument('--allow-setid', action='store_true',
+                     help='patch a setuid/setgid library (refused otherwise; the bits are kept)')
     add.set_defaults(func=cmd_add_needed)
 
     check = sub.add_parser('check-needed', help='prove NEEDED entries are present, resolve and load')

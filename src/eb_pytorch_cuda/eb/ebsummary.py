@@ -19,7 +19,7 @@ from typing import Optional
 
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.inputs import read_bytes
-from eb_pytorch_cuda.testsuite.results.logparse import parse_log_text
+from eb_pytorch_cuda.testsuite.results.logparse import parse_log_file
 from eb_pytorch_cuda.testsuite.results.model import SUITE_FAILED, SUITE_PASSED, RunResult, Suite
 from eb_pytorch_cuda.testsuite.results.saved import load_results, merge
 
@@ -75,24 +75,26 @@ def parse_summary(text: str, source: str = 'summary') -> Optional[RunResult]:
 
 
 def load(paths) -> RunResult:
-    """load_results, also reading files that are an EasyBuild failure summary instead of a run_test.py log."""
-    summaries, others = [], []
+    """load_results, also reading files that are an EasyBuild failure summary instead of a run_test.py log.
+
+    A log is read once, streamed (a kept EasyBuild log reaches a gigabyte); only a file in which no
+    run_test.py output was found is read whole, to look for the summary (a short excerpt, as posted)."""
+    summaries, others, parsed = [], [], {}
     for path in paths:
         if os.path.isdir(path) or str(path).endswith('.json') or not os.path.lexists(path):
             others.append(path)
             continue
-        data = read_bytes(path)
-        text = data.decode('utf-8', 'replace')
         try:
-            parse_log_text(text, source=str(path))
+            parsed[path] = parse_log_file(path)
         except PluginError as err:
-            summary = None if b'\0' in data[:8192] else parse_summary(text, str(path))
+            data = read_bytes(path)
+            summary = None if b'\0' in data[:8192] else parse_summary(data.decode('utf-8', 'replace'), str(path))
             if summary is None:
                 raise err from None
             summaries.append(summary)
             continue
         others.append(path)
-    result = load_results(others) if others else RunResult()
+    result = load_results(others, parsed) if others else RunResult()
     for summary in summaries:
         result = merge(result, summary) if result.suites else summary
     return result

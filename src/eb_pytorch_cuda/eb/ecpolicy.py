@@ -1,6 +1,9 @@
 """Read the test step's settings from an easyconfig file (EasyBuild's own parser, imported on use)."""
 
+import os
+
 from eb_pytorch_cuda.errors import PluginError, Terminated
+from eb_pytorch_cuda.inputs import open_regular
 from eb_pytorch_cuda.testsuite.policy import settings
 
 
@@ -20,6 +23,7 @@ def read_easyconfig(path):
     The easyconfig is Python, run as `eb` runs it: whatever it raises, sys.exit() included, is bad input
     (PluginError naming the file), never an exit status of its own that a script would read as a verdict.
     """
+    os.close(open_regular(str(path)))  # "no such file" (EasyBuild's parser says "Failed to determine get function")
     try:
         from easybuild.framework.easyconfig.parser import EasyConfigParser
     except ImportError:

@@ -172,8 +172,16 @@ def _read_xattrs(path):
     return values
 
 
-def _refuse_what_cannot_be_kept(path, status, break_hardlinks):
-    """Refuse, before anything is written, a replacement that would silently change the file's identity."""
+def _refuse_what_cannot_be_kept(path, status, break_hardlinks, allow_setid=False):
+    """Refuse, before anything is written, a replacement that would silently change the file's identity, and
+    a setuid/setgid file unless asked (a patched set-id file changes what runs with another user's rights)."""
+    setid = status.st_mode & (stat.S_ISUID | stat.S_ISGID)
+    if setid and not allow_setid:
+        bits = ' and '.join(name for bit, name in ((stat.S_ISUID, 'setuid'), (stat.S_ISGID, 'setgid'))
+                            if setid & bit)
+        raise PluginError(path, f'is {bits} (mode {stat.S_IMODE(status.st_mode):04o}): a patched copy would run '
+                                f'with those rights; nothing modified; use --allow-setid to patch it (the bits '
+                                f'are kept)')
     if status.st_nlink > 1 and not break_hardlinks:
         others, elsewhere = _other_links(path, status)
         names = ', '.join(others) + (f' and {elsewhere} outside {os.path.dirname(path)}' if elsewhere > 0 else '')
@@ -279,7 +287,7 @@ def _run_patchelf(path, command, hold=()):
 
 
 def write_needed(path: str, sonames, before: Optional[ElfInfo] = None, break_hardlinks: bool = False,
-                 lock_fd: Optional[int] = None) -> ElfInfo:
+                 lock_fd: Optional[int] = None, allow_setid: bool = False) -> ElfInfo:
     """Add sonames (not yet present, in order) as NEEDED entries of path; return the new ElfInfo.
 
     `before` is the ElfInfo of path read by the caller (read again when not given); callers that may
@@ -294,7 +302,7 @@ def write_needed(path: str, sonames, before: Optional[ElfInfo] = None, break_har
     if not os.access(directory, os.W_OK | os.X_OK):
         raise PluginError(path, f'directory {directory} is not writable, cannot replace the file atomically')
     status = os.stat(path)
-    _refuse_what_cannot_be_kept(path, status, break_hardlinks)
+    _refuse_what_cannot_be_kept(path, status, break_hardlinks, allow_setid)
     xattrs = _read_xattrs(path)
     command = [patchelf_binary()]
     for soname in sonames:

@@ -7,6 +7,14 @@ took most of its time (issue 25: 0.9 s of 3.3 s under the profiler on the 2.1.2 
 can fail to be a usable shared object (not ELF, a linker script named .so, truncated, relocatable, static)
 becomes a one-line PluginError.  PT_GNU_STACK is read too: glibc >= 2.41 refuses to dlopen() an object that
 asks for an executable stack; and PT_INTERP (the executable's loader, whose glibc doctor judges for).
+
+The names (NEEDED, SONAME, RPATH, RUNPATH) are read as the loader reads them: at DT_STRTAB, mapped
+through the PT_LOAD segments, never through the section headers, which the loader ignores
+(check_string_tables, issue 28).  A DT_STRTAB outside every loaded segment (glibc segfaults on it), a
+name past DT_STRSZ or without its NUL, and section headers whose `.dynstr` is not where DT_STRTAB is
+(the loader loads the file, but patchelf and the symbol reader of doctor read names from the section
+and would write or report wrong ones) are refused here, the one reader check-needed, add-needed and
+doctor share, with one message each.
 """
 
 import os
@@ -109,7 +117,8 @@ def read_elf(path: Union[str, 'os.PathLike[str]']) -> ElfInfo:
     is64, little = head[4] == 2, head[5] == 1
     order = '<' if little else '>'
     header = struct.unpack_from(order + ('HHIQQQIHHHHHH' if is64 else 'HHIIIIIHHHHHH'), head + bytes(64), 16)
-    e_type, e_machine, _version, _entry, phoff, _shoff, _flags, ehsize, phentsize, phnum = header[:10]
+    e_type, e_machine, _version, _entry, phoff, shoff, _flags, ehsize, phentsize, phnum, shentsize, shnum = \
+        header[:12]
     expected_size = 64 if is64 else 52
     if ehsize != expected_size:  # e.g. a flipped EI_CLASS or EI_DATA byte: nothing else fits
         raise PluginError(path, f"has an inconsistent ELF header: e_ehsize is {ehsize}, but a "
@@ -161,15 +170,23 @@ def read_elf(path: Union[str, 'os.PathLike[str]']) -> ElfInfo:
             load = next((s for s in segments if s[0] == PT_LOAD and strtab is not None
                          and s[3] <= strtab < s[3] + s[4]), None)
             if load is None:
-                raise PluginError(path, 'is a truncated or corrupt ELF file (DT_STRTAB outside the loaded segments)')
+                where = f'{strtab:#x} is' if strtab is not None else 'is missing, so it is'
+                raise PluginError(path, f'has a corrupt dynamic section: DT_STRTAB {where} outside every loaded '
+                                        f'segment (the loader would crash reading its names)')
             offset = strtab - load[3] + load[2]
+            if strsz and offset + strsz > load[2] + load[4]:
+                raise PluginError(path, f'has a corrupt dynamic section: DT_STRSZ {strsz} runs past the segment '
+                                        f'DT_STRTAB {strtab:#x} is in')
             strings = _read_at(stream, offset, min(strsz, size - offset), path, 'DT_STRTAB')
+            if shnum and shoff:
+                _check_sections_agree(path, stream, order, is64, shoff, shentsize, shnum, size, offset, strtab)
 
     def text(offset):
-        if offset >= len(strings):
-            raise PluginError(path, f'is a truncated or corrupt ELF file (string offset {offset} past DT_STRSZ)')
-        end = strings.find(b'\0', offset)
-        return strings[offset:end if end >= 0 else len(strings)].decode('utf-8', 'surrogateescape')
+        end = strings.find(b'\0', offset) if offset < len(strings) else -1
+        if end < 0:
+            raise PluginError(path, f'has a corrupt dynamic section: a name at {offset} points past its string table '
+                                    f'(DT_STRSZ {len(strings)}) or has no end')
+        return strings[offset:end].decode('utf-8', 'surrogateescape')
     needed = tuple(text(v) for t, v in named if t == DT_NEEDED)
     soname = next((text(v) for t, v in named if t == DT_SONAME), None)
     rpath = next((text(v) for t, v in named if t == DT_RPATH), None)
@@ -177,6 +194,30 @@ def read_elf(path: Union[str, 'os.PathLike[str]']) -> ElfInfo:
     return ElfInfo(path=path, elf_class=64 if is64 else 32, little_endian=little, machine=machine_name(e_machine),
                    soname=soname, needed=needed, rpath=_split_path_list(rpath), runpath=_split_path_list(runpath),
                    flags_1=values.get(DT_FLAGS_1, 0), stack_flags=stack_flags, interpreter=interpreter)
+
+
+SHT_DYNAMIC, SHT_DYNSYM = 6, 11  # sections whose sh_link is the dynamic string table
+
+
+def _check_sections_agree(path, stream, order, is64, shoff, shentsize, shnum, size, offset, strtab):
+    """Refuse section headers whose dynamic string table is not at DT_STRTAB (none at all is fine: sstrip):
+    the loader reads DT_STRTAB, patchelf and symbol readers the section, so the two answers would differ."""
+    # (sh_name, sh_type, sh_flags, sh_addr, sh_offset, sh_size, sh_link) of each section header
+    section_format = order + ('IIQQQQI' if is64 else 'IIIIIII')
+    if shentsize < struct.calcsize(section_format) or shoff + shnum * shentsize > size:
+        raise PluginError(path, 'has corrupt section headers (past the end of the file, or too small)')
+    table = _read_at(stream, shoff, shnum * shentsize, path, 'section headers')
+    sections = [struct.unpack_from(section_format, table, index * shentsize) for index in range(shnum)]
+    for index in sorted({link for _name, kind, _f, _a, _o, _s, link in sections if kind in (SHT_DYNAMIC, SHT_DYNSYM)}):
+        if index >= shnum:
+            raise PluginError(path, f'has corrupt section headers: a dynamic section links to section {index} of '
+                                    f'{shnum}')
+        _name, _kind, _flags, address, file_offset, _size, _link = sections[index]
+        if file_offset != offset or address != strtab:
+            raise PluginError(path, f"has section headers that disagree with its dynamic section: .dynstr "
+                                    f"(section {index}) at file offset {file_offset:#x} (address {address:#x}), "
+                                    f"DT_STRTAB at file offset {offset:#x} (address {strtab:#x}); the loader reads "
+                                    f"DT_STRTAB, patchelf and symbol readers the section: refused as corrupt")
 
 
 def decode_ident(head: bytes) -> Optional[Tuple[bool, bool]]:

@@ -49,10 +49,11 @@ class AddNeededResult:
 
 
 def add_needed(path: str, sonames, force: bool = False, resolver=None,
-               break_hardlinks: bool = False) -> 'AddNeededResult':
+               break_hardlinks: bool = False, allow_setid: bool = False) -> 'AddNeededResult':
     """Make every soname a NEEDED entry of the library at path; see the module docstring.
 
-    break_hardlinks: patch a file that has other hard links anyway (they keep the old content)."""
+    break_hardlinks: patch a file that has other hard links anyway (they keep the old content);
+    allow_setid: patch a setuid/setgid file (refused otherwise; the bits are kept)."""
     sonames = validate_sonames(path, sonames)
     with lock_target(path) as lock_fd:
         info = read_elf(path)  # under the lock: a concurrent run's entries are seen (path as given: $ORIGIN)
@@ -67,7 +68,8 @@ def add_needed(path: str, sonames, force: bool = False, resolver=None,
                                     f'(searched {searched}, then ld.so.cache and system directories), so the '
                                     f'library would fail to load; use --force to add it anyway')
         if missing:
-            write_needed(path, missing, before=info, break_hardlinks=break_hardlinks, lock_fd=lock_fd)
+            write_needed(path, missing, before=info, break_hardlinks=break_hardlinks, lock_fd=lock_fd,
+                         allow_setid=allow_setid)
     return AddNeededResult(path, missing, [s for s in sonames if s not in missing], resolutions)
 
 

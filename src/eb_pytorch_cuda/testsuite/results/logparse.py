@@ -34,14 +34,28 @@ that was announced and never summarised: never "0 failures".
 Every pattern is linear in the line length (no nested or adjacent unbounded quantifiers that can
 backtrack over one line, look-behinds where a search could restart inside a long run): a 160 KB
 summary line parses in milliseconds.
+
+CRLF line ends are read as LF.
+
+The log is streamed (issue 28: a kept EasyBuild log of a whole test step reaches a gigabyte): read in
+blocks cut after a newline, twice.  The first pass collects the marker lines only (so every announced
+suite and the marker after each piece are known, as the cut above needs); the second feeds each piece
+to a small state (its owner, the suite the last test file mention named, the failed tests it names)
+and keeps nothing else.  Only lines that can matter are looked at: those starting with a character a
+pattern starts with, and those holding `failed!` or `was successful` (found by substring search, which
+is what makes a gigabyte take seconds); a test file mention is searched for backwards from a summary.
+A multi-line summary (`Ran N tests` ... `OK`, run_test.py's assertion list) cut by a block's end is held
+back and read with the next block.  Memory: two blocks, the markers, the failed test ids and the longest
+line.  tests/test_logparse_streaming.py checks the result is the whole-text reader's (kept there) on
+every log the tests keep, at many block sizes.
 """
 
+import os
 import re
-from bisect import bisect_right
-from typing import List, NamedTuple, Optional
+from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 from eb_pytorch_cuda.errors import PluginError
-from eb_pytorch_cuda.inputs import read_bytes
+from eb_pytorch_cuda.inputs import open_regular
 from eb_pytorch_cuda.testsuite.results import grammar
 from eb_pytorch_cuda.testsuite.results.model import (ERROR, FAILED, SUITE_FAILED, SUITE_INCOMPLETE, SUITE_PASSED,
                                                      SUITE_TERMINATED, SUITE_UNCOUNTED, RunResult, TestCase)
@@ -67,8 +81,6 @@ ASSERTION_LIST = re.compile(r'^AssertionError: (?P<count>\d+) unit test\(s\) fai
                             r'(?P<names>(?:[ \t]+\S[^\n]*\n?)+)', re.M)
 PYTEST_KEYS = {'failed': 'failed', 'passed': 'passed', 'skipped': 'skipped', 'xfailed': 'xfailed',
                'xpassed': 'xpassed', 'rerun': 'rerun', 'error': 'errors', 'errors': 'errors'}
-# a test named by its file, as pytest prints it; the look-behind keeps the search linear in the line length
-_TEST_FILE = re.compile(r'(?<![\w/.-])([\w/.-]+?\.py)::')
 PYTEST_END_WORDS = set(PYTEST_KEYS) | {'deselected', 'warning', 'warnings'}  # a session's last line has one
 # 2.3+ (run_test_retries): a failing test is retried alone in new processes, each printing its own `1 failed`
 # summary, and the suite's log ends with the tests that failed every time (measured on 2.6.0 with torch 2.11 on
@@ -101,30 +113,6 @@ class Marker(NamedTuple):
     signal: Optional[str]
 
 
-class FailedMention(NamedTuple):
-    """A failed test named in a chunk of a suite's output: where, its test file (pytest only), id and state."""
-    position: int
-    path: Optional[str]
-    test_id: str
-    state: str
-
-
-def _events(text) -> List[Marker]:
-    """Every marker line, in order."""
-    events = []
-    for kind, pattern in MARKERS:
-        for match in pattern.finditer(text):
-            groups = match.groupdict()
-            name, shard, shards = groups['name'], groups['shard'] or '1', groups['shards'] or '1'
-            end = text.find('\n', match.end())
-            if 'beginning' in groups and not groups['beginning']:
-                kind = REPLAY
-            events.append(Marker(match.start(), len(text) if end < 0 else end, kind, name, int(shard), int(shards),
-                                 groups.get('signal')))
-    events.sort()
-    return events
-
-
 def _unittest_counts(match):
     details = {k.strip(): int(v) for k, v in
                (item.split('=', 1) for item in (match.group('details') or '').split(',') if '=' in item)
@@ -134,42 +122,6 @@ def _unittest_counts(match):
               'xpassed': details.get('unexpected successes', 0)}
     counts['passed'] = max(0, int(match.group('total')) - sum(counts.values()))
     return counts
-
-
-def _summaries(chunk):
-    """[(position, {count key: n}, from pytest)] of every countable summary in chunk, in order; run_test.py's
-    own "AssertionError: N unit test(s) failed:" count only where neither unittest nor pytest printed one."""
-    found = [(match.start(), _unittest_counts(match), False) for match in UNITTEST_SUMMARY.finditer(chunk)]
-    for line in PYTEST_LINE.finditer(chunk):
-        text = line.group()
-        tail = PYTEST_TAIL.search(text)
-        items = PYTEST_ITEM.findall(text[:tail.start()].lstrip('= ')) if tail else ()
-        if any(word in PYTEST_END_WORDS for _, word in items):
-            counts: dict = {}
-            for number, word in items:
-                if word in PYTEST_KEYS:
-                    counts[PYTEST_KEYS[word]] = counts.get(PYTEST_KEYS[word], 0) + int(number)
-            found.append((line.start(), counts, True))
-    if not found:
-        found = [(match.start(), {'failed': int(match.group('count'))}, False)
-                 for match in ASSERTION_LIST.finditer(chunk)]
-    return sorted(found, key=lambda item: item[0])
-
-
-def _failed_tests(chunk):
-    """The failed tests a chunk names."""
-    tests: List[FailedMention] = []
-    for match in UNITTEST_FAILED_TEST.finditer(chunk):
-        tests.append(FailedMention(match.start(), None, _test_id(match.group('test'), match.group('where')),
-                                   ERROR if match.group('kind') == 'ERROR' else FAILED))
-    for match in PYTEST_FAILED_TEST.finditer(chunk):
-        test_id = _pytest_test_id(match.group('cls'), match.group('test'))
-        tests.append(FailedMention(match.start(), match.group('path'), test_id,
-                                   ERROR if match.group('kind') == 'ERROR' else FAILED))
-    for match in ASSERTION_LIST.finditer(chunk):
-        for line in match.group('names').splitlines()[:int(match.group('count'))]:
-            tests.append(FailedMention(match.start(), None, line.strip(), FAILED))
-    return tests
 
 
 def _owner(preceding, following):
@@ -203,6 +155,8 @@ class _Runs:
         self.counted: set = set()
         self.last_shard, self.replaying = {}, set()
         self.consistent = {}  # suite: {test ids} its run_test_retries reported as failing every time
+        self.paths: dict = {}  # test file path: the suite it names (suite_of_cached)
+        self.failed_ids: dict = {}  # suite: {ids of its failed_tests}
         for _start, _end, _kind, name, shard, total, _signal in events:
             result.suite(name)
             self.shards[name] = max(self.shards.get(name, 1), total)
@@ -233,33 +187,113 @@ class _Runs:
         elif kind == SUCCESS:
             self.success.add(name)
 
-    def chunk(self, owner, chunk):
-        mentions = [(match.start(), self.suite_of(match.group(1))) for match in _TEST_FILE.finditer(chunk)]
-        mentions = [(position, name) for position, name in mentions if name]
-        positions = [position for position, _ in mentions]
-        for position, counts, _pytest in _summaries(chunk):
-            index = bisect_right(positions, position) - 1
-            name = mentions[index][1] if index >= 0 else (owner[0] if owner else None)
-            if name is None:
-                continue
-            shard = owner[1] if owner and owner[0] == name else self.last_shard.get(name, 1)
-            for key, value in counts.items():
-                self.result.suites[name].counts[key] += value
-            self.counted.add(name)
-            self.seen.add((name, shard))
-            self.open[(name, shard)] = max(0, self.open.get((name, shard), 0) - 1)
-        for match in CONSISTENT_FAILURES.finditer(chunk):
-            for test in _QUOTED_TEST.finditer(match.group('tests')):
-                name = self.suite_of(test.group('path')) or (owner[0] if owner else None)
+    def suite_of_cached(self, path):
+        """suite_of, remembered per path (a log names the same few test files millions of times)."""
+        if path not in self.paths:
+            self.paths[path] = self.suite_of(path)
+        return self.paths[path]
+
+    def mention(self, text, low, high):
+        """The suite of the last test file mention (`dir/test_x.py::`) in text[low:high] that names an announced
+        suite, or None.  low is a line start; searched backwards for `.py::`, the path is the run of
+        [\\w/.-] before it (what `(?<![\\w/.-])([\\w/.-]+?\\.py)::` would match, one char at least)."""
+        found = text.rfind('.py::', low, high)
+        while found >= 0:
+            begin = found - _run_before(text, low, found)
+            if begin < found:
+                name = self.suite_of_cached(text[begin:found + 3])
                 if name is not None:
-                    self.consistent.setdefault(name, set()).add(_pytest_test_id(test.group('cls'), test.group('test')))
-        for _position, path, test_id, state in _failed_tests(chunk):
-            name = (self.suite_of(path) if path else None) or (owner[0] if owner else None)
-            if name is None:
-                continue
-            suite = self.result.suites[name]
-            if all(test.test_id != test_id for test in suite.failed_tests):
-                suite.failed_tests.append(TestCase(test_id, state))
+                    return name
+            found = text.rfind('.py::', low, begin)
+        return None
+
+    def feed(self, piece: '_Piece', text: str, low: int, high: int, lines: List[int], final: bool) -> int:
+        """Read text[low:high] (whole lines of one piece; lines: the starts of its lines that may matter) into
+        piece; return where reading stopped: high, or, when not final, the start of a multi-line summary the
+        block's end may have cut (read again with the next block)."""
+        stop = high if final else _hold_point(text, lines, high)
+        owner = piece.owner
+        for start in lines:
+            if start >= stop:
+                break
+            first = text[start]
+            summary = None
+            if first == 'R':
+                match = UNITTEST_SUMMARY.match(text, start, stop)
+                if match:
+                    summary = _unittest_counts(match)
+            elif first == '=':
+                summary = _pytest_counts(text, start, stop)
+            elif first in 'FE':
+                match = UNITTEST_FAILED_TEST.match(text, start, stop)
+                if match:
+                    piece.add(0, owner[0] if owner else None, _test_id(match.group('test'), match.group('where')),
+                              ERROR if match.group('kind') == 'ERROR' else FAILED)
+                match = PYTEST_FAILED_TEST.match(text, start, stop)
+                if match:
+                    name = self.suite_of(match.group('path')) or (owner[0] if owner else None)
+                    piece.add(1, name, _pytest_test_id(match.group('cls'), match.group('test')),
+                              ERROR if match.group('kind') == 'ERROR' else FAILED)
+            elif first == 'T':
+                match = CONSISTENT_FAILURES.match(text, start, stop)
+                if match:
+                    for test in _QUOTED_TEST.finditer(match.group('tests')):
+                        name = self.suite_of(test.group('path')) or (owner[0] if owner else None)
+                        if name is not None:
+                            self.consistent.setdefault(name, set()).add(
+                                _pytest_test_id(test.group('cls'), test.group('test')))
+            elif first == 'A':
+                match = ASSERTION_LIST.match(text, start, stop)
+                if match:
+                    count = int(match.group('count'))
+                    piece.assertions.append((self.credit(piece, text, low, start), count))
+                    low = start
+                    for line in match.group('names').splitlines()[:count]:
+                        piece.add(2, owner[0] if owner else None, line.strip(), FAILED)
+            if summary is not None:
+                name = self.credit(piece, text, low, start)
+                low = start
+                piece.summarised = True
+                self.count(owner, name, summary)
+        name = self.mention(text, low, stop)
+        if name is not None:
+            piece.last_named = name
+        return stop
+
+    def credit(self, piece, text, low, position):
+        """The suite a summary at position is credited to: the last test file named before it in the piece,
+        else the piece's owner (None: nobody's)."""
+        name = self.mention(text, low, position)
+        if name is not None:
+            piece.last_named = name
+        if piece.last_named is not None:
+            return piece.last_named
+        return piece.owner[0] if piece.owner else None
+
+    def count(self, owner, name, counts):
+        """Add one summary's counts to suite name (None: nobody's), closing its open run."""
+        if name is None:
+            return
+        shard = owner[1] if owner and owner[0] == name else self.last_shard.get(name, 1)
+        for key, value in counts.items():
+            self.result.suites[name].counts[key] += value
+        self.counted.add(name)
+        self.seen.add((name, shard))
+        self.open[(name, shard)] = max(0, self.open.get((name, shard), 0) - 1)
+
+    def finish(self, piece):
+        """A piece ended: run_test.py's assertion list counts only where no unittest or pytest summary did; the
+        failed tests it named are added in the order the whole-text reader found them (unittest's, pytest's,
+        the assertion list's)."""
+        if not piece.summarised:
+            for name, count in piece.assertions:
+                self.count(piece.owner, name, {'failed': count})
+        for kind in piece.failed:
+            for (name, test_id), state in kind.items():
+                known = self.failed_ids.setdefault(name, set())
+                if test_id not in known:
+                    known.add(test_id)
+                    self.result.suites[name].failed_tests.append(TestCase(test_id, state))
 
     def judge(self):
         """Set each suite's status from what was seen."""
@@ -291,29 +325,222 @@ class _Runs:
                     suite.note = 'exit 0 without a countable summary: passed with 0 tests'
 
 
-def parse_log_text(text: str, source: str = 'log') -> RunResult:
-    """RunResult of one run_test.py console output (text); raise PluginError when nothing in it is recognized."""
-    events = _events(text)
+BLOCK = 1 << 23  # characters (bytes) read at a time: 8 MiB, the largest part of the memory a log takes
+_CANDIDATE = re.compile(r'\n[RFEAT=#P]')  # lines starting as a marker, summary or failed test does
+_ANYWHERE = ('failed!', 'was successful, full logs can be found')  # `X failed!`, `X was successful`
+_RAN_HEAD = re.compile(r'Ran \d+ tests? in [\d.]+s[ \t]*\n')  # UNITTEST_SUMMARY up to its first newline
+_BLANK_LINES = re.compile(r'(?:[ \t]*\n)*')
+_ASSERTION_HEAD = re.compile(r'AssertionError: (?P<count>\d+) unit test\(s\) failed:[ \t]*\n')
+_INDENTED_LINES = re.compile(r'(?:[ \t]+\S[^\n]*\n)*')
+_PATH_CHARS = re.compile(r'[\w/.-]*')
+
+
+class _Piece:
+    """What one piece of a log (the text between two markers) has given so far."""
+
+    def __init__(self, owner):
+        self.owner = owner
+        self.last_named: Optional[str] = None  # the suite of the last test file mention that named one
+        self.summarised = False  # a unittest or pytest summary was read
+        self.assertions: List[Tuple[Optional[str], int]] = []  # run_test.py's "N unit test(s) failed" lists
+        self.failed: Tuple[Dict, Dict, Dict] = ({}, {}, {})  # (suite, test id): state, as unittest, pytest, list
+
+    def add(self, kind, name, test_id, state):
+        if name is not None:
+            self.failed[kind].setdefault((name, test_id), state)
+
+
+def _run_before(text, low, end):
+    """Length of the run of [\\w/.-] characters ending at end (not before low)."""
+    width = 64
+    while True:
+        begin = max(low, end - width)
+        match = _PATH_CHARS.match(text[begin:end][::-1])  # always matches, maybe empty
+        length = match.end() if match else 0
+        if length < end - begin or begin == low:
+            return length
+        width *= 4
+
+
+def _hold_point(text, lines, high):
+    """Where the text a block ends with must wait for the next block: the start of a `Ran N tests` line
+    followed by blank lines only, or of an assertion list still short of its names; else high."""
+    if not lines:
+        return high
+    start = lines[-1]
+    head = _RAN_HEAD.match(text, start, high)
+    if head and _BLANK_LINES.fullmatch(text, head.end(), high):
+        return start
+    head = _ASSERTION_HEAD.match(text, start, high)
+    if head and _INDENTED_LINES.fullmatch(text, head.end(), high) and \
+            text.count('\n', head.end(), high) < max(1, int(head.group('count'))):
+        return start
+    return high
+
+
+def _pytest_counts(text, start, stop):
+    """{count key: n} of a pytest session's last line (`=== 2 failed, 128 passed in 3.4s ===`) at start, or None."""
+    line = PYTEST_LINE.match(text, start, stop)
+    if not line:
+        return None
+    found = line.group()
+    tail = PYTEST_TAIL.search(found)
+    items = PYTEST_ITEM.findall(found[:tail.start()].lstrip('= ')) if tail else ()
+    if not any(word in PYTEST_END_WORDS for _, word in items):
+        return None
+    counts: dict = {}
+    for number, word in items:
+        if word in PYTEST_KEYS:
+            counts[PYTEST_KEYS[word]] = counts.get(PYTEST_KEYS[word], 0) + int(number)
+    return counts
+
+
+def _lines(text):
+    """Starts of the lines of text (which starts with a newline) that may be a marker, a summary or a failed
+    test, in order."""
+    starts = {match.start() + 1 for match in _CANDIDATE.finditer(text)}
+    for literal in _ANYWHERE:
+        found = text.find(literal)
+        while found >= 0:
+            starts.add(text.rfind('\n', 0, found) + 1)
+            end = text.find('\n', found)
+            found = -1 if end < 0 else text.find(literal, end)
+    return sorted(starts)
+
+
+def _markers(text, start, offset):
+    """The markers of the line at start (none, or in practice one), as the whole-text reader ordered them."""
+    found = []
+    for kind, pattern in MARKERS:
+        match = pattern.match(text, start)
+        if match:
+            groups = match.groupdict()
+            end = text.find('\n', match.end())
+            if 'beginning' in groups and not groups['beginning']:
+                kind = REPLAY
+            found.append(Marker(offset + start, offset + (len(text) if end < 0 else end), kind, groups['name'],
+                                int(groups['shard'] or '1'), int(groups['shards'] or '1'), groups.get('signal')))
+    return sorted(found)
+
+
+Blocks = Callable[[], Iterator[str]]
+
+
+def _lf_blocks(blocks: Blocks) -> Blocks:
+    """blocks with CRLF line ends read as LF: a log copied through Windows or a web form is the same run (the
+    summaries' patterns end at `\n`; before, such a passing run read as `no summary`).  A block ends
+    after a newline, so no CRLF is cut."""
+    def converted():
+        for block in blocks():
+            yield block.replace('\r\n', '\n') if '\r\n' in block else block
+    return converted
+
+
+def _last_flagged(blocks):
+    """(block, is the last one) of blocks."""
+    previous = None
+    for block in blocks:
+        if previous is not None:
+            yield previous, False
+        previous = block
+    if previous is not None:
+        yield previous, True
+
+
+def parse_log_blocks(blocks: Blocks, source: str = 'log') -> RunResult:
+    """RunResult of one run_test.py console output, given as a function returning its text in pieces that each
+    end with a newline (the last may not); raise PluginError when nothing in it is recognized."""
+    blocks = _lf_blocks(blocks)
+    events: List[Marker] = []
+    offset = 0
+    for block in blocks():  # first pass: the markers
+        text = '\n' + block
+        for start in _lines(text):
+            events.extend(_markers(text, start, offset - 1))
+        offset += len(block)
     result = RunResult()
     runs = _Runs(result, events)
     if not result.suites:
         raise PluginError(source, 'no run_test.py output found (no "Running <suite> ..." line and no summary)')
-    previous_end = 0
-    for index in range(len(events) + 1):
-        following = events[index] if index < len(events) else None
-        chunk = text[previous_end:following[0] if following else len(text)]
-        if chunk.strip():
-            runs.chunk(_owner(events[index - 1] if index else None, following), chunk)
-        if following:
-            runs.event(following[2], following[3], following[4], following[6])
-            previous_end = following[1]
+    index = 0
+    piece = _Piece(_owner(None, events[0]))
+    carry = ''
+    for block, last in _last_flagged(blocks()):  # second pass: the pieces between them
+        text = '\n' + carry + block
+        low, pending = 1, []
+        for start in _lines(text):
+            markers = _markers(text, start, 0) if index < len(events) else []
+            if not markers:
+                pending.append(start)
+                continue
+            runs.feed(piece, text, low, start, pending, True)
+            for marker in markers:
+                runs.finish(piece)
+                runs.event(marker.kind, marker.suite, marker.shard, marker.signal)
+                index += 1
+                piece = _Piece(_owner(events[index - 1], events[index] if index < len(events) else None))
+                low = marker.end
+            pending = []
+        stop = runs.feed(piece, text, low, len(text), pending, last)
+        carry = text[stop:]
+        head = _RAN_HEAD.match(carry)
+        if head:
+            carry = carry[:head.end()]  # the blank lines after it change nothing
+    runs.finish(piece)
     runs.judge()
     return result
 
 
-def parse_log_file(path: str) -> RunResult:
-    """RunResult of a run_test.py log (or an EasyBuild log holding it); PluginError for unreadable input."""
-    data = read_bytes(path)
-    if b'\0' in data[:8192]:
+def _text_blocks(text: str, size: int) -> Blocks:
+    def blocks():
+        start = 0
+        while start < len(text):
+            end = text.find('\n', start + size - 1)
+            end = len(text) if end < 0 else end + 1
+            yield text[start:end]
+            start = end
+    return blocks
+
+
+def _file_blocks(path: str, size: int) -> Blocks:
+    def blocks():
+        with os.fdopen(open_regular(path), 'rb') as handle:
+            rest: List[bytes] = []
+            while True:
+                try:
+                    data = handle.read(size)
+                except OSError as err:
+                    raise PluginError(path, f'cannot be read: {err.strerror}') from None
+                if not data:
+                    break
+                cut = data.rfind(b'\n') + 1
+                if not cut:  # a line longer than a block: kept whole (parts joined once)
+                    rest.append(data)
+                    continue
+                if rest:
+                    data = b''.join(rest + [data])
+                    cut = data.rfind(b'\n') + 1
+                # a newline ends no multi-byte sequence: blocks decode as the whole file does
+                yield str(memoryview(data)[:cut], 'utf-8', 'replace')
+                rest = [data[cut:]] if cut < len(data) else []
+            if rest:
+                yield b''.join(rest).decode('utf-8', 'replace')
+    return blocks
+
+
+def parse_log_text(text: str, source: str = 'log', block: int = BLOCK) -> RunResult:
+    """RunResult of one run_test.py console output (text); raise PluginError when nothing in it is recognized."""
+    return parse_log_blocks(_text_blocks(text, block), source)
+
+
+def parse_log_file(path: str, block: int = BLOCK) -> RunResult:
+    """RunResult of a run_test.py log (or an EasyBuild log holding it), read in blocks; PluginError for
+    unreadable input."""
+    with os.fdopen(open_regular(path), 'rb') as handle:
+        try:
+            head = handle.read(8192)
+        except OSError as err:
+            raise PluginError(path, f'cannot be read: {err.strerror}') from None
+    if b'\0' in head:
         raise PluginError(path, 'is a binary file, not a test log')
-    return parse_log_text(data.decode('utf-8', 'replace'), source=str(path))
+    return parse_log_blocks(_file_blocks(path, block), source=str(path))

@@ -15,6 +15,7 @@ those entries, so re-judging it applies the same rule.
 import json
 import math
 import os
+from typing import Optional
 
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.inputs import read_bytes
@@ -233,8 +234,9 @@ def load_saved(path: str) -> RunResult:
     return RunResult.from_dict(data)
 
 
-def load_results(paths) -> RunResult:
-    """One RunResult from any mix of run_test.py logs, XML report directories and saved JSON results."""
+def load_results(paths, parsed: Optional[dict] = None) -> RunResult:
+    """One RunResult from any mix of run_test.py logs, XML report directories and saved JSON results;
+    parsed: {log path: its RunResult} of logs a caller has already read (not read again)."""
     xml, logs, saved = RunResult(), [], []
     for path in paths:
         if os.path.isdir(path):
@@ -242,7 +244,7 @@ def load_results(paths) -> RunResult:
         elif str(path).endswith('.json'):
             saved.append(load_saved(path))
         elif os.path.lexists(path):
-            logs.append(parse_log_file(path))
+            logs.append(parsed[path] if parsed and path in parsed else parse_log_file(path))
         else:
             raise PluginError(path, 'no such file or directory')
     result = xml

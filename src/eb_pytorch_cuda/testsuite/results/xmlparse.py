@@ -81,9 +81,32 @@ _NAME_VALUE = re.compile(rb' name="([^"]*)"')  # of test cases and test suites a
 _ENTITIES = {'&quot;': '"', '&apos;': "'"}
 
 
+_DECLARED_ENCODING = re.compile(rb'^(<\?xml[^>]*?\bencoding\s*=\s*)(["\'])[^"\']*\2')
+_UTF16 = ((b'\xff\xfe', 'utf-16-le'), (b'\xfe\xff', 'utf-16-be'), (b'<\0?\0', 'utf-16-le'), (b'\0<\0?', 'utf-16-be'))
+
+
+def _as_utf8(data):
+    """data, a report in UTF-8 (a byte order mark dropped) or UTF-16 (with or without one), as UTF-8 bytes with
+    any encoding declaration saying so: the readers below work on ASCII-compatible bytes (before, a BOM or
+    UTF-16 report was refused as `root element is <?>`).  _Refused naming the encoding when it does not decode."""
+    if data.startswith(b'\xef\xbb\xbf'):
+        return data[3:]
+    if data.startswith((b'\0\0\xfe\xff', b'\xff\xfe\0\0', b'\0\0\0<', b'<\0\0\0')):
+        raise _Refused('is UTF-32, which is not read (write the report as UTF-8)')
+    for start, encoding in _UTF16:
+        if data.startswith(start):
+            try:
+                text = data.decode(encoding)
+            except UnicodeDecodeError as err:
+                raise _Refused(f'starts as {encoding.upper()} but does not decode as it ({err.reason} at byte '
+                               f'{err.start})') from None
+            return _DECLARED_ENCODING.sub(rb'\1\2UTF-8\2', text.lstrip('\ufeff').encode('utf-8'), count=1)
+    return data
+
+
 def _read(path):
     """The bytes of a well-formed report, _EMPTY for an empty or comment-only file; _Refused otherwise."""
-    data = read_bytes(path)
+    data = _as_utf8(read_bytes(path))
     if b'<test' not in data and _PROLOG_ONLY.match(data):
         return _EMPTY
     start = data.find(b'<test')

@@ -1,0 +1,122 @@
+"""The streaming log reader gives the whole-text reader's RunResult (issue 28, item 6).
+
+The reference is the reader as it was (tests/logparse_whole_text.py).  The corpus: every run_test.py log the
+tests keep (the real 2.1-line harness's in tests/data/pytorch21, the real 2.6.0 runs and the excerpts of
+tests/data/pytorch_corpus, the H200 EasyBuild logs of docs/validation, the field summaries, the strings of
+tests/pytorch_output.py), each also with CRLF line ends and cut at several points, and a log written by
+benchmarks/bench_big_log.py; read at block sizes from one character (every line its own block, so every
+multi-line summary is cut) to the default.
+"""
+
+import glob
+import importlib.util
+import os
+
+import pytest
+
+import logparse_whole_text as reference
+import pytorch_output
+from eb_pytorch_cuda.errors import PluginError
+from eb_pytorch_cuda.testsuite.results import logparse
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FILES = sorted(path for pattern in ('tests/data/**/*.log', 'tests/data/**/*.txt', 'docs/validation/**/*.log',
+                                    'docs/validation/**/*.txt')
+               for path in glob.glob(os.path.join(ROOT, pattern), recursive=True))
+BLOCKS = (1, 2, 7, 64, 1000, logparse.BLOCK)
+TEXTS = {name: value for name, value in vars(pytorch_output).items() if isinstance(value, str) and '\n' in value}
+EDGES = {  # multi-line summaries and mentions placed where blocks cut them
+    'ran-then-blank-lines': 'Running test_a 1/1 ... [\nRan 3 tests in 0.1s\n' + ' \n' * 50 + '\t\nOK\n',
+    'ran-at-the-end': 'Running test_a 1/1 ... [\nRan 3 tests in 0.1s\n\n\n',
+    'ran-then-marker': 'Running test_a 1/1 ... [\nRan 3 tests in 0.1s\n\nRunning test_b 1/1 ... [\nOK\n',
+    'assertion-list': 'Running test_a 1/1 ... [\nAssertionError: 3 unit test(s) failed:\n\tA.t1\n  A.t2\n'
+                      '  test/test_b.py::B::x\n  A.t4\nRunning test_b 1/1 ... [\n',
+    'assertion-short': 'Running test_a 1/1 ... [\nAssertionError: 5 unit test(s) failed:\n  A.t1\n',
+    'assertion-zero': 'Running test_a 1/1 ... [\nAssertionError: 0 unit test(s) failed:\n  A.t1\n',
+    'mentions': 'Running test_a 1/1 ... [\nRunning dir/test_b 1/1 ... [\nx..py:: test_a.py::A::t PASSED\n'
+                '.py:: dir/test_b.py::B::t FAILED\nnope.py::\n' + '=== 1 failed, 2 passed in 1.0s ===\n'
+                'test/test_a.py::A::t PASSED\n=== 3 passed in 1.0s ===\nFAILED test_a.py::A::t - x\n'
+                'The following tests failed consistently: [\'test/test_a.py::A::t\']\n',
+    'later-announced': 'dir/test_b.py::B::t FAILED\n=== 1 failed in 1.0s ===\nRunning dir/test_b 1/1 ... [\n',
+    'no-newline-at-end': 'Running test_a 1/1 ... [\nRan 3 tests in 0.1s\n\nOK',
+    'two-on-a-line': 'RuntimeError: test_a failed! Received signal: SIGSEGV\ntest_a failed!\n',
+    'invalid-utf8-later': 'Running test_a 1/1 ... [\n\udcff\nRan 1 test in 0.1s\nOK\n',
+}
+
+
+def _bench_log(tmp_path_factory):
+    spec = importlib.util.spec_from_file_location('bench_big_log', os.path.join(ROOT, 'benchmarks',
+                                                                                'bench_big_log.py'))
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    path = str(tmp_path_factory.mktemp('bench') / 'run.log')
+    bench.generate(path, 1, 300)
+    return path
+
+
+def _outcome(parse, *args, **kwargs):
+    """(suite order, the result as a dict) or the error's message."""
+    try:
+        result = parse(*args, **kwargs)
+    except PluginError as err:
+        return str(err)
+    return list(result.suites), result.to_dict()
+
+
+def _variants(text):
+    """(text, the text the whole-text reader must read as the same): text itself, with CRLF line ends (read as
+    LF since issue 28 item 7), and cut at a quarter, a half and three quarters."""
+    yield text, text
+    yield text.replace('\n', '\r\n'), text.replace('\r\n', '\n')
+    for part in (4, 2, 4 / 3):
+        yield text[:int(len(text) / part)], text[:int(len(text) / part)].replace('\r\n', '\n')
+
+
+def test_the_corpus_is_there():
+    names = {os.path.relpath(path, ROOT) for path in FILES}
+    assert {'tests/data/pytorch21/plain.log', 'tests/data/pytorch_corpus/logs/real-run_test-2.6.0-plain.log',
+            'tests/data/pytorch_corpus/real-2.6.0-ci/run_test.log',
+            'docs/validation/h200-2026-12-01-eb/unpatched/output-unpatched.log'} <= names
+    assert len(FILES) >= 30 and len(TEXTS) >= 7
+
+
+@pytest.mark.parametrize('path', FILES, ids=lambda path: os.path.relpath(path, ROOT))
+def test_every_kept_log_file_reads_the_same(path):
+    with open(path, 'rb') as handle:
+        data = handle.read()
+    lf = data.replace(b'\r\n', b'\n') if b'\0' not in data[:8192] else None
+    expected = _outcome(reference.parse_log_file, path) if lf is None else \
+        _outcome(reference.parse_log_text, lf.decode('utf-8', 'replace'), source=path)
+    for block in BLOCKS:
+        assert _outcome(logparse.parse_log_file, path, block=block) == expected, block
+    with open(path, 'rb') as handle:
+        text = handle.read().decode('utf-8', 'replace')
+    for variant, same in _variants(text):
+        expected = _outcome(reference.parse_log_text, same)
+        for block in BLOCKS[1:]:
+            assert _outcome(logparse.parse_log_text, variant, block=block) == expected, block
+
+
+@pytest.mark.parametrize('name', sorted(TEXTS) + sorted(EDGES))
+def test_every_kept_log_text_reads_the_same(name):
+    for variant, same in _variants(TEXTS.get(name) or EDGES[name]):
+        expected = _outcome(reference.parse_log_text, same)
+        for block in BLOCKS:
+            assert _outcome(logparse.parse_log_text, variant, block=block) == expected, (block, variant)
+
+
+def test_a_benchmark_log_reads_the_same(tmp_path_factory):
+    path = _bench_log(tmp_path_factory)
+    expected = _outcome(reference.parse_log_file, path)
+    assert isinstance(expected, tuple) and len(expected[0]) > 10
+    for block in (100, 4096, logparse.BLOCK):
+        assert _outcome(logparse.parse_log_file, path, block=block) == expected
+
+
+def test_a_crlf_log_of_a_passing_run_passes(tmp_path):
+    from eb_pytorch_cuda.testsuite.results.model import SUITE_PASSED
+    path = tmp_path / 'crlf.log'
+    path.write_bytes(pytorch_output.PASSING_UNITTEST.replace('\n', '\r\n').encode())
+    result = logparse.parse_log_file(str(path))
+    assert [suite.status for suite in result.suites.values()] == [SUITE_PASSED]
+    assert reference.parse_log_file(str(path)).suites['test_autograd'].status != SUITE_PASSED  # was: no summary
