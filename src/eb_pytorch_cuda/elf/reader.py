@@ -214,8 +214,8 @@ def _check_sections_agree(path, stream, order, is64, shoff, shentsize, shnum, si
                                     f'{shnum}')
         _name, _kind, _flags, address, file_offset, _size, _link = sections[index]
         if file_offset != offset or address != strtab:
-            raise PluginError(path, f"has section headers that disagree with its dynamic section: .dynstr "
-                                    f"(section {index}) at file offset {file_offset:#x} (address {address:#x}), "
+            raise PluginError(path, f"has section headers that disagree with its dynamic section: .dynstr at file "
+                                    f"offset {file_offset:#x} (address {address:#x}; section {index}), "
                                     f"DT_STRTAB at file offset {offset:#x} (address {strtab:#x}); the loader reads "
                                     f"DT_STRTAB, patchelf and symbol readers the section: refused as corrupt")
 
