@@ -1,5 +1,23 @@
-"""PyTorch test-suite results: one model, parsers for run_test.py output and XML reports, a failure policy, reports.
+"""The test step of a PyTorch build, EasyBuild-free: run PyTorch's own suites, judge them, report.
 
 Judging a ten-hour test run must be exact and explainable: every suite, every failed test, every
-crash is kept in the model, and the policy names why each failure is tolerated or not.
+crash is kept in the model, and the policy names why each failure is tolerated or not.  The package
+is four layers and a service; each imports only the layers below it (setup.cfg's import contracts,
+checked in CI):
+
+    service          the one test step the easyblock and `eb-pytorch-cuda test-suite` call: where the
+                     policy applies, run and judge, the kept result, the reports, the cleanup
+    spread/          one build's suites over N Slurm jobs: workqueue (the shared-directory queue),
+                     slurm (sbatch, squeue, scancel), worker (what each job runs), controller
+    run/             running suites here: command (the runtest line, no shell), harness (run_test.py's
+                     serial lists and switches), discovery + selection_probe (the selection asked of
+                     the harness itself), batches (run_test.py calls), solo (a suite alone), store (the
+                     results of one build, resumable), gpus, reruns (one failed test alone)
+    policy/          judging (scopes, known failures, the verdict), settings (the test parameters, one
+                     list), suggest (policy entries from failed runs), report (JSON, text, Markdown)
+    results/         model, grammar (run_test.py's marker lines), logparse (console logs, streamed),
+                     xmlparse (JUnit XML), splitting (a batch's output per suite), outcome (one suite's
+                     result from its log and XML), saved (results JSON: load, validate, merge)
+
+Every process the step starts goes through eb_pytorch_cuda.process (own group, dies with us).
 """
