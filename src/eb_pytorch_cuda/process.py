@@ -24,6 +24,7 @@ a `test-suite` or `eb` that is told to stop leaves nothing running when it exits
 """
 
 import contextlib
+import inspect
 import os
 import signal
 import subprocess
@@ -35,6 +36,25 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence
 GRACE_SECONDS = 10  # between SIGTERM and SIGKILL of a group: run_test.py's pool needs a few seconds to stop
 TERMINATING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
+
+# the one scan of a group in /proc: used here, and its source is compiled into the supervisor program (which
+# must stand alone: python -I -S -c), so both sides agree on what "still running" means
+def group_members(pgid: int) -> List[int]:
+    """Processes of group pgid that still run (a zombie has ended: only its exit status is left)."""
+    found = []
+    for name in os.listdir('/proc'):
+        if name.isdigit():
+            try:
+                with open('/proc/' + name + '/stat', 'rb') as handle:
+                    stat = handle.read()
+            except OSError:
+                continue
+            fields = stat[stat.rindex(b')') + 2:].split()
+            if int(fields[2]) == pgid and fields[0] != b'Z':
+                found.append(int(name))
+    return found
+
+
 _SUPERVISOR = r'''
 import ctypes, os, resource, signal, sys, time
 ctypes.CDLL(None).prctl(1, int(signal.SIGTERM), 0, 0, 0)  # PR_SET_PDEATHSIG
@@ -44,18 +64,7 @@ grace, me = float(sys.argv[2]), os.getpid()
 STOPPING = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 def members():
-    found = []
-    for name in os.listdir('/proc'):
-        if name.isdigit() and int(name) != me:
-            try:
-                with open('/proc/' + name + '/stat', 'rb') as handle:
-                    stat = handle.read()
-            except OSError:
-                continue
-            fields = stat[stat.rindex(b')') + 2:].split()
-            if int(fields[2]) == me and fields[0] != b'Z':
-                found.append(int(name))
-    return found
+    return [pid for pid in group_members(me) if pid != me]
 
 def signal_members(signum):
     for pid in members():
@@ -125,6 +134,8 @@ stop_group()  # what the command left running in its group (pool workers, resour
 end_like(status)
 '''
 
+_SUPERVISOR = inspect.getsource(group_members).replace(' -> List[int]', '').replace(': int', '') + _SUPERVISOR
+
 _live: set = set()
 _live_lock = threading.Lock()
 
@@ -189,25 +200,9 @@ class Child:
         self._forget()
 
 
-def _group_members(pgid: int) -> List[int]:
-    """Processes of group pgid that still run (a zombie has ended: only its exit status is left)."""
-    found = []
-    for name in os.listdir('/proc'):
-        if name.isdigit():
-            try:
-                with open(f'/proc/{name}/stat', 'rb') as handle:
-                    stat = handle.read()
-            except OSError:
-                continue
-            fields = stat[stat.rindex(b')') + 2:].split()
-            if int(fields[2]) == pgid and fields[0] != b'Z':
-                found.append(int(name))
-    return found
-
-
 def _group_ends(pgid: int, seconds: float) -> bool:
     deadline = time.monotonic() + seconds
-    while _group_members(pgid):
+    while group_members(pgid):
         if time.monotonic() >= deadline:
             return False
         time.sleep(0.05)
