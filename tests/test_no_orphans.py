@@ -108,3 +108,38 @@ def test_killed_during_an_isolated_rerun(tmp_path, signum):
     cli.send_signal(signum)
     assert cli.wait(timeout=60) == _killed_by(signum)
     assert none_left(run + rerun, process.GRACE_SECONDS + 5)
+
+
+def _children(pid):
+    """Pids whose parent is pid (from /proc)."""
+    found = []
+    for name in os.listdir('/proc'):
+        if name.isdigit():
+            try:
+                with open(f'/proc/{name}/stat') as handle:
+                    if int(handle.read().rsplit(')', 1)[1].split()[1]) == pid:
+                        found.append(int(name))
+            except (OSError, ValueError):
+                continue
+    return found
+
+
+def test_what_a_killed_run_left_running_is_stopped_before_the_next_run_starts_a_suite(tmp_path):
+    """The supervisor itself killed too (the OOM killer, `kill -9` of everything): only the next run on the same
+    results can stop what is left, and it does so before it runs anything."""
+    source = _tree(tmp_path, {'test_hangs': 'hang'})
+    cli = _start(tmp_path, source, '--timeout', '600')
+    pids = _wait_for(tmp_path, 'test_hangs.0')
+    for supervisor in _children(cli.pid):
+        os.kill(supervisor, signal.SIGKILL)  # first, so no parent-death signal can reach a living supervisor
+    cli.kill()
+    cli.wait()
+    time.sleep(1)
+    assert all(running(pid) for pid in pids)  # orphans now: nothing of ours is left to stop them
+    again = _start(tmp_path, source, '--timeout', '600')
+    try:
+        assert none_left(pids, process.GRACE_SECONDS + 30)
+        assert _wait_for(tmp_path, 'test_hangs.1')  # and then it ran the suite again
+    finally:
+        again.send_signal(signal.SIGTERM)
+        again.wait(timeout=60)

@@ -138,6 +138,72 @@ _SUPERVISOR = inspect.getsource(group_members).replace(' -> List[int]', '').repl
 
 _live: set = set()
 _live_lock = threading.Lock()
+_registry: List[str] = []  # the file each started group is recorded in (recorded_in), if any
+
+
+def _start_time(pid: int) -> Optional[int]:
+    """The process's start time in clock ticks since boot (/proc/PID/stat field 22), None when it is gone."""
+    try:
+        with open(f'/proc/{pid}/stat', 'rb') as handle:
+            stat = handle.read()
+    except OSError:
+        return None
+    return int(stat[stat.rindex(b')') + 2:].split()[19])
+
+
+def _record(pgid: int) -> None:
+    if _registry:
+        line = f'{pgid} {_start_time(pgid)}\n'.encode()
+        fd = os.open(_registry[-1], os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            os.write(fd, line)  # one write of one short line: whole or absent
+        finally:
+            os.close(fd)
+
+
+def stop_leftovers(registry: str) -> List[int]:
+    """Stop what a previous, killed run recorded in registry and left running; return the groups stopped.
+
+    The supervisors normally stop their groups when we die; only a kill of the supervisor itself too (the
+    OOM killer, `kill -9` of every process) leaves a group running, writing files a resumed run would read.
+    A recorded group is ours while its leader is the recorded process (same start time) or gone with
+    members left: Linux never reuses a pid that is still some live process's group id."""
+    try:
+        with open(registry, 'rb') as handle:
+            lines = handle.read().decode('ascii', 'replace').splitlines()
+    except FileNotFoundError:
+        return []
+    stopped = []
+    for line in lines:
+        fields = line.split()
+        if len(fields) != 2 or not fields[0].isdigit():
+            continue  # a line cut short by a kill: the run that wrote it recorded nothing more
+        pgid, started = int(fields[0]), fields[1]
+        leader = _start_time(pgid)
+        if leader is not None and str(leader) != started:
+            continue  # the pid was reused by an unrelated process after the whole group had gone
+        if not group_members(pgid):
+            continue
+        for signum, grace in ((signal.SIGTERM, GRACE_SECONDS), (signal.SIGKILL, 30)):
+            try:
+                os.killpg(pgid, signum)
+            except ProcessLookupError:
+                break
+            if _group_ends(pgid, grace):
+                break
+        stopped.append(pgid)
+    os.unlink(registry)
+    return stopped
+
+
+@contextlib.contextmanager
+def recorded_in(registry: str) -> Iterator[None]:
+    """While the block runs, every started group is recorded in registry (for stop_leftovers)."""
+    _registry.append(registry)
+    try:
+        yield
+    finally:
+        _registry.remove(registry)
 
 
 class Child:
@@ -149,6 +215,7 @@ class Child:
         self.popen = subprocess.Popen(wrapped, start_new_session=True, **popen_options)
         with _live_lock:
             _live.add(self)
+        _record(self.popen.pid)
 
     @property
     def pid(self) -> int:

@@ -71,8 +71,12 @@ def run_suites(command, env, store, output_dir, python, timeouts, parallel=1, re
     with store.exclusive(), process.terminating_signals_stop_children():
         if store.notice is None:
             store.notice = progress  # each store line set aside is said once, naming the file and the line
-        return _run_suites(command, env, store, output_dir, python, timeouts, parallel, reruns, progress,
-                           batch_size, jobs, previous_results, tested_installation)
+        registry = store.path + '.children'  # the groups this run starts, for the next run to stop if it must
+        for group in process.stop_leftovers(registry):
+            progress(f'stopped process group {group}, left running by a killed previous run on {store.path}')
+        with process.recorded_in(registry):
+            return _run_suites(command, env, store, output_dir, python, timeouts, parallel, reruns, progress,
+                               batch_size, jobs, previous_results, tested_installation)
 
 
 def _run_suites(command, env, store, output_dir, python, timeouts, parallel, reruns, progress, batch_size, jobs,

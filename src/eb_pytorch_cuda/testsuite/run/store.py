@@ -148,7 +148,7 @@ class ResultStore:
         return RunResult.from_dict(data) if data.get('fingerprint') == self.fingerprint else None
 
     def remove(self):
-        for path in (self.path, self.final_path):
+        for path in (self.path, self.final_path, self.path + '.children'):
             if os.path.exists(path):
                 os.unlink(path)
         for kept in (self.cache_dir, self.cache_dir + '.partial'):
