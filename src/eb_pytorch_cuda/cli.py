@@ -9,6 +9,7 @@ import argparse
 import os
 import signal
 import sys
+from typing import Optional, Sequence
 
 from eb_pytorch_cuda import __version__
 from eb_pytorch_cuda.cudnn import CATALOG, DEFAULT_NEEDED, ENV_VARIABLE
@@ -18,7 +19,7 @@ from eb_pytorch_cuda.testsuite.policy.settings import TIMEOUT_RULE
 PROG = 'eb-pytorch-cuda'
 
 
-def cmd_add_needed(args):
+def cmd_add_needed(args: argparse.Namespace) -> int:
     from eb_pytorch_cuda.patch.needed import add_needed  # imported where used: doctor starts faster without it
     result = add_needed(args.library, args.sonames, force=args.force, break_hardlinks=args.break_hardlinks,
                         allow_setid=args.allow_setid)
@@ -31,7 +32,7 @@ def cmd_add_needed(args):
     return 0
 
 
-def cmd_check_needed(args):
+def cmd_check_needed(args: argparse.Namespace) -> int:
     from eb_pytorch_cuda.patch.needed import check_needed, check_problems
     checks, report = check_needed(args.library, args.sonames, expect_dir=args.expect_dir, load=args.load,
                                   preload=args.preload or ())
@@ -49,7 +50,7 @@ def cmd_check_needed(args):
     return 1 if problems else 0
 
 
-def cmd_cudnn_catalog(args):
+def cmd_cudnn_catalog(args: argparse.Namespace) -> int:
     from eb_pytorch_cuda.cudnn import runpath_note, verified_with
     for major in sorted(CATALOG):
         defaults = set(DEFAULT_NEEDED.get(major, ()))
@@ -63,7 +64,7 @@ def cmd_cudnn_catalog(args):
     return 0
 
 
-def cmd_report(args):
+def cmd_report(args: argparse.Namespace) -> int:
     from eb_pytorch_cuda.eb import ecpolicy
     from eb_pytorch_cuda.testsuite.policy.judging import detect_context, judge
     from eb_pytorch_cuda.testsuite.policy.report import to_json, to_markdown, to_text
@@ -113,7 +114,7 @@ def _suggest_policy(args, values, capabilities):
     return suggest.render(runs, merged, outcome), suggest.to_data(runs, merged, outcome), runs
 
 
-def cmd_test_suite(args):
+def cmd_test_suite(args: argparse.Namespace) -> int:
     """Run a PyTorch source tree's test suites against an installed torch, judge and report them."""
     import dataclasses
     from eb_pytorch_cuda.eb import ecpolicy
@@ -153,7 +154,7 @@ def cmd_test_suite(args):
     return 0 if outcome.verdict.passed else 1
 
 
-def cmd_config(args):
+def cmd_config(args: argparse.Namespace) -> int:
     from eb_pytorch_cuda.eb import config
     if args.entrypoints:
         text = config.entrypoints_environment_text() if args.env else config.entrypoints_config_text()
@@ -163,12 +164,12 @@ def cmd_config(args):
     return 0
 
 
-def cmd_demo(args):
+def cmd_demo(args: argparse.Namespace) -> int:
     from eb_pytorch_cuda.eb.demo import run_demo
     return run_demo(args.workdir, args.entrypoints, args.site_hooks)
 
 
-def cmd_doctor(args):
+def cmd_doctor(args: argparse.Namespace) -> int:
     from eb_pytorch_cuda.loader.doctor import blocking, diagnose, to_json, to_text
     from eb_pytorch_cuda.loader.execstack import target_glibc
     executable = None if args.executable in (None, 'none') else os.path.realpath(args.executable)
@@ -185,7 +186,7 @@ def cmd_doctor(args):
     return 1 if blocking(findings) else 0
 
 
-def build_parser():
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
     parser.add_argument('--version', action='version', version=f'{PROG} {__version__}')
     sub = parser.add_subparsers(dest='command', required=True)
@@ -298,7 +299,7 @@ def _raise_terminated(signum, frame):
     raise Terminated(signum)
 
 
-def main(argv=None) -> int:
+def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     # SIGTERM/SIGHUP become an exception, like SIGINT's KeyboardInterrupt, so every cleanup (the
     # add-needed temporary file above all) runs before the one-line message and exit 128+N

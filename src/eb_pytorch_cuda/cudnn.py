@@ -12,6 +12,7 @@ import json
 import os
 import re
 from dataclasses import dataclass
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 _DATA_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'cudnn_catalog.json')
 
@@ -61,22 +62,22 @@ FIELD_ORDERS = tuple(FieldOrder(o['caller'], tuple(o['opens']), o['failure'], o[
                      for facts in _MAJORS.values() for o in facts.get('field_orders', ()))
 
 
-def verified_with(major):
+def verified_with(major: int) -> str:
     """Which real cuDNN/PyTorch the default NEEDED entries of that major version were verified with."""
     return _MAJORS.get(major, {}).get('verified_with', '')
 
 
-def runpath_note(major):
+def runpath_note(major: int) -> str:
     """For which cuDNN layouts of that major version the NEEDED entries are a fix, and where a precaution."""
     return _MAJORS.get(major, {}).get('runpath', '')
 
 
-def version_checks(major):
+def version_checks(major: int) -> Dict[str, str]:
     """{sub-library soname: the libcudnn.so.N entry point whose call makes cuDNN dlopen() it} (cuDNN 8)."""
     return dict(_MAJORS.get(major, {}).get('version_checks', {}))
 
 
-def cuda_soname(name, cuda_major):
+def cuda_soname(name: str, cuda_major: Optional[int]) -> Optional[str]:
     """The soname cuDNN asks dlopen() for when its .rodata names a CUDA library: 'libnvrtc.so' with CUDA 13 is
     'libnvrtc.so.13'; a versioned name stays as it is; None for an unversioned one whose CUDA major is unknown."""
     if name not in CUDA_LIBRARIES:
@@ -88,7 +89,7 @@ _VERSION_IN_NAME = re.compile(r'\.so\.(\d+\.\d+\.\d+)$')
 _DIST_INFO = re.compile(r'^nvidia_cudnn_cu\d+-(\d+\.\d+\.\d+)[\d.]*\.dist-info$')
 
 
-def file_version(path):
+def file_version(path: str) -> Optional[str]:
     """The cuDNN version ('9.19.0') of the file at path: from the name it resolves to (libX.so.9.19.0, as
     NVIDIA's tarballs and Debian's packages install it), else from the pip wheel's dist-info directory in the
     site-packages above it (nvidia_cudnn_cu13-9.24.0.43.dist-info; the wheel's files are named libX.so.9 only);
@@ -109,12 +110,12 @@ def file_version(path):
     return None
 
 
-def probes_versions(major):
+def probes_versions(major: int) -> bool:
     """True when cuDNN of that major version dlopen()s libX.so.M.m.p, libX.so.M.m, libX.so.M, libX.so in turn."""
     return bool(_MAJORS.get(major, {}).get('probe_versions'))
 
 
-def probe_names(soname, version=None):
+def probe_names(soname: str, version: Optional[str] = None) -> List[str]:
     """The names cuDNN asks dlopen() for, in its order, to open the sub-library `soname` (libX.so.M).
 
     cuDNN 9 tries the full version first (version: '9.19.0' from libcudnn.so.9.19.0), then shorter ones,
@@ -134,12 +135,12 @@ def probe_names(soname, version=None):
 _MAIN_SONAME = re.compile(r'^libcudnn\.so\.(\d+)$')
 
 
-def is_cudnn(soname):
+def is_cudnn(soname: Optional[str]) -> bool:
     """True for a cuDNN library (libcudnn.so.N or a sub-library): NVIDIA's binary, never to be patched."""
     return bool(re.match(r'^libcudnn(_\w+)?\.so', soname or ''))
 
 
-def cudnn_major(needed):
+def cudnn_major(needed: Iterable[str]) -> Optional[int]:
     """The cuDNN major version a library links against, from its NEEDED libcudnn.so.N; None if none."""
     for soname in needed:
         match = _MAIN_SONAME.match(soname)
@@ -148,12 +149,13 @@ def cudnn_major(needed):
     return None
 
 
-def parse_soname_list(value):
+def parse_soname_list(value: Optional[str]) -> List[str]:
     """Split a site setting ('a.so.9,b.so.9' or 'a.so.9 b.so.9') into sonames."""
     return [item for item in re.split(r'[\s,]+', value or '') if item]
 
 
-def requested_sonames(major, easyconfig_value=None, site_value=None, environ=None):
+def requested_sonames(major: Optional[int], easyconfig_value: Any = None, site_value: Any = None,
+                      environ: Optional[Mapping[str, str]] = None) -> List[str]:
     """The sonames asked for, before filtering: easyconfig parameter, else environment, else site, else default.
 
     Each source may be a list of sonames or a {major: list} dict, so one setting can cover cuDNN 8 and 9;
@@ -176,13 +178,13 @@ def requested_sonames(major, easyconfig_value=None, site_value=None, environ=Non
     return list(DEFAULT_NEEDED.get(major, ()))
 
 
-def unknown_sonames(major, sonames):
+def unknown_sonames(major: int, sonames: Iterable[str]) -> List[str]:
     """Sonames outside the catalog of that major version (allowed, but worth a warning)."""
     known = set(CATALOG.get(major, ()))
     return [s for s in sonames if s not in known]
 
 
-def filter_present(sonames, cudnn_dirs):
+def filter_present(sonames: Iterable[str], cudnn_dirs: Sequence[str]) -> Tuple[List[str], List[str]]:
     """Split sonames into (present, absent) by whether a file of that name exists in any cudnn_dirs."""
     present: list = []
     absent: list = []

@@ -9,6 +9,7 @@ the object's own statement of its dlopen() targets, better than guessing from .r
 
 import json
 import struct
+from typing import Any, Dict, List
 
 from eb_pytorch_cuda.elf.symbols import ElfSymbols
 from eb_pytorch_cuda.errors import PluginError
@@ -17,7 +18,7 @@ SHT_NOTE = 7
 NT_FDO_DLOPEN_METADATA = 0x407c0c0a
 
 
-def dlopen_note_entries(path: str) -> list:
+def dlopen_note_entries(path: str) -> List[Dict[str, Any]]:
     """The JSON entries of every FDO dlopen note of the file at path ([] when it has none)."""
     elf = ElfSymbols(path)
     try:
@@ -46,7 +47,7 @@ def dlopen_note_entries(path: str) -> list:
         elf.close()
 
 
-def dlopen_note_sonames(path: str) -> list:
+def dlopen_note_sonames(path: str) -> List[str]:
     """Sonames named by the object's .note.dlopen notes, in the order given (their dlopen() preference)."""
     names = []
     for entry in dlopen_note_entries(path):

@@ -48,10 +48,10 @@ import shlex
 import stat
 from dataclasses import asdict, dataclass, field
 
-from typing import Optional
+from typing import Callable, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from eb_pytorch_cuda import cudnn
-from eb_pytorch_cuda.elf.reader import read_elf
+from eb_pytorch_cuda.elf.reader import ElfInfo, read_elf
 from eb_pytorch_cuda.elf.symbols import ElfSymbols, SymbolTable
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.inputs import require_regular
@@ -108,13 +108,13 @@ class Finding:
 
 @dataclass
 class Loaded:
-    info: object
+    info: ElfInfo
     path: str
     chain: list  # objects that loaded it as NEEDED, nearest first ([] when loaded by dlopen())
     how: str  # 'root', 'needed by X', 'dlopen() by X'
     optional: bool = False  # loaded by dlopen() (or under such an object): its failure is the opener's to handle
     broken: bool = False  # a NEEDED entry of it does not resolve
-    parent: object = None  # the Loaded entry that needed or dlopen()ed it
+    parent: Optional['Loaded'] = None  # the Loaded entry that needed or dlopen()ed it
     transaction: int = 0  # 0: loaded at start-up; n: by the n-th simulated dlopen()
     context: bool = False  # found through ld.so.cache/system directories (or loaded by such an object)
 
@@ -130,7 +130,9 @@ def _full_version(info):
     return match.group(1) if match else None
 
 
-def dlopen_requests(info, names_of, notes_of=lambda path: (), cuda_major=None):
+def dlopen_requests(info: ElfInfo, names_of: Callable[[str], Iterable[str]],
+                    notes_of: Callable[[str], Iterable[str]] = lambda path: (),
+                    cuda_major: Optional[int] = None) -> List[Tuple[str, List[str]]]:
     """What an object may ask dlopen() for: [(soname, [names asked for, in order])].
 
     Sources: the object's .note.dlopen metadata, the cuDNN catalog's verified edges (to its sub-libraries
@@ -183,7 +185,7 @@ class Process:
     def _key(self, path):
         return _realpath(path)
 
-    def cuda_major(self):
+    def cuda_major(self) -> Optional[int]:
         """The CUDA major version of the process: from the libcudart.so.N (else libcublas.so.N) it loaded."""
         for stem in ('libcudart.so.', 'libcublas.so.'):
             for soname in self.by_soname:
@@ -191,7 +193,7 @@ class Process:
                     return int(soname[len(stem):])
         return None
 
-    def audited_entry(self, entry):
+    def audited_entry(self, entry: Loaded) -> bool:
         """True for an object that is audited: under the paths given, or a cuDNN library the installation's
         own RPATH/RUNPATH reaches (cuDNN is what this tool exists for, and is often a prefix of its own).
         Everything else is context: loaded and able to cause a finding (a system cuDNN that shadows the
@@ -201,7 +203,7 @@ class Process:
         name = entry.info.soname or os.path.basename(entry.path)
         return not entry.context and cudnn.is_cudnn(name)
 
-    def inside(self, path):
+    def inside(self, path: str) -> bool:
         """True for an object under the paths being audited (everything else is context)."""
         if not self.audited:
             return True
@@ -294,7 +296,7 @@ class Process:
             tried += [d for d in result.tried if d not in tried]
         return 'missing', tried
 
-    def simulate_dlopens(self):
+    def simulate_dlopens(self) -> None:
         """Follow dlopen() targets of every audited loaded object until nothing new loads."""
         index = 0
         while index < len(self.objects):
@@ -392,7 +394,7 @@ class Process:
             finding.details['field_order'] = {'caller': order.caller, 'opens': list(order.opens),
                                               'missing': hit[1], 'evidence': order.evidence}
 
-    def check_execstack(self, target):
+    def check_execstack(self, target: execstack.TargetGlibc) -> None:
         """Objects loaded by dlopen() (not the program's own start-up closure) that ask for an executable stack:
         glibc >= 2.41 refuses to load them, and with them the whole dlopen() of the root.  Context objects (outside
         the paths given) count too: their refusal fails the root's load as much as an audited object's.  A program
@@ -549,7 +551,7 @@ class Process:
             entry = entry.parent
         return None
 
-    def check_symbols(self):
+    def check_symbols(self) -> None:
         """Undefined non-weak symbols of every audited loaded object that nothing in the process defines.
 
         Without a named executable, a symbol nothing defines, that carries no version and matches no
@@ -559,7 +561,7 @@ class Process:
         every_name = set().union(*(table.defined for _, table in tables))
         by_library = {id(entry): table for entry, table in tables}
 
-        def provided(name, version, library):
+        def provided(name: bytes, version: str, library: str) -> bool:
             if name not in every_name:
                 return False
             if not (version and library):
@@ -599,7 +601,7 @@ class Process:
         return None
 
 
-def first_failure(opens, hazards):
+def first_failure(opens: Iterable[str], hazards: Mapping[str, Sequence[str]]) -> Optional[Tuple[str, str]]:
     """(library, the NEEDED it cannot open) for the first load that fails when a caller opens `opens` in turn,
     given the order hazards {soname: NEEDED sonames only an earlier dlopen() can provide}; None if all load.
     Opening a library loads its NEEDED closure too (glibc names the first missing entry in NEEDED order)."""
@@ -649,13 +651,13 @@ class SymbolCache:
                 elf.close()
         return store[key]
 
-    def symbols(self, path):
+    def symbols(self, path: str) -> SymbolTable:
         return self._cached(self._symbols, path, ElfSymbols.symbols)
 
-    def names(self, path):
+    def names(self, path: str) -> Set[str]:
         return self._cached(self._names, path, ElfSymbols.rodata_sonames)
 
-    def notes(self, path):
+    def notes(self, path: str) -> List[str]:
         key = _realpath(path)
         if key not in self._notes:
             try:
@@ -675,7 +677,7 @@ def _regular(path):
         return False
 
 
-def collect_objects(paths, skipped=None, read=True):
+def collect_objects(paths: Iterable[str], skipped: Optional[List[str]] = None, read: bool = True) -> List[ElfInfo]:
     """ElfInfo of every shared object under the given prefixes/directories/files, each file once
     (libfoo.so -> libfoo.so.1 symlinks are one object).  Entries named like libraries that are not regular
     files (FIFOs, sockets, devices, dangling links) are not opened; they are appended to `skipped`."""
@@ -711,7 +713,7 @@ def collect_objects(paths, skipped=None, read=True):
     return found
 
 
-def roots_of(objects, start=None):
+def roots_of(objects: List[ElfInfo], start: Optional[str] = None) -> List[ElfInfo]:
     """The objects to load as roots: --from LIB; else the Python extension modules (what `import` loads);
     else those no other object of the set needs."""
     if start:
@@ -725,7 +727,9 @@ def roots_of(objects, start=None):
     return roots or objects
 
 
-def diagnose(paths, start=None, executable=None, resolver=None, glibc=None, hint_dirs=()):
+def diagnose(paths: Sequence[str], start: Optional[str] = None, executable: Optional[str] = None,
+             resolver: Optional[Resolver] = None, glibc: Optional[execstack.TargetGlibc] = None,
+             hint_dirs: Sequence[str] = ()) -> Tuple[List[Finding], int]:
     """All findings for the given paths; one simulated process per root.  glibc: the TargetGlibc executable
     stacks are judged for (default: execstack.target_glibc(), this machine's).  hint_dirs: directories where
     a library may exist without being found (the caller's LD_LIBRARY_PATH, which the simulated process has not)."""
@@ -762,12 +766,12 @@ def diagnose(paths, start=None, executable=None, resolver=None, glibc=None, hint
     return findings, len(loaded) if start else len(objects)
 
 
-def blocking(findings) -> bool:
+def blocking(findings: Iterable[Finding]) -> bool:
     """True when a finding means a load fails or loads the wrong copy (the command then exits 1)."""
     return any(f.severity in BLOCKING for f in findings)
 
 
-def fix_commands(findings, blocking_only=True) -> list:
+def fix_commands(findings: Sequence[Finding], blocking_only: bool = True) -> List[str]:
     """One `eb-pytorch-cuda add-needed LIB SONAME...` per library to patch, without sonames that another
     added soname already pulls in as its NEEDED entry (cnn_train brings ops_infer, ops_train, cnn_infer).
     blocking_only: the fixes of what fails or loads the wrong copy; False: those of the order hazards no
@@ -793,7 +797,7 @@ def fix_commands(findings, blocking_only=True) -> list:
         if keep:
             commands.append(f"eb-pytorch-cuda add-needed {shlex.quote(library)} {' '.join(map(shlex.quote, keep))}")
     others = [f for f in findings if f.command and (f.severity in BLOCKING) == blocking_only]
-    commands += list(dict.fromkeys(f.command for f in others))
+    commands += list(dict.fromkeys(f.command for f in others if f.command))  # (all have one: for mypy)
     if blocking_only and any(f.kind == 'execstack' for f in others):
         commands.append(f'or, instead of clearing the flags: export {execstack.TUNABLE}')
     return commands
@@ -806,7 +810,7 @@ def _count(findings):
     return ', '.join(f'{n} {label}' for label, n in counts if n)
 
 
-def to_text(findings, count, glibc=None):
+def to_text(findings: Sequence[Finding], count: int, glibc: Optional[execstack.TargetGlibc] = None) -> str:
     """Findings grouped by root, most severe first, then the commands that fix what fails (and, apart, those
     that also close the orders no known caller uses).  glibc: the TargetGlibc judged for (named in the header)."""
     real = [f for f in findings if f.severity != 'info']
@@ -830,7 +834,7 @@ def to_text(findings, count, glibc=None):
     return '\n'.join(lines)
 
 
-def to_json(findings, count, glibc=None):
+def to_json(findings: Sequence[Finding], count: int, glibc: Optional[execstack.TargetGlibc] = None) -> str:
     return json.dumps({'objects': count, 'blocking': blocking(findings), 'fix': fix_commands(findings),
                        'fix_order_only': fix_commands(findings, blocking_only=False),
                        'glibc': {'version': '.'.join(map(str, glibc.version)), 'source': glibc.source}

@@ -17,9 +17,12 @@ loader's version string), else this machine's, and says which.
 import os
 import re
 from dataclasses import dataclass
-from typing import Optional, Tuple
+from typing import TYPE_CHECKING, Optional, Tuple
 
 from eb_pytorch_cuda.errors import PluginError
+
+if TYPE_CHECKING:  # read_elf is imported where used (interpreter_of)
+    from eb_pytorch_cuda.elf.reader import ElfInfo
 
 PF_X = 1
 REFUSED_FROM = (2, 41)  # the first glibc whose dlopen() refuses an object that asks for an executable stack
@@ -47,7 +50,7 @@ class TargetGlibc:
         return self.version >= REFUSED_FROM
 
 
-def parse_version(text) -> Tuple[int, int]:
+def parse_version(text: Optional[str]) -> Tuple[int, int]:
     """'2.41' -> (2, 41); anything else is a one-line error (exit 2)."""
     match = _VERSION.match(text or '')
     if not match:
@@ -55,14 +58,14 @@ def parse_version(text) -> Tuple[int, int]:
     return int(match.group(1)), int(match.group(2))
 
 
-def needs_execstack(info) -> bool:
+def needs_execstack(info: 'ElfInfo') -> bool:
     """True when the object asks for an executable stack: PT_GNU_STACK with PF_X, or none on x86."""
     if info.stack_flags is None:
         return info.machine in _EXECUTABLE_BY_DEFAULT
     return bool(info.stack_flags & PF_X)
 
 
-def loader_version(path) -> Optional[Tuple[int, int]]:
+def loader_version(path: str) -> Optional[Tuple[int, int]]:
     """The glibc version of a dynamic loader file, from its 'stable release version 2.41.' string."""
     try:
         with open(path, 'rb') as handle:
@@ -72,7 +75,7 @@ def loader_version(path) -> Optional[Tuple[int, int]]:
     return (int(match.group(1)), int(match.group(2))) if match else None
 
 
-def interpreter_of(executable) -> Optional[str]:
+def interpreter_of(executable: str) -> Optional[str]:
     """PT_INTERP of an executable (its dynamic loader), or None."""
     from eb_pytorch_cuda.elf.reader import read_elf
     try:
@@ -91,7 +94,7 @@ def host_version() -> Optional[Tuple[int, int]]:
     return (int(match.group(1)), int(match.group(2))) if match else None
 
 
-def target_glibc(option=None, executable=None) -> TargetGlibc:
+def target_glibc(option: Optional[str] = None, executable: Optional[str] = None) -> TargetGlibc:
     """--glibc when given, else the executable's loader, else this machine's glibc (else 2.41, the strict case)."""
     if option:
         return TargetGlibc(parse_version(option), '--glibc')

@@ -6,6 +6,7 @@ order; the caller picks the first whose ELF header suits the object that asks.
 """
 
 import struct
+from typing import Dict, List
 
 NEW_MAGIC = b'glibc-ld.so.cache'
 NEW_VERSION = b'1.1'
@@ -35,7 +36,7 @@ def _new_format_start(data):
     return None
 
 
-def parse_ld_so_cache(data):
+def parse_ld_so_cache(data: bytes) -> Dict[str, List[str]]:
     """Return {soname: [path, ...]} from the bytes of an ld.so.cache; {} for an unknown format."""
     start = _new_format_start(data)
     if start is None or len(data) < start + NEW_HEADER.size:
@@ -58,7 +59,7 @@ def parse_ld_so_cache(data):
     return result
 
 
-def read_ld_so_cache_file(path):
+def read_ld_so_cache_file(path: str) -> Dict[str, List[str]]:
     """A cache named by the user (doctor --ld-so-cache): parsed, or a one-line PluginError naming the file."""
     from eb_pytorch_cuda.errors import PluginError
     from eb_pytorch_cuda.inputs import require_regular
@@ -77,7 +78,7 @@ def read_ld_so_cache_file(path):
 _CACHE: dict = {}
 
 
-def load_ld_so_cache(path=DEFAULT_CACHE):
+def load_ld_so_cache(path: str = DEFAULT_CACHE) -> Dict[str, List[str]]:
     """Parsed cache at path, read once per process; {} when the file is missing or unreadable."""
     if path not in _CACHE:
         try:

@@ -6,6 +6,7 @@ The real loader is the judge of what loads; this turns its trace into data, for 
 
 import os
 import re
+from typing import Any, Dict, Iterable, Sequence
 
 _REQUEST = re.compile(r'file=(\S+) \[\d+\];\s+(?:dynamically loaded|needed) by (\S+)')
 _TRYING = re.compile(r'trying file=(\S+)')
@@ -15,7 +16,7 @@ _INIT = re.compile(r'calling init: (\S+)')
 _PROBE = re.compile(r'^(.*\.so)((?:\.\d+)*)$')
 
 
-def trace_outcomes(lines):
+def trace_outcomes(lines: Iterable[str]) -> Dict[str, Dict[str, Any]]:
     """{soname: {'requested_by': path, 'path': file mapped or None, 'stayed': bool}} for names asked for.
 
     'stayed' is False when glibc mapped the file and then destroyed its link map without running its
@@ -62,7 +63,7 @@ def trace_outcomes(lines):
     return outcomes
 
 
-def failed_requests(lines):
+def failed_requests(lines: Iterable[str]) -> Dict[str, Dict[str, str]]:
     """The libraries asked for by name whose load did not stick, one entry per library.
 
     cuDNN probes libX.so.9.19.0, libX.so.9.19, libX.so.9, libX.so in turn: probes of one library are
@@ -89,7 +90,8 @@ def _base(name):
     return match.group(1) if match else name
 
 
-def compare_with_trace(findings, lines, ignore=('libcuda.so',)):
+def compare_with_trace(findings: Sequence[Dict[str, Any]], lines: Sequence[str],
+                       ignore: Iterable[str] = ('libcuda.so',)) -> Dict[str, Any]:
     """doctor's findings (dicts as in `doctor --format json`) against the real loader's trace of a process.
 
     Failed loads of libraries whose name starts with one of `ignore` are not counted (the driver's

@@ -11,9 +11,10 @@ import ctypes
 import json
 import os
 import sys
+from typing import List, Sequence
 
 
-def mapped_files():
+def mapped_files() -> List[str]:
     """Paths of the files mapped into this process, from /proc/self/maps."""
     paths = set()
     with open('/proc/self/maps') as maps:
@@ -24,7 +25,7 @@ def mapped_files():
     return sorted(paths)
 
 
-def main(argv):
+def main(argv: Sequence[str]) -> int:
     preloads, target = [], None
     args = iter(argv)
     for arg in args:

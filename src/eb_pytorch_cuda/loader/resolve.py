@@ -22,15 +22,15 @@ import re
 import subprocess
 from dataclasses import dataclass, field
 
-from typing import Optional
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
-from eb_pytorch_cuda.elf.reader import read_abi_key
+from eb_pytorch_cuda.elf.reader import ElfInfo, read_abi_key
 from eb_pytorch_cuda.loader.ldcache import load_ld_so_cache
 
 _TOKEN = re.compile(r'\$(ORIGIN|LIB|PLATFORM)\b|\$\{(ORIGIN|LIB|PLATFORM)\}')
 
 # system directories compiled into glibc, per machine, for builds audited off their own host
-FALLBACK_SYSTEM_DIRS = {
+FALLBACK_SYSTEM_DIRS: Dict[Union[str, int], Tuple[str, ...]] = {
     'EM_X86_64': ('/lib/x86_64-linux-gnu', '/usr/lib/x86_64-linux-gnu', '/lib64', '/usr/lib64', '/lib', '/usr/lib'),
     'EM_AARCH64': ('/lib/aarch64-linux-gnu', '/usr/lib/aarch64-linux-gnu', '/lib64', '/usr/lib64', '/lib', '/usr/lib'),
     'EM_PPC64': ('/lib/powerpc64le-linux-gnu', '/usr/lib/powerpc64le-linux-gnu', '/lib64', '/usr/lib64', '/lib',
@@ -51,13 +51,13 @@ class Resolution:
     tried: list = field(default_factory=list)
 
     @property
-    def found(self):
+    def found(self) -> bool:
         return self.path is not None
 
 
-def expand_tokens(entry, origin_dir, elf_class=64):
+def expand_tokens(entry: str, origin_dir: str, elf_class: int = 64) -> str:
     """Expand $ORIGIN, $LIB and $PLATFORM in one RPATH/RUNPATH entry the way ld.so does."""
-    def substitute(match):
+    def substitute(match: 're.Match[str]') -> str:
         token = match.group(1) or match.group(2)
         if token == 'ORIGIN':
             return origin_dir
@@ -68,7 +68,7 @@ def expand_tokens(entry, origin_dir, elf_class=64):
     return os.path.normpath(os.path.join(os.getcwd(), _TOKEN.sub(substitute, entry)))
 
 
-def object_search_dirs(info, tag):
+def object_search_dirs(info: ElfInfo, tag: str) -> List[str]:
     """The expanded directories of one object's DT_RPATH ('rpath') or DT_RUNPATH ('runpath')."""
     origin = os.path.dirname(os.path.abspath(info.path))
     return [expand_tokens(entry, origin, info.elf_class) for entry in getattr(info, tag)]
@@ -94,7 +94,7 @@ def _host_system_dirs():
     return _HOST_SYSTEM_DIRS[0]
 
 
-def system_dirs(info):
+def system_dirs(info: ElfInfo) -> List[str]:
     """Default directories glibc searches for objects like info (host's own list when it matches)."""
     host = read_abi_key(HOST_LOADERS[0]) or read_abi_key('/proc/self/exe')
     if host == info.abi_key and _host_system_dirs():
@@ -125,7 +125,8 @@ class Resolver:
                 return True
         return False
 
-    def resolve(self, soname, requester, loader_chain=(), executable=None, loaded=None):
+    def resolve(self, soname: str, requester: ElfInfo, loader_chain: Sequence[ElfInfo] = (),
+                executable: Optional[ElfInfo] = None, loaded: Optional[Dict[str, str]] = None) -> Resolution:
         """Resolve soname as requested by `requester` (an ElfInfo).
 
         loader_chain: the objects that loaded requester as a NEEDED entry, nearest first (empty when

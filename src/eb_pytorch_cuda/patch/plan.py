@@ -89,7 +89,9 @@ def plan_library(path: str, settings: Settings = Settings(), resolver: Optional[
     if major is None:
         return LibraryPlan(path, None)
     resolution = (resolver or Resolver()).resolve(f'libcudnn.so.{major}', info)
-    dirs = ([os.path.dirname(resolution.path)] if resolution.found else []) + cudnn_lib_dirs(settings.cudnn_root)
+    # path is not None: resolution.found, spelled so that mypy narrows it
+    dirs = ([os.path.dirname(resolution.path)] if resolution.path is not None else []) + \
+        cudnn_lib_dirs(settings.cudnn_root)
     dirs = list(dict.fromkeys(os.path.realpath(d) for d in dirs))
     requested = cudnn.requested_sonames(major, easyconfig_value=settings.easyconfig_value,
                                         site_value=settings.site_value, environ=settings.environ)
@@ -129,7 +131,8 @@ def cuda_needed(info: Any, cudnn_dirs: Sequence[str], resolver: Resolver) -> Lis
             if not ours.found or not _own_search(ours.via):
                 continue  # libtorch_cuda.so does not find it either: a NEEDED entry would break `import torch`
             theirs = resolver.resolve(soname, opener)  # dlopen()ed: no RPATH chain inherited
-            same = theirs.found and os.path.realpath(theirs.path) == os.path.realpath(ours.path)
+            same = theirs.path is not None and ours.path is not None and \
+                os.path.realpath(theirs.path) == os.path.realpath(ours.path)  # both found
             if same and _own_search(theirs.via):
                 continue  # cuDNN finds the same file itself
             wanted.append(soname)
