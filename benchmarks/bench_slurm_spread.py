@@ -13,7 +13,7 @@ faster, and a site wants to know how far adding nodes helps a full PyTorch run. 
    s}}}, or our results JSON with `suite_seconds` or `suites[].seconds`), the wall time on N = 1, 4, 16, 64,
    256 nodes of this queue, claimed with the worker's own claim rules (worker.claim_batch) and --overhead
    seconds of harness start-up per call, with suites as they are and with long suites split into pieces
-   (spread/pieces.py); efficiency is the speed-up over one node divided by N (issue 23; docs/benchmarks.md).
+   (results/pieces.py); efficiency is the speed-up over one node divided by N (issue 23; docs/benchmarks.md).
 
     python benchmarks/bench_slurm_spread.py [--suites 12] [--seconds 4] [--jobs 2]
     python benchmarks/bench_slurm_spread.py --simulate-only [--times test-times.json] [--config default] [--json]
@@ -35,7 +35,8 @@ from eb_pytorch_cuda.testsuite.run import solo
 from eb_pytorch_cuda.testsuite.run.store import ResultStore
 from eb_pytorch_cuda.testsuite.run.command import TestCommand
 from eb_pytorch_cuda.testsuite.run.harness import harness_of
-from eb_pytorch_cuda.testsuite.spread import pieces, worker
+from eb_pytorch_cuda.testsuite.results import pieces
+from eb_pytorch_cuda.testsuite.spread import worker
 from eb_pytorch_cuda.testsuite.spread.workqueue import longest_first
 
 HERE = os.path.dirname(os.path.abspath(__file__))

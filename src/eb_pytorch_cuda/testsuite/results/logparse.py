@@ -37,6 +37,7 @@ summary line parses in milliseconds.
 """
 
 import re
+from typing import Dict, Optional
 from bisect import bisect_right
 
 from eb_pytorch_cuda.errors import PluginError
@@ -172,8 +173,9 @@ class _Runs:
     the piece's owner; a `FAILED dir/test_x.py::...` line names its own suite.
     """
 
-    def __init__(self, result, events):
+    def __init__(self, result, events, only_shard=None):
         self.result = result
+        self.only_shard = only_shard or {}  # {suite: i}: the log is shard i of suite alone (a piece's run)
         self.open, self.shards, self.seen, self.failed, self.success, self.counted = {}, {}, set(), {}, set(), set()
         self.last_shard, self.replaying = {}, set()
         self.consistent = {}  # suite: {test ids} its run_test_retries reported as failing every time
@@ -244,8 +246,8 @@ class _Runs:
                 suite.counts['errors'] = min(suite.counts['errors'], failing)
                 suite.counts['failed'] = failing - suite.counts['errors']
                 suite.failed_tests = [test for test in suite.failed_tests if test.test_id in self.consistent[name]]
-            missing = [shard for shard in range(1, self.shards[name] + 1)
-                       if (name, shard) not in self.seen or self.open.get((name, shard))]
+            wanted = [self.only_shard[name]] if name in self.only_shard else range(1, self.shards[name] + 1)
+            missing = [shard for shard in wanted if (name, shard) not in self.seen or self.open.get((name, shard))]
             if self.failed.get(name):
                 suite.status, suite.signal = SUITE_TERMINATED, self.failed[name]
             elif missing:
@@ -265,11 +267,13 @@ class _Runs:
                     suite.note = 'exit 0 without a countable summary: passed with 0 tests'
 
 
-def parse_log_text(text: str, source: str = 'log') -> RunResult:
-    """RunResult of one run_test.py console output (text); raise PluginError when nothing in it is recognized."""
+def parse_log_text(text: str, source: str = 'log', only_shard: Optional[Dict[str, int]] = None) -> RunResult:
+    """RunResult of one run_test.py console output (text); raise PluginError when nothing in it is recognized.
+    only_shard {suite: i}: the output is of shard i alone of that suite (a piece: results.pieces), so its other
+    shards are not expected."""
     events = _events(text)
     result = RunResult()
-    runs = _Runs(result, events)
+    runs = _Runs(result, events, only_shard)
     if not result.suites:
         raise PluginError(source, 'no run_test.py output found (no "Running <suite> ..." line and no summary)')
     previous_end = 0
