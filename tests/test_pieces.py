@@ -1,10 +1,13 @@
 """Pieces of a long suite (results/pieces.py): the identity the queue and the store use, and the plan."""
 
+import os
+
 import pytest
 
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite.results.pieces import PIECE_SECONDS, Piece, expected_of, key_of, piece_count, split
 from eb_pytorch_cuda.testsuite.results.pieces import with_merged
+from eb_pytorch_cuda.testsuite.results.testtimes import case_times, piece_times, pieces_for, shard_of
 
 
 def test_a_plain_suite_name_is_the_whole_suite():
@@ -73,3 +76,43 @@ def test_a_piece_that_never_finished_keeps_the_suite_from_passing_and_says_which
     records = {key_of(r): r for r in (_record('a', 1, 2), _record('a', 2, 2, status='timed out', note='slow'))}
     suite = with_merged(records)['a']['suite']
     assert suite['status'] == 'timed out' and suite['note'] == 'piece 2/2: slow'
+
+
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data', 'pytorch26-pieces')
+
+
+def _reports(name):
+    directory = os.path.join(DATA, name)
+    return [os.path.join(directory, file) for file in sorted(os.listdir(directory))]
+
+
+def test_the_tests_times_of_a_real_report_put_each_test_in_the_piece_the_real_harness_ran_it_in():
+    whole = case_times(_reports('python-pytest'))
+    assert len(whole) == 11 and all(node.startswith('test_native_functions.py::TestNativeFunctions::test_')
+                                    for node in whole)
+    for index in (1, 2, 3):
+        ran = case_times(_reports(f'python-pytest-shard{index}of3'))
+        assert sorted(ran) == sorted(node for node in whole if shard_of(node, 3) == index) != []
+    assert [len(case_times(_reports(f'python-pytest-shard{i}of3'))) for i in (1, 2, 3)] == [4, 2, 5]
+    shares = piece_times(whole, 3)
+    assert round(sum(shares), 3) == round(sum(whole.values()), 3)
+
+
+def test_pieces_are_cut_by_the_tests_times_when_known():
+    whole = case_times(_reports('python-pytest'))
+    longest = max(whole.values())
+    count = pieces_for(whole, longest * 1.01)
+    assert max(piece_times(whole, count)) <= longest * 1.01 < max(piece_times(whole, count - 1))
+    # a suite over the threshold with its tests' times: that many pieces, each expected at its tests' sum
+    scaled = {node: seconds * 1000 for node, seconds in whole.items()}
+    units = split(['test_native_functions'], {'test_native_functions': sum(scaled.values())}, 300, {
+        'test_native_functions': scaled})
+    assert len(units) == pieces_for(scaled, 300) > 1
+    expected = expected_of(units, {}, {'test_native_functions': scaled})
+    assert max(expected.values()) <= 300 and round(sum(expected.values())) == round(sum(scaled.values()))
+
+
+def test_a_report_that_is_no_report_gives_no_times(tmp_path):
+    (tmp_path / 'dtd.xml').write_text('<?xml version="1.0"?><!DOCTYPE x [<!ENTITY a "b">]><testsuites/>')
+    (tmp_path / 'empty.xml').write_text('')
+    assert case_times([str(tmp_path / 'dtd.xml'), str(tmp_path / 'empty.xml')]) == {}

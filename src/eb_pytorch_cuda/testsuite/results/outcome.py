@@ -21,19 +21,25 @@ from eb_pytorch_cuda.testsuite.results.pieces import SEPARATOR
 from eb_pytorch_cuda.testsuite.results.xmlparse import parse_report_files
 
 
-def suite_reports(test_dir: str, suite: str, runner=None):
-    """The XML reports this suite wrote (test-reports/<runner>/<dotted.suite>/...), as a Suite or None;
-    runner: only that runner's directory (a piece's own: results.pieces.Piece.reports_dir)."""
+def report_files(test_dir: str, suite: str, runner=None):
+    """The XML report files this suite wrote (test-reports/<runner>/<dotted.suite>/*.xml); runner: only that
+    runner's directory (a piece's own: results.pieces.Piece.reports_dir)."""
     dotted = suite.replace('/', '.')
     reports = os.path.join(test_dir, 'test-reports')
     if not os.path.isdir(reports):
-        return None
+        return []
     runners = [runner] if runner else [name for name in sorted(os.listdir(reports)) if SEPARATOR not in name]
     directories = [os.path.join(reports, name, dotted) for name in runners]
-    files = [os.path.join(d, f) for d in directories if os.path.isdir(d) for f in sorted(os.listdir(d))
-             if f.endswith('.xml')]
+    return [os.path.join(d, f) for d in directories if os.path.isdir(d) for f in sorted(os.listdir(d))
+            if f.endswith('.xml')]
+
+
+def suite_reports(test_dir: str, suite: str, runner=None):
+    """The XML reports this suite wrote (report_files), as a Suite or None."""
+    files = report_files(test_dir, suite, runner)
     if not files:
         return None
+    reports = os.path.join(test_dir, 'test-reports')
     try:
         # a piece's own directory is the root of its reports (its name is no runner xmlparse knows)
         return parse_report_files(os.path.join(reports, runner) if runner else reports, files).suites.get(suite)

@@ -18,6 +18,7 @@ from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite.results.model import (COUNT_KEYS, SUITE_BAD_REPORT, SUITE_FAILED, SUITE_INCOMPLETE,
                                                      SUITE_PASSED, SUITE_REPORT_INCOMPLETE, SUITE_TERMINATED,
                                                      SUITE_TIMED_OUT, SUITE_UNCOUNTED)
+from eb_pytorch_cuda.testsuite.results.testtimes import piece_times, pieces_for
 
 PIECE_SECONDS = 600.0  # PyTorch's own THRESHOLD: a longer suite is split, into pieces of at most this
 SEPARATOR = '#shard'  # never in a suite name (a path under test/ without '.py'); quoted in claim file names
@@ -78,17 +79,34 @@ def piece_count(seconds: Optional[float], piece_seconds: float = PIECE_SECONDS) 
     return int(math.ceil(float(seconds) / piece_seconds))
 
 
-def split(suites: Iterable[str], expected: Mapping[str, float],
-          piece_seconds: float = PIECE_SECONDS) -> List[Piece]:
-    """Every suite as its pieces, in the given order (a suite's pieces next to each other)."""
-    return [Piece(suite, index, count) for suite in suites
-            for count in (piece_count(expected.get(suite), piece_seconds),) for index in range(1, count + 1)]
+def split(suites: Iterable[str], expected: Mapping[str, float], piece_seconds: float = PIECE_SECONDS,
+          test_seconds: Optional[Mapping[str, Dict[str, float]]] = None) -> List[Piece]:
+    """Every suite as its pieces, in the given order (a suite's pieces next to each other): a suite with its
+    tests' times in as many as keep its longest piece within piece_seconds (results.testtimes), another one
+    longer than piece_seconds in ceil(t / piece_seconds)."""
+    def count_of(suite: str) -> int:
+        times = (test_seconds or {}).get(suite)
+        if times and suite in expected and piece_count(expected[suite], piece_seconds) > 1:
+            return pieces_for(times, piece_seconds)
+        return piece_count(expected.get(suite), piece_seconds)
+    return [Piece(suite, index, count) for suite in suites for count in (count_of(suite),)
+            for index in range(1, count + 1)]
 
 
-def expected_of(pieces: Iterable[Piece], expected: Mapping[str, float]) -> Dict[str, float]:
-    """{piece key: expected seconds}: a suite's time shared equally by its pieces (a hash of the test ids
-    spreads tests evenly when there are many; per-test times, where known, are better)."""
-    return {piece.key: float(expected[piece.suite]) / piece.count for piece in pieces if piece.suite in expected}
+def expected_of(pieces: Iterable[Piece], expected: Mapping[str, float],
+                test_seconds: Optional[Mapping[str, Dict[str, float]]] = None) -> Dict[str, float]:
+    """{piece key: expected seconds}: by its tests' times where known (results.testtimes: the harness's own
+    hash puts each test in its piece), else its suite's time shared equally by its pieces."""
+    found: Dict[str, float] = {}
+    shares: Dict[tuple, List[float]] = {}
+    for piece in pieces:
+        times = (test_seconds or {}).get(piece.suite)
+        if times and not piece.whole:
+            share = shares.setdefault((piece.suite, piece.count), piece_times(times, piece.count))
+            found[piece.key] = round(share[piece.index - 1], 3)
+        elif piece.suite in expected:
+            found[piece.key] = float(expected[piece.suite]) / piece.count
+    return found
 
 
 def key_of(record: Mapping) -> str:
@@ -138,6 +156,7 @@ def merged(suite: str, records: List[dict]) -> dict:
                         signal=labelled('signal'), note=labelled('note'),
                         sources=sorted({source for record in ordered for source in record['suite']['sources']}),
                         seconds=round(sum(seconds), 2) if len(seconds) == len(ordered) else None)
+    test_seconds = {node: seconds for record in ordered for node, seconds in (record.get('test_seconds') or {}).items()}
     walls: List[float] = [record['seconds'] for record in ordered if record.get('seconds') is not None]
     return {'suite': suite_record, 'exit_code': max((record.get('exit_code') or 0 for record in ordered), default=0)
             if all(record.get('exit_code') is not None for record in ordered) else None,
@@ -146,7 +165,8 @@ def merged(suite: str, records: List[dict]) -> dict:
                                    for record in ordered for note in record.get('notes') or []],
             'output_tail': ordered[-1].get('output_tail', ''),
             'output_file': ordered[-1].get('output_file'),
-            'pieces': [record['piece'] for record in ordered]}
+            'pieces': [record['piece'] for record in ordered],
+            **({'test_seconds': test_seconds} if test_seconds else {})}
 
 
 def with_merged(records: Mapping[str, dict]) -> Dict[str, dict]:

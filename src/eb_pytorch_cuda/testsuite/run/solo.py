@@ -20,7 +20,8 @@ from eb_pytorch_cuda.testsuite.results.splitting import split_batch_output
 from eb_pytorch_cuda.testsuite.run.command import harness_environment
 from eb_pytorch_cuda.testsuite.run.harness import harness_of
 from eb_pytorch_cuda.testsuite.results.model import SUITE_INCOMPLETE
-from eb_pytorch_cuda.testsuite.results.outcome import build_outcome, remove_reports
+from eb_pytorch_cuda.testsuite.results.outcome import build_outcome, remove_reports, report_files
+from eb_pytorch_cuda.testsuite.results.testtimes import KEPT_FROM, kept_times
 from eb_pytorch_cuda.testsuite.results.pieces import mark
 
 DEFAULT_TIMEOUT = 3 * 3600  # PyTorch's slowest suites take well under an hour on a build node
@@ -61,6 +62,9 @@ def run_suite(command, suite, timeout, output_dir, env, gpu=None, piece=None):
     result.seconds = round(time.time() - start, 1)
     record = {'suite': asdict(result), 'exit_code': code if timed_out is None else None, 'seconds': result.seconds,
               'gpu': gpu, 'notes': notes, 'output_tail': text[-OUTPUT_KEPT:], 'output_file': output_path}
+    times = kept_times(result.seconds if not piece else KEPT_FROM, report_files(command.cwd, suite, reports_dir))
+    if times:
+        record['test_seconds'] = times  # per-test times: how the next build splits this suite (results/testtimes)
     return mark(record, piece) if piece else record
 
 

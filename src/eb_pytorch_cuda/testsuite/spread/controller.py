@@ -56,6 +56,19 @@ def previous_suite_seconds(results_json: Optional[str]) -> Dict[str, float]:
     return seconds
 
 
+def previous_test_seconds(results_json: Optional[str]) -> Dict[str, Dict[str, float]]:
+    """{suite: {node id: seconds}} from a previous results JSON's `test_seconds` (what the records of its long
+    suites kept: results/testtimes), {} when it has none or cannot be read."""
+    if not results_json:
+        return {}
+    try:
+        with open(results_json) as handle:
+            data = json.load(handle).get('test_seconds') or {}
+        return {str(suite): {str(node): float(s) for node, s in times.items()} for suite, times in data.items()}
+    except (OSError, ValueError, TypeError, AttributeError):
+        return {}
+
+
 def queue_dir_of(store: ResultStore) -> str:
     """The queue lives next to the build's results file (same shared place, same lifetime), one per build
     fingerprint: EESSI's per-target builds of one easyconfig share the results file's name but not the
@@ -75,7 +88,8 @@ def run_spread(command, env: dict, store: ResultStore, output_dir: str, python: 
                shared_paths: Sequence[str] = (), progress: Optional[Callable[[str], None]] = None,
                poll: float = 10, stale_after: float = DEFAULT_STALE_AFTER, max_attempts: int = DEFAULT_MAX_ATTEMPTS,
                worker_python: Optional[str] = None, environ: Optional[Mapping[str, str]] = None,
-               piece_seconds: Optional[float] = pieces.PIECE_SECONDS) -> RunResult:
+               piece_seconds: Optional[float] = pieces.PIECE_SECONDS,
+               previous_test_seconds: Optional[Dict[str, Dict[str, float]]] = None) -> RunResult:
     """Run every suite not yet in store on `jobs` Slurm jobs, then rerun failures here; return the RunResult.
 
     command: suiterun's TestCommand (cwd, argv); env: the full test environment; timeouts: {suite: s, '': s};
@@ -83,7 +97,8 @@ def run_spread(command, env: dict, store: ResultStore, output_dir: str, python: 
     stale_after: seconds without a heartbeat before a worker counts as dead; max_attempts: claims of a suite
     whose jobs all died before it is recorded as never finished (judged like a crashed suite);
     worker_python: the Python that runs the jobs' worker (default: this one); piece_seconds: a suite expected
-    (previous_seconds) to take longer is run as pieces of at most about this (results.pieces; None: never).
+    (previous_seconds) to take longer is run as pieces of at most about this (results.pieces; None: never),
+    cut by its tests' times where previous_test_seconds ({suite: {node id: s}}) has them.
     Raises PluginError (one line)
     when a path the jobs need is node-local, or sbatch refuses."""
     progress = progress or (lambda message: None)
@@ -106,8 +121,8 @@ def run_spread(command, env: dict, store: ResultStore, output_dir: str, python: 
     pool = slurm.JobPool(queue, options, worker_python or sys.executable, jobs)
     cancelled = pool.cancel_previous()
     units = _plan(command.cwd, harness, [suite for suite in suites if suite not in done], previous_seconds or {},
-                  piece_seconds, progress)
-    expected = dict(previous_seconds or {}, **pieces.expected_of(units, previous_seconds or {}))
+                  piece_seconds, progress, previous_test_seconds)
+    expected = dict(previous_seconds or {}, **pieces.expected_of(units, previous_seconds or {}, previous_test_seconds))
     todo = longest_first([unit.key for unit in units if unit.key not in done], expected)
     queue.create({'cwd': command.cwd, 'argv': list(command.argv), 'env': dict(env), 'timeouts': dict(timeouts),
                   'output_dir': output_dir, 'fingerprint': store.fingerprint, 'slots': max(1, int(parallel)),
@@ -149,12 +164,14 @@ def run_spread(command, env: dict, store: ResultStore, output_dir: str, python: 
     return result
 
 
-def _plan(test_dir: str, harness, suites: List[str], expected: Mapping[str, float], piece_seconds, progress):
+def _plan(test_dir: str, harness, suites: List[str], expected: Mapping[str, float], piece_seconds, progress,
+          test_seconds=None):
     """The units to queue: suites expected to take longer than piece_seconds as their pieces, when the harness
     can split them (a times file for its `--shard`: run/piece_times); a suite with a custom handler stays whole
     (its handler runs the file its own way, and sets its own report directory)."""
     splittable = {suite: seconds for suite, seconds in expected.items() if not harness.has_handler(suite)}
-    units = pieces.split(suites, splittable, piece_seconds) if piece_seconds else [pieces.Piece(s) for s in suites]
+    units = (pieces.split(suites, splittable, piece_seconds, test_seconds) if piece_seconds
+             else [pieces.Piece(suite) for suite in suites])
     if all(unit.whole for unit in units):
         return units
     why_not = piece_times.write_times(test_dir, harness, units)
