@@ -85,6 +85,57 @@ def measure(args):
     print(f"  same results: {same} ({sum(s == 'failed' for s, _ in _outcomes(serial).values())} failed suites)")
 
 
+REAL_TREE = os.path.join(HERE, '..', '.venvs', 'pytorch-src', 'pytorch-v2.6.0')
+REAL_PYTHON = os.path.join(HERE, '..', '.venvs', 'harness', 'bin', 'python')
+
+
+def _real_tree(root):
+    for part in ('test', 'tools'):
+        shutil.copytree(os.path.join(REAL_TREE, part), os.path.join(root, part),
+                        ignore=shutil.ignore_patterns('test-reports'))
+    shutil.copy(os.path.join(REAL_TREE, 'version.txt'), root)
+    return os.path.join(root, 'test')
+
+
+def measure_pieces(args):
+    """A real suite of Debian's 2.6.0 harness run whole here, then as --pieces pieces on as many Slurm jobs."""
+    sys.path.insert(0, os.path.join(HERE, '..', 'tests'))
+    from slurm_cluster import running_slurm  # the tests' real single-node Slurm
+    suite, count = args.real_suite, args.pieces
+    workdir = tempfile.mkdtemp(prefix='bench-slurm-pieces-')
+    env = {k: v for k, v in os.environ.items() if k not in ('PYTHONPATH', 'CI')}
+    try:
+        with running_slurm(os.path.join(workdir, 'slurm')):
+            whole_dir = _real_tree(os.path.join(workdir, 'whole'))
+            os.makedirs(os.path.join(workdir, 'whole-out'))
+            start = time.perf_counter()
+            whole = solo.run_suite(TestCommand(whole_dir, {}, [REAL_PYTHON, 'run_test.py']), suite, 3600,
+                                   os.path.join(workdir, 'whole-out'), env)
+            whole_time = time.perf_counter() - start
+            split_dir = _real_tree(os.path.join(workdir, 'split'))
+            store = ResultStore(os.path.join(workdir, 'split-results', 'r.jsonl'), 'bench')
+            start = time.perf_counter()
+            result = controller.run_spread(TestCommand(split_dir, {}, [REAL_PYTHON, 'run_test.py']), env, store,
+                                           os.path.join(workdir, 'split-out'), REAL_PYTHON, {'': 3600}, count,
+                                           suites=[suite], previous_seconds={suite: 600 * count - 1},
+                                           shared_paths=[workdir], slurm_settings={'cpus_per_job': 1}, poll=1)
+            split_time = time.perf_counter() - start
+            pieces_seen = [record.get('seconds') for key, record in store.load().items() if key != suite]
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    merged = result.suites[suite]
+    failed = sorted(test['test_id'] for test in whole['suite']['failed_tests'])
+    same = (whole['suite']['status'], whole['suite']['counts'], failed) == \
+        (merged.status, merged.counts, sorted(test.test_id for test in merged.failed_tests))
+    print(f'measured: {suite} of Debian 2.6.0 whole, then as {count} pieces on {count} Slurm jobs, '
+          f'{os.cpu_count()} CPUs, real Slurm')
+    print(f"  whole (solo.run_suite):          {whole_time:6.1f} s  {whole['suite']['status']}, "
+          f"{whole['suite']['counts']}")
+    print(f'  {count} pieces (controller.run_spread): {split_time:6.1f} s  {merged.status}, {merged.counts}; '
+          f'pieces {pieces_seen} s')
+    print(f'  ratio split / (whole / {count}): {split_time / (whole_time / count):.2f}; same results: {same}')
+
+
 def _bad(path, problem):
     """Bad input: one line naming the file, exit status 2."""
     print(f'bench_slurm_spread: {ascii(str(path))[1:-1]}: {problem}', file=sys.stderr)
@@ -253,7 +304,12 @@ def main():
     parser.add_argument('--overhead', type=float, default=4.3,
                         help="seconds per suite of run_test.py's own start (docs/design.md section 5: about 4.3 s)")
     parser.add_argument('--simulate-only', action='store_true')
+    parser.add_argument('--real-suite', help="measure instead: a suite of Debian's 2.6.0 harness whole and in pieces")
+    parser.add_argument('--pieces', type=int, default=2, help='pieces (and Slurm jobs) for --real-suite')
     args = parser.parse_args()
+    if args.real_suite:
+        measure_pieces(args)
+        return
     if not args.simulate_only:
         measure(args)
     if args.simulate_only and not args.times:
