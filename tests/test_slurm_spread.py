@@ -277,6 +277,7 @@ SUBMITTER = '''import os, sys
 from eb_pytorch_cuda.testsuite.spread import controller
 from eb_pytorch_cuda.testsuite.run import solo
 from eb_pytorch_cuda.testsuite.run.command import TestCommand
+from eb_pytorch_cuda.testsuite.run.store import ResultStore
 test_dir, store_path, out, shared = sys.argv[1:5]
 controller.run_spread(TestCommand(test_dir, {}, [sys.executable, 'run_test.py']), dict(os.environ),
                   ResultStore(store_path, 'build-a'), out, sys.executable, {'': 120}, 2,
