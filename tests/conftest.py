@@ -71,3 +71,33 @@ def eb_stack(request, tmp_path_factory, eb_sources):
                                                            hooks=False)
     assert done.returncode == 0, done.stdout + done.stderr
     return request.param, prefix
+
+
+# ---- tiers (README "Tests"): one marker per test, from what it needs; `-m unit` is the fast loop ----------
+# real_harness: PyTorch's own run_test.py (2.1 line, 2.6); real_eb: real EasyBuild runs (4.9.4, 5.4.1);
+# slurm: the real single-node Slurm; real_tools: gcc-built ELF files, patchelf, the glibc loader, the real
+# cuDNN/torch wheels, real processes; unit: none of these (seconds).
+TIER_OF_MODULE = {
+    'test_real_harness': 'real_harness', 'test_real_harness_21': 'real_harness', 'test_eb_real_torch21': 'real_harness',
+    'test_demo': 'real_eb', 'test_dry_run': 'real_eb', 'test_easyblock_deployments': 'real_eb',
+    'test_eb_easyblock_tests': 'real_eb', 'test_eb_hooks': 'real_eb', 'test_test_install': 'real_eb',
+    'test_upstream_easyblock_suite': 'real_eb', 'test_config': 'real_eb',
+    'test_slurm_spread': 'slurm', 'test_slurm_jobs': 'slurm',
+    'test_add_needed': 'real_tools', 'test_bad_inputs': 'real_tools', 'test_check_needed': 'real_tools',
+    'test_doctor': 'real_tools', 'test_doctor_cudnn8_real': 'real_tools', 'test_doctor_cudnn9_real': 'real_tools',
+    'test_doctor_differential': 'real_tools', 'test_doctor_execstack': 'real_tools', 'test_doctor_model': 'real_tools',
+    'test_doctor_field_orders': 'real_tools', 'test_lddebug': 'real_tools', 'test_loader_failure': 'real_tools',
+    'test_packaging': 'real_tools', 'test_patch_faults': 'real_tools', 'test_patch_plan': 'real_tools',
+    'test_resolve': 'real_tools', 'test_suiterun': 'real_tools', 'test_result_store_faults': 'real_tools',
+    'test_process': 'real_tools', 'test_no_orphans': 'real_tools', 'test_suggest_policy': 'real_tools',
+    'test_gpu_mixed_record': 'real_tools',
+}
+TIERS = ('unit', 'real_tools', 'real_eb', 'slurm', 'real_harness')
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        tier = TIER_OF_MODULE.get(item.module.__name__.rsplit('.', 1)[-1], 'unit')
+        item.add_marker(getattr(pytest.mark, tier))
+        if 'slurm' in getattr(item, 'fixturenames', ()) and tier != 'slurm':
+            item.add_marker(pytest.mark.slurm)  # an eb test that spreads its suites over Slurm jobs

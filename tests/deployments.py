@@ -16,9 +16,9 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pytest
 
 from eb_runner import LMOD_CMD, REPO, eb_venv
+from environment import missing
 
 OURS = REPO / 'easybuild' / 'easyblocks' / 'p' / 'pytorch.py'
 KINDS = ('include', 'site', 'pip')
@@ -33,7 +33,7 @@ def stock_venv(version):
     venv = Path(os.environ.get('EB_PYTORCH_CUDA_VENVS', REPO / '.venvs')) / f'stock-{version}'
     share = venv / 'share' / 'eb-pytorch-cuda'
     if not (share / 'easyblocks' / 'pytorch.py').exists():
-        pytest.fail(f'{venv} has no pip-installed eb-pytorch-cuda: run bash tools/setup.sh')
+        missing(f'{venv} has no pip-installed eb-pytorch-cuda')
     site_packages = next((venv / 'lib').glob('python3*/site-packages'))
     copies = {OURS: share / 'easyblocks' / 'pytorch.py',
               REPO / 'hooks' / 'eb_hooks.py': share / 'hooks' / 'eb_hooks.py'}
@@ -42,7 +42,7 @@ def stock_venv(version):
     stale = [str(source) for source, copy in copies.items()
              if not copy.exists() or not filecmp.cmp(source, copy, shallow=False)]
     if stale:
-        pytest.fail(f'{venv} holds an older eb-pytorch-cuda ({stale[0]} changed): run bash tools/setup.sh')
+        missing(f'{venv} holds an older eb-pytorch-cuda ({stale[0]} changed)')
     return venv
 
 

@@ -8,9 +8,9 @@ import os
 import subprocess
 from pathlib import Path
 
-import pytest
 
 from eb_pytorch_cuda import standins
+from environment import missing
 
 REPO = Path(__file__).resolve().parent.parent
 EB_VERSIONS = ('4.9.4', '5.4.1')
@@ -22,7 +22,7 @@ LMOD_CMD = os.environ.get('LMOD_CMD', '/usr/share/lmod/lmod/libexec/lmod')
 def eb_venv(version):
     venv = Path(os.environ.get('EB_PYTORCH_CUDA_VENVS', REPO / '.venvs')) / f'eb-{version}'
     if not (venv / 'bin' / 'eb').exists():
-        pytest.fail(f'EasyBuild {version} not found in {venv}: run bash tools/setup.sh')
+        missing(f'EasyBuild {version} not found in {venv}')
     return venv
 
 

@@ -20,6 +20,7 @@ import time
 from contextlib import contextmanager
 
 import pytest
+from environment import missing
 
 MUNGE_KEY = '/etc/munge/munge.key'
 MUNGE_PIDFILE = '/run/munge/munged.pid'
@@ -145,7 +146,7 @@ def slurm(tmp_path_factory):
         with running_slurm(str(tmp_path_factory.mktemp('slurm'))) as conf:
             yield conf
     except SlurmUnavailable as err:
-        pytest.fail(str(err))
+        missing(str(err))
 
 
 def _wait_gone(pidfile, timeout=30, signal_first=None):

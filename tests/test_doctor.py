@@ -4,12 +4,14 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from conftest import cli
 from eb_pytorch_cuda.patch.needed import add_needed
+from environment import missing
 
 
 def _doctor(*args, rc):
@@ -93,7 +95,7 @@ def torch_site(tmp_path_factory):
     """A tree of symlinks to the CUDA build of torch (pip install torch==2.14.1), faults planted in it."""
     found = sorted(TORCH_VENV.glob('lib/python3*/site-packages/torch'))
     if not found:
-        pytest.fail(f'no CUDA build of torch in {TORCH_VENV}: run bash tools/setup.sh')
+        missing(f'no CUDA build of torch in {TORCH_VENV}')
     site = found[0].parent
     return site, tmp_path_factory
 
@@ -169,3 +171,55 @@ def test_a_dlopen_that_finds_another_copy_than_the_one_next_to_the_opener_is_rep
     assert f'eb-pytorch-cuda add-needed {standin8.torch_lib} libcudnn_cnn_train.so.8' in done.stdout
     add_needed(standin8.torch_lib, ['libcudnn_cnn_train.so.8'])
     assert 'nothing found' in _doctor(standin8.torch_lib, rc=0).stdout
+
+
+def _cache_of(tmp_path, directory):
+    """A real ld.so.cache listing `directory`, written by this machine's ldconfig (no links made, nothing else
+    touched): the cache another machine's loader would read, for doctor --ld-so-cache."""
+    conf, cache = tmp_path / 'ld.so.conf', tmp_path / 'ld.so.cache'
+    conf.write_text(f'{directory}\n')
+    subprocess.run(['ldconfig', '-X', '-C', str(cache), '-f', str(conf)], check=True, capture_output=True)
+    return cache
+
+
+def test_a_sub_library_the_installation_lacks_that_another_cudnn_provides_is_a_wrong_copy(standin8, tmp_path):
+    """cnn_train missing from the stand-in cuDNN, a copy in a directory the (real, ldconfig-written) cache lists:
+    cnn_infer's dlopen() takes that copy (the H200's case with a system cuDNN 9.14, docs/validation/
+    gpu-mixed-cudnn.md; here a copy of the same stand-in, so its version is unknown); without the cache it is
+    simply missing, and nothing is reported (no copy of it exists anywhere near)."""
+    system = tmp_path / 'system-cudnn'
+    system.mkdir()
+    os.rename(f'{standin8.cudnn_lib}/libcudnn_cnn_train.so.8', system / 'libcudnn_cnn_train.so.8')
+    cache = _cache_of(tmp_path, system)
+    data = json.loads(_doctor(standin8.torch_lib, '--ld-so-cache', cache, '--format', 'json', rc=1).stdout)
+    found = [f for f in data['findings'] if f['kind'] == 'sublibrary-elsewhere']
+    assert len(found) == 1 and found[0]['severity'] == 'wrong-copy'
+    assert found[0]['details']['resolved'] == str(system / 'libcudnn_cnn_train.so.8')
+    assert found[0]['details']['via'] == 'ld.so.cache' and found[0]['details']['missing_from'] == standin8.cudnn_lib
+    assert 'is missing from the installation' in found[0]['message']
+    data = json.loads(_doctor(standin8.torch_lib, '--ld-so-cache', 'none', '--format', 'json', rc=0).stdout)
+    assert not [f for f in data['findings'] if f['details'].get('soname') == 'libcudnn_cnn_train.so.8']
+
+
+def test_a_library_found_only_through_ld_library_path_is_named_so(standin8, tmp_path):
+    """doctor never searches LD_LIBRARY_PATH (RPATH-linked stacks do not set it), but takes the caller's as a place
+    where files may lie: a dlopen() target found only there fails, and the finding says where it is."""
+    elsewhere = tmp_path / 'cuda-like'
+    elsewhere.mkdir()
+    os.rename(f'{standin8.cudnn_lib}/libcudnn_cnn_train.so.8', elsewhere / 'libcudnn_cnn_train.so.8')
+    script = shutil.which('eb-pytorch-cuda', path=os.path.dirname(sys.executable) + os.pathsep + os.environ['PATH'])
+    done = subprocess.run([script, 'doctor', '--executable', 'none', standin8.torch_lib, '--ld-so-cache', 'none'],
+                          env={**os.environ, 'LD_LIBRARY_PATH': str(elsewhere)}, capture_output=True, text=True)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert (f'although {elsewhere}/libcudnn_cnn_train.so.8 exists; {elsewhere} is reached only through '
+            f'LD_LIBRARY_PATH') in done.stdout
+
+
+@pytest.mark.parametrize('content', [b'not a cache', b''])
+def test_a_bad_ld_so_cache_is_a_one_line_error(standin8, tmp_path, content):
+    bad = tmp_path / 'ld.so.cache'
+    bad.write_bytes(content)
+    done = _doctor(standin8.torch_lib, '--ld-so-cache', bad, rc=2)
+    assert f'{bad}: not an ld.so.cache' in done.stderr and done.stderr.count('\n') == 1
+    done = _doctor(standin8.torch_lib, '--ld-so-cache', tmp_path / 'missing', rc=2)
+    assert str(tmp_path / 'missing') in done.stderr and done.stderr.count('\n') == 1

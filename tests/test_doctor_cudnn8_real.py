@@ -29,6 +29,7 @@ from eb_pytorch_cuda.cudnn import FIELD_ORDERS, version_checks
 from eb_pytorch_cuda.elf.patchelf import patchelf_binary
 from eb_pytorch_cuda.elf.reader import read_elf
 from eb_pytorch_cuda.patch.needed import add_needed
+from environment import missing
 
 LIBS = Path(__file__).resolve().parent.parent / '.venvs' / 'cudnn8-torch212'
 DRIVER = Path(__file__).resolve().parent / 'cudnn_order_driver.py'
@@ -64,7 +65,7 @@ def layouts(tmp_path_factory):
     """{'unpatched' | 'default' (cnn_train added, the catalog default) | 'full' (cnn_train and adv_train):
     path of libtorch_cuda.so in that layout}.  One copy of cuDNN, one patched copy of libtorch_cuda.so each."""
     if not (LIBS / 'torch' / 'lib' / 'libtorch_cuda.so').exists():
-        pytest.fail(f'no cuDNN 8.9.2 / PyTorch 2.1.2 libraries in {LIBS}: run bash tools/setup.sh')
+        missing(f'no cuDNN 8.9.2 / PyTorch 2.1.2 libraries in {LIBS}')
     base = tmp_path_factory.mktemp('cudnn8-torch212')
     unpatched = base / 'unpatched'
     _mirror(LIBS, unpatched)

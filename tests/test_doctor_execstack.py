@@ -20,6 +20,7 @@ import pytest
 
 from conftest import cli
 from eb_pytorch_cuda.elf.patchelf import patchelf_binary
+from environment import missing
 
 GLIBC = Path(__file__).resolve().parent.parent / '.venvs' / 'glibc-2.41' / 'root' / 'usr' / 'lib' / 'x86_64-linux-gnu'
 LOADER = GLIBC / 'ld-linux-x86-64.so.2'
@@ -65,7 +66,7 @@ def built(tmp_path_factory):
     """{name: path}: shared objects with an executable stack or without, a library that needs one of the
     first kind, and the dlopen() driver; each library in a directory of its own (doctor audits directories)."""
     if not LOADER.exists():
-        pytest.fail(f'no glibc 2.41 loader at {LOADER}: run bash tools/setup.sh')
+        missing(f'no glibc 2.41 loader at {LOADER}')
     version = subprocess.run([str(LOADER), '--version'], capture_output=True, text=True).stdout
     assert 'release version 2.41' in version, version
     base = tmp_path_factory.mktemp('execstack')
@@ -194,7 +195,7 @@ def test_the_real_torch_wheels_load_under_2_41_and_doctor_finds_no_executable_st
     tree = REAL_TORCH[label]
     library = tree / 'torch' / 'lib' / 'libtorch_cuda.so'
     if not library.exists():
-        pytest.fail(f'no real torch libraries at {tree}: run bash tools/setup.sh')
+        missing(f'no real torch libraries at {tree}')
     assert _run_241(built['driver'], library).returncode == 0  # the whole closure, dlopen()ed by glibc 2.41
     rc, data = _doctor_json(library, '--glibc', '2.41', tree=tree)
     assert data['objects'] > 20 and not [f for f in data['findings'] if f['kind'] == 'execstack']

@@ -30,6 +30,7 @@ from conftest import cli
 from eb_runner import EB_VERSIONS, EbRunner, eb_venv
 from eb_pytorch_cuda.elf.reader import read_elf
 from test_doctor_cudnn8_real import CHECKS, run_orders
+from environment import missing
 
 EASYBLOCK = real_torch21.REPO / 'easybuild' / 'easyblocks' / 'p' / 'pytorch.py'
 EASYCONFIG = real_torch21.EASYCONFIGS / 'PyTorch-2.1.2-wheel.eb'
@@ -54,9 +55,9 @@ def _env(python, version, extra=None):
 @pytest.fixture(scope='module')
 def stack(tmp_path_factory):
     """Sources, the test Python and the cuDNN + FlexiBLAS modules (installed by EasyBuild 5.4.1), made once."""
-    missing = real_torch21.missing_inputs()
-    if missing:
-        pytest.fail(f"missing {', '.join(missing)}: run bash tools/setup.sh")
+    absent = real_torch21.missing_inputs()
+    if absent:
+        missing(', '.join(absent))
     base = tmp_path_factory.mktemp('real-torch21')
     try:
         sources, prefix = base / 'sources', base / 'stack'

@@ -16,6 +16,7 @@ import threading
 import time
 
 import pytest
+from environment import missing
 
 from eb_pytorch_cuda import standins
 from eb_pytorch_cuda.errors import PluginError
@@ -390,8 +391,7 @@ def _real_tree(root):
 def test_real_pytorch_harness_suites_spread_over_two_jobs_give_the_serial_results(slurm, tmp_path):
     """PyTorch's own run_test.py (2.6.0, Debian's source package) with torch 2.6.0: two real suites."""
     if not (os.path.exists(os.path.join(REAL_TREE, 'test', 'run_test.py')) and os.path.exists(REAL_PYTHON)):
-        pytest.skip("PyTorch's real harness is set up by tools/setup.sh's harness block (.venvs/pytorch-src, "
-                    ".venvs/harness)")
+        missing("PyTorch's real harness (.venvs/pytorch-src, .venvs/harness of tools/setup.sh's harness block)")
     env = {k: v for k, v in os.environ.items() if k not in ('PYTHONPATH', 'CI')}
     serial_dir = _real_tree(tmp_path / 'serial')
     command = Command(str(serial_dir), {}, [REAL_PYTHON, 'run_test.py'])

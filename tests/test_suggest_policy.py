@@ -13,6 +13,7 @@ import pytest
 
 import pytorch_output as out
 from conftest import cli
+from environment import missing
 from eb_runner import REPO, TEST_EASYCONFIGS, EbRunner
 from eb_pytorch_cuda.eb.ecpolicy import policy_from_values, read_easyconfig
 from eb_pytorch_cuda.testsuite.results.logparse import parse_log_text
@@ -249,7 +250,7 @@ def test_real_pytorch_harness_failures_become_entries_that_make_the_run_pass(tmp
     instantiation) of the CUDA torch in .venvs/torch; only run_test.py's two wrapper lines are ours."""
     python = Path(__file__).resolve().parent.parent / '.venvs' / 'torch-harness' / 'bin' / 'python'
     if not python.exists():
-        pytest.fail(f'no {python.parent.parent}: run bash tools/setup.sh')
+        missing(f'no {python.parent.parent}')
     (tmp_path / 'test_real.py').write_text(REAL_SUITE)
     done = subprocess.run([str(python), 'test_real.py', '-v'], cwd=tmp_path, capture_output=True, text=True,
                           timeout=600, env={'PATH': '/usr/bin:/bin', 'CUDA_VISIBLE_DEVICES': ''})

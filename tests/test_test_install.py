@@ -15,6 +15,7 @@ import pytest
 
 from eb_pytorch_cuda.eb.testinstall import import_paths
 from eb_runner import REPO, eb_venv
+from environment import missing
 
 STOCK_PYTHON = REPO / '.venvs' / 'stock-4.9.4' / 'bin' / 'python'
 DEBIAN_PYTHON = Path('/usr/bin/python3')
@@ -47,7 +48,7 @@ def install(python, args, source):
 
 def test_an_egg_from_stock_setuptools_is_imported_through_easy_install_pth(tmp_path):
     if not STOCK_PYTHON.exists():
-        pytest.fail(f'{STOCK_PYTHON} missing: run bash tools/setup.sh')
+        missing(f'{STOCK_PYTHON} missing')
     source, prefix = make_package(tmp_path), tmp_path / 'prefix'
     pylibdir = prefix / PYLIBDIR
     pylibdir.mkdir(parents=True)

@@ -120,6 +120,11 @@ for version in $EB_VERSIONS; do
     PATH="$PWD/$venv/bin:$PATH" "$venv/bin/eb" --version
 done
 
+# the import-layer contracts of setup.cfg (.ci/run): import-linter in a venv of its own, since it brings
+# `rich`, and EasyBuild 5 with rich importable wraps its messages at the terminal's width
+[ -x .venvs/lint/bin/lint-imports ] || { "$PYTHON" -m venv .venvs/lint && .venvs/lint/bin/python -m pip install -q \
+    --disable-pip-version-check 'import-linter==2.17' 2>&1 | grep -v '^WARNING: Location' || true; }
+
 # --- stock environments (issue 14 item 7, issue 18 deployment 3) -------------------------------------
 # .venvs/stock-X: a venv made as a user makes one: `python3 -m venv`, then `pip install easybuild==X .`
 # (setuptools as venv brings it, no wheel, nothing upgraded), so eb_pytorch_cuda is a plain install and

@@ -167,7 +167,14 @@ def cmd_doctor(args):
     from eb_pytorch_cuda.loader.execstack import target_glibc
     executable = None if args.executable in (None, 'none') else os.path.realpath(args.executable)
     glibc = target_glibc(args.glibc, executable)  # a bad --glibc is refused before anything is read
-    findings, count = diagnose(args.paths, start=args.start, executable=executable, glibc=glibc)
+    resolver = None
+    if args.ld_so_cache is not None:
+        from eb_pytorch_cuda.loader.ldcache import read_ld_so_cache_file
+        from eb_pytorch_cuda.loader.resolve import Resolver
+        resolver = Resolver(ld_so_cache={} if args.ld_so_cache == 'none' else read_ld_so_cache_file(args.ld_so_cache))
+    hints = [d for d in os.environ.get('LD_LIBRARY_PATH', '').split(':') if d]  # never searched: see doctor
+    findings, count = diagnose(args.paths, start=args.start, executable=executable, glibc=glibc, hint_dirs=hints,
+                               resolver=resolver)
     print(to_json(findings, count, glibc) if args.format == 'json' else to_text(findings, count, glibc))
     return 1 if blocking(findings) else 0
 
@@ -250,6 +257,9 @@ def build_parser():
     doctor.add_argument('--executable', metavar='EXE',
                         help="the program that loads them (its RPATH and symbols count, e.g. python3); "
                              "default: none, and symbols nothing defines are taken to come from that program")
+    doctor.add_argument('--ld-so-cache', metavar='FILE',
+                        help="judge with this ld.so.cache instead of /etc/ld.so.cache (another machine's, e.g. a "
+                             "compatibility layer's), or 'none' for a loader that reads none (ld.so --inhibit-cache)")
     doctor.add_argument('--glibc', metavar='VERSION',
                         help='judge executable stacks for this glibc (2.41 and later refuse to dlopen() an object '
                              "that asks for one); default: the --executable's loader, else this machine's glibc")

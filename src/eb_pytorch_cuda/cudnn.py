@@ -35,6 +35,13 @@ DLOPEN_EDGES = {opener: tuple(targets) for facts in _MAJORS.values()
 OPENED_AFTER = {target: tuple(after) for facts in _MAJORS.values()
                 for target, after in facts.get('opened_after', {}).items()}
 ENV_VARIABLE = _DATA['env_variable']
+# CUDA libraries cuDNN dlopen()s itself ({cuDNN library: names in its .rodata}; strings of the real wheels, H200 trace)
+CUDA_DLOPEN = {opener: tuple(targets) for facts in _MAJORS.values()
+               for opener, targets in facts.get('cuda_dlopen', {}).items()}
+# unversioned names of those: cuDNN asks for them with the CUDA major version of the build (libnvrtc.so.13)
+CUDA_LIBRARIES = tuple(_DATA.get('cuda_libraries', ()))
+# {sub-library: what really makes cuDNN open it, with the evidence} (cuDNN 9.24's ext and engines_tensor_ir)
+LOADED_BY = {soname: text for facts in _MAJORS.values() for soname, text in facts.get('loaded_by', {}).items()}
 
 
 @dataclass(frozen=True)
@@ -67,6 +74,39 @@ def runpath_note(major):
 def version_checks(major):
     """{sub-library soname: the libcudnn.so.N entry point whose call makes cuDNN dlopen() it} (cuDNN 8)."""
     return dict(_MAJORS.get(major, {}).get('version_checks', {}))
+
+
+def cuda_soname(name, cuda_major):
+    """The soname cuDNN asks dlopen() for when its .rodata names a CUDA library: 'libnvrtc.so' with CUDA 13 is
+    'libnvrtc.so.13'; a versioned name stays as it is; None for an unversioned one whose CUDA major is unknown."""
+    if name not in CUDA_LIBRARIES:
+        return name
+    return f'{name}.{cuda_major}' if cuda_major else None
+
+
+_VERSION_IN_NAME = re.compile(r'\.so\.(\d+\.\d+\.\d+)$')
+_DIST_INFO = re.compile(r'^nvidia_cudnn_cu\d+-(\d+\.\d+\.\d+)[\d.]*\.dist-info$')
+
+
+def file_version(path):
+    """The cuDNN version ('9.19.0') of the file at path: from the name it resolves to (libX.so.9.19.0, as
+    NVIDIA's tarballs and Debian's packages install it), else from the pip wheel's dist-info directory in the
+    site-packages above it (nvidia_cudnn_cu13-9.24.0.43.dist-info; the wheel's files are named libX.so.9 only);
+    None when neither says."""
+    match = _VERSION_IN_NAME.search(os.path.realpath(path))
+    if match:
+        return match.group(1)
+    directory = os.path.dirname(os.path.realpath(path))
+    for _ in range(3):  # site-packages/nvidia/cudnn/lib
+        directory = os.path.dirname(directory)
+        try:
+            names = os.listdir(directory)
+        except OSError:
+            return None
+        found = sorted(m.group(1) for m in map(_DIST_INFO.match, names) if m)
+        if found:
+            return found[-1]
+    return None
 
 
 def probes_versions(major):
@@ -126,7 +166,7 @@ def requested_sonames(major, easyconfig_value=None, site_value=None, environ=Non
             continue
         if isinstance(source, dict):
             if major in source or str(major) in source:
-                return list(source.get(major, source.get(str(major))))
+                return list(source.get(major, source.get(str(major))) or ())
             continue
         if not source:
             return []  # an explicit empty list switches the patch off
@@ -144,7 +184,8 @@ def unknown_sonames(major, sonames):
 
 def filter_present(sonames, cudnn_dirs):
     """Split sonames into (present, absent) by whether a file of that name exists in any cudnn_dirs."""
-    present, absent = [], []
+    present: list = []
+    absent: list = []
     for soname in sonames:
         found = any(os.path.exists(os.path.join(d, soname)) for d in cudnn_dirs)
         (present if found else absent).append(soname)

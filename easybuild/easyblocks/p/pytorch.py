@@ -20,7 +20,6 @@ below marks every copy).  Upstream's module-level API (get_test_results, parse_t
 ...) is re-exported at the end, so code importing it from easybuild.easyblocks.pytorch keeps working.
 """
 
-import contextlib
 import importlib.util
 import os
 import shutil
@@ -45,7 +44,7 @@ from eb_pytorch_cuda import cudnn
 from eb_pytorch_cuda.eb import hooks as easybuild_hooks
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.escape import printable
-from eb_pytorch_cuda.eb import ecpolicy, testinstall
+from eb_pytorch_cuda.eb import compat, ecpolicy, testinstall
 from eb_pytorch_cuda.testsuite.run import batches
 from eb_pytorch_cuda.testsuite import service
 from eb_pytorch_cuda.testsuite.run.command import parse_runtest
@@ -332,54 +331,21 @@ class EB_PyTorch(UpstreamPyTorch):
     # --- extended dry run (eb -x): no dependency is installed, so nothing may be run or read from them ---
 
     def prepare_step(self, *args, **kwargs):
-        """Upstream's; in a dry run, tolerate the RPATH wrappers that a dry run never writes."""
+        """Upstream's; in a dry run, tolerate the RPATH wrappers that a dry run never writes (eb/compat)."""
         if not self.dry_run:
             return super().prepare_step(*args, **kwargs)
-        import easybuild.tools.toolchain.toolchain as toolchain_module
-        original = toolchain_module.adjust_permissions
-
-        def adjust_existing(path, *more, **options):
-            # EasyBuild 5 chmods its RPATH wrapper scripts, which write_file skips in a dry run
-            if os.path.exists(path):
-                return original(path, *more, **options)
-            return None
-        toolchain_module.adjust_permissions = adjust_existing
-        try:
+        with compat.skip_missing_permission_targets():
             return super().prepare_step(*args, **kwargs)
-        finally:
-            toolchain_module.adjust_permissions = original
 
     def _python_dependency_version(self):
         python = next((dep for dep in self.cfg.dependencies() if dep['name'] == 'Python'), None)
         return python['version'] if python else '%d.%d.%d' % sys.version_info[:3]
 
-    @contextlib.contextmanager
-    def _dry_run_python_facts(self):
-        """For one dry-run step: Python's version from the Python dependency (a dry run runs no command).
-
-        PythonPackage asks det_python_version() of the module its methods were defined in (upstream's,
-        or a site's included copy, which need not be what sys.modules holds under that name); that one
-        name is replaced in those globals for the duration of the step, then restored.
-        """
-        base = next((cls for cls in type(self).__mro__ if cls.__name__ == 'PythonPackage'), None)
-        method = getattr(base, 'configure_step', None) if base is not None else None
-        namespace = getattr(method, '__globals__', {})
-        original = namespace.get('det_python_version')
-        if original is None:
-            yield
-            return
-        version = self._python_dependency_version()
-        namespace['det_python_version'] = lambda python_cmd: original(python_cmd) or version
-        try:
-            yield
-        finally:
-            namespace['det_python_version'] = original
-
     def run_step(self, step_name, step_methods):
         """EasyBuild's; in a dry run, each step with the Python facts of the Python dependency."""
         if not self.dry_run:
             return super().run_step(step_name, step_methods)
-        with self._dry_run_python_facts():
+        with compat.python_version_of_dependency(type(self), self._python_dependency_version):
             return super().run_step(step_name, step_methods)
 
     def prepare_python(self):
@@ -461,15 +427,4 @@ EB_PyTorch._post_install_with_reports.__name__ = _POST_INSTALL  # as the dry run
 setattr(EB_PyTorch, _POST_INSTALL, EB_PyTorch._post_install_with_reports)
 
 
-def _reexport_upstream_api(namespace, upstream):
-    """Upstream's module-level names (get_test_results, parse_test_log, TestState, ...) where code expects them:
-    this module shadows upstream's as easybuild.easyblocks.pytorch.  Names defined here win."""
-    exported = []
-    for name, value in vars(upstream).items():
-        if not name.startswith('__') and name not in namespace:
-            namespace[name] = value
-            exported.append(name)
-    return exported
-
-
-UPSTREAM_API = _reexport_upstream_api(globals(), _UPSTREAM)
+UPSTREAM_API = compat.reexport_upstream_api(globals(), _UPSTREAM)

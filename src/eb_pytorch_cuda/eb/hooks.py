@@ -157,7 +157,7 @@ def sanity_check_problems(eb: Any, site_cudnn_needed: Any = None, load_check: bo
     problems = []
     for path in libraries:
         plan = patch_plan.plan_library(path, settings)
-        if not plan.add:
+        if not plan.all_added:
             continue
         cuda_root = os.environ.get('EBROOTCUDA') or os.environ.get('CUDA_HOME')
         preload = patch_plan.driver_stub_preload(path, cuda_root) if load_check else []
@@ -234,7 +234,8 @@ class PyTorchCudaHooks:
                 return
             eb.dry_run_msg(f"[pytorch-cuda hooks] would add NEEDED {', '.join(sonames)} ({source}) to every "
                            f'{LIBRARY_NAME} found under the installation, and before the tests under the test '
-                           f'installation; each entry only if $EBROOTCUDNN/lib has that file')
+                           f'installation; each entry only if $EBROOTCUDNN/lib has that file (and the CUDA '
+                           f'libraries cuDNN dlopen()s, where cuDNN cannot find them and {LIBRARY_NAME} can)')
             return
         if not self.patch(eb, [eb.installdir], 'installation'):
             print_msg(f'no {LIBRARY_NAME} in {eb.installdir} (CPU-only build): nothing to patch', log=eb.log)

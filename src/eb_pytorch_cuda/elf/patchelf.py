@@ -273,7 +273,7 @@ def _run_patchelf(path, command, hold=()):
     if child.returncode != 0:
         lines = stderr.strip().splitlines()
         message = lines[-1] if lines else 'no message'
-        if child.returncode < 0:
+        if child.returncode is not None and child.returncode < 0:
             message = f'killed by signal {-child.returncode}'
         raise PluginError(path, f'patchelf failed (exit {child.returncode}): {message}; nothing modified')
 

@@ -1,21 +1,18 @@
 """Read what the dynamic loader cares about from an ELF file: SONAME, NEEDED, RPATH, RUNPATH, flags.
 
-pyelftools does the decoding, so files of any class, endianness and machine can be read (an aarch64
-build can be audited on an x86_64 node).  Only the ELF header, program headers and the dynamic
-segment are read, never the whole file.  Every way a file can fail to be a usable shared object
-(not ELF, a linker script named .so, truncated, relocatable, static) becomes a one-line PluginError.
-PT_GNU_STACK is read too: glibc >= 2.41 refuses to dlopen() an object that asks for an executable stack.
+Files of any class, endianness and machine can be read (an aarch64 build can be audited on an x86_64 node).
+Only the ELF header, the program headers and the dynamic segment (with the strings it points at) are read,
+never the whole file, with struct: doctor reads some fifty objects per run, and pyelftools' construct layer
+took most of its time (issue 25: 0.9 s of 3.3 s under the profiler on the 2.1.2 layout).  Every way a file
+can fail to be a usable shared object (not ELF, a linker script named .so, truncated, relocatable, static)
+becomes a one-line PluginError.  PT_GNU_STACK is read too: glibc >= 2.41 refuses to dlopen() an object that
+asks for an executable stack; and PT_INTERP (the executable's loader, whose glibc doctor judges for).
 """
 
 import os
 import struct
-from typing import Any, Iterable, Optional, Tuple, Union
+from typing import Optional, Tuple, Union
 from dataclasses import dataclass
-
-from elftools.common.exceptions import ELFError, ELFParseError
-from elftools.elf.elffile import ELFFile
-from elftools.elf.dynamic import DynamicSegment
-from elftools.elf.enums import ENUM_E_MACHINE
 
 from eb_pytorch_cuda.errors import PluginError
 
@@ -24,7 +21,24 @@ ELF_MAGIC = b'\x7fELF'
 LINKER_SCRIPT_MARKERS = (b'/*', b'INPUT', b'GROUP', b'OUTPUT_FORMAT', b'SEARCH_DIR')
 
 DF_1_NODEFLIB = 0x800
-MACHINE_NAMES = {value: key for key, value in ENUM_E_MACHINE.items() if not key.startswith('_')}
+ET_EXEC, ET_DYN = 2, 3
+PT_LOAD, PT_DYNAMIC, PT_INTERP, PT_GNU_STACK = 1, 2, 3, 0x6474e551
+DT_NULL, DT_NEEDED, DT_STRTAB, DT_STRSZ, DT_SONAME, DT_RPATH, DT_RUNPATH, DT_FLAGS_1 = \
+    0, 1, 5, 10, 14, 15, 29, 0x6ffffffb
+_TYPE_NAMES = {0: 'ET_NONE', 1: 'ET_REL', 2: 'ET_EXEC', 3: 'ET_DYN', 4: 'ET_CORE'}
+_SEGMENT_NAMES = {PT_LOAD: 'PT_LOAD', PT_DYNAMIC: 'PT_DYNAMIC', PT_INTERP: 'PT_INTERP', PT_GNU_STACK: 'PT_GNU_STACK'}
+# e_machine values of the machines this project meets (names as pyelftools gives them); others: see machine_name
+_MACHINES = {3: 'EM_386', 8: 'EM_MIPS', 20: 'EM_PPC', 21: 'EM_PPC64', 22: 'EM_S390', 40: 'EM_ARM', 62: 'EM_X86_64',
+             183: 'EM_AARCH64', 243: 'EM_RISCV', 258: 'EM_LOONGARCH'}
+
+
+def machine_name(number: int) -> Union[str, int]:
+    """'EM_X86_64' for 62; a rarer machine's name from pyelftools' table (imported only then), else the number."""
+    if number in _MACHINES:
+        return _MACHINES[number]
+    from elftools.elf.enums import ENUM_E_MACHINE
+    names = {value: key for key, value in ENUM_E_MACHINE.items() if not key.startswith('_')}
+    return names.get(number, number)
 
 
 @dataclass(frozen=True)
@@ -34,13 +48,14 @@ class ElfInfo:
     path: str
     elf_class: int  # 32 or 64
     little_endian: bool
-    machine: str  # e.g. 'EM_X86_64', 'EM_AARCH64'
+    machine: Union[str, int]  # e.g. 'EM_X86_64', 'EM_AARCH64'
     soname: Optional[str] = None
     needed: tuple = ()
     rpath: tuple = ()  # DT_RPATH entries, unexpanded ($ORIGIN kept)
     runpath: tuple = ()  # DT_RUNPATH entries, unexpanded
     flags_1: int = 0
     stack_flags: Optional[int] = None  # p_flags of PT_GNU_STACK (PF_X = 1: executable stack); None: no header
+    interpreter: Optional[str] = None  # PT_INTERP (an executable's dynamic loader)
 
     @property
     def nodeflib(self) -> bool:
@@ -48,7 +63,7 @@ class ElfInfo:
         return bool(self.flags_1 & DF_1_NODEFLIB)
 
     @property
-    def abi_key(self) -> Tuple[int, bool, str]:
+    def abi_key(self) -> Tuple[int, bool, Union[str, int]]:
         """What must match for glibc to accept this file as a dependency of another."""
         return (self.elf_class, self.little_endian, self.machine)
 
@@ -58,7 +73,7 @@ def _split_path_list(value):
 
 
 def _sniff(path):
-    """Check the file is a readable ELF before pyelftools sees it; raise PluginError otherwise."""
+    """Check the file is a readable ELF; return its first 64 bytes or raise PluginError."""
     try:
         with open(path, 'rb') as handle:
             head = handle.read(64)
@@ -74,71 +89,94 @@ def _sniff(path):
         raise PluginError(path, 'is not an ELF file (bad magic)')
     if len(head) < 52:
         raise PluginError(path, 'is a truncated ELF file (incomplete ELF header)')
+    if head[4] not in (1, 2) or head[5] not in (1, 2):
+        raise PluginError(path, f'is a truncated or corrupt ELF file (EI_CLASS {head[4]}, EI_DATA {head[5]})')
+    return head
+
+
+def _read_at(stream, offset, size, path, what):
+    stream.seek(offset)
+    data = stream.read(size)
+    if len(data) != size:
+        raise PluginError(path, f'is a truncated ELF file ({what} past the end)')
+    return data
 
 
 def read_elf(path: Union[str, 'os.PathLike[str]']) -> ElfInfo:
     """Return the ElfInfo of the shared object or executable at path, or raise PluginError."""
     path = os.fspath(path)
-    _sniff(path)
+    head = _sniff(path)
+    is64, little = head[4] == 2, head[5] == 1
+    order = '<' if little else '>'
+    header = struct.unpack_from(order + ('HHIQQQIHHHHHH' if is64 else 'HHIIIIIHHHHHH'), head + bytes(64), 16)
+    e_type, e_machine, _version, _entry, phoff, _shoff, _flags, ehsize, phentsize, phnum = header[:10]
+    expected_size = 64 if is64 else 52
+    if ehsize != expected_size:  # e.g. a flipped EI_CLASS or EI_DATA byte: nothing else fits
+        raise PluginError(path, f"has an inconsistent ELF header: e_ehsize is {ehsize}, but a "
+                                f"{64 if is64 else 32}-bit {'little' if little else 'big'}-endian header "
+                                f"is {expected_size} bytes (EI_CLASS or EI_DATA byte corrupt?)")
+    if len(head) < expected_size:
+        raise PluginError(path, 'is a truncated ELF file (incomplete ELF header)')
+    if e_type not in (ET_DYN, ET_EXEC):
+        raise PluginError(path, f"is an ELF file of type {_TYPE_NAMES.get(e_type, e_type)}, not a shared object")
     size = os.path.getsize(path)
-    try:
-        with open(path, 'rb') as stream:
-            elf = ELFFile(stream)
-            header = elf.header
-            expected_size = 52 if elf.elfclass == 32 else 64
-            if header['e_ehsize'] != expected_size:  # e.g. a flipped EI_CLASS or EI_DATA byte: nothing else fits
-                raise PluginError(path, f"has an inconsistent ELF header: e_ehsize is {header['e_ehsize']}, but a "
-                                        f"{elf.elfclass}-bit {'little' if elf.little_endian else 'big'}-endian header "
-                                        f"is {expected_size} bytes (EI_CLASS or EI_DATA byte corrupt?)")
-            if header['e_type'] not in ('ET_DYN', 'ET_EXEC'):
-                raise PluginError(path, f"is an ELF file of type {header['e_type']}, not a shared object")
-            if header['e_phoff'] + header['e_phnum'] * header['e_phentsize'] > size:
-                raise PluginError(path, 'is a truncated ELF file (program headers past the end)')
-            dynamic, stack_flags = None, None
-            segments: Iterable[Any] = elf.iter_segments()  # pyelftools sets some attributes at run time
-            for segment in segments:
-                if segment['p_offset'] + segment['p_filesz'] > size:
-                    raise PluginError(path, f"is a truncated ELF file ({segment['p_type']} past the end)")
-                if isinstance(segment, DynamicSegment):
-                    dynamic = segment
-                elif segment['p_type'] == 'PT_GNU_STACK':
-                    stack_flags = segment['p_flags']
-            if dynamic is None:
-                raise PluginError(path, 'has no dynamic section (statically linked?)')
-            values: dict = {'DT_NEEDED': [], 'DT_SONAME': None, 'DT_RPATH': None, 'DT_RUNPATH': None, 'DT_FLAGS_1': 0}
-            tags: Iterable[Any] = dynamic.iter_tags()
-            for tag in tags:
-                kind = tag.entry.d_tag
-                if kind == 'DT_NEEDED':
-                    values['DT_NEEDED'].append(tag.needed)
-                elif kind == 'DT_SONAME':
-                    values['DT_SONAME'] = tag.soname
-                elif kind == 'DT_RPATH':
-                    values['DT_RPATH'] = tag.rpath
-                elif kind == 'DT_RUNPATH':
-                    values['DT_RUNPATH'] = tag.runpath
-                elif kind == 'DT_FLAGS_1':
-                    values['DT_FLAGS_1'] = tag.entry.d_val
-                elif kind == 'DT_NULL':
-                    break
-            return ElfInfo(
-                path=path,
-                elf_class=elf.elfclass,
-                little_endian=elf.little_endian,
-                machine=header['e_machine'],
-                soname=values['DT_SONAME'],
-                needed=tuple(values['DT_NEEDED']),
-                rpath=_split_path_list(values['DT_RPATH']),
-                runpath=_split_path_list(values['DT_RUNPATH']),
-                flags_1=values['DT_FLAGS_1'],
-                stack_flags=stack_flags,
-            )
-    except PluginError:
-        raise
-    except (ELFError, ELFParseError, struct.error, ValueError, KeyError, UnicodeDecodeError) as err:
-        raise PluginError(path, f'is a truncated or corrupt ELF file ({type(err).__name__}: {err})') from None
-    except Exception as err:  # pyelftools' construct layer raises assorted types on garbage input
-        raise PluginError(path, f'is a truncated or corrupt ELF file ({type(err).__name__})') from None
+    if phoff + phnum * phentsize > size:
+        raise PluginError(path, 'is a truncated ELF file (program headers past the end)')
+    # (p_type, p_flags, p_offset, p_vaddr, p_filesz) of each program header
+    segment_format = order + ('IIQQQQQQ' if is64 else 'IIIIIIII')
+    if phnum and phentsize < struct.calcsize(segment_format):
+        raise PluginError(path, f'is a truncated or corrupt ELF file (program header entries of {phentsize} bytes)')
+    with open(path, 'rb') as stream:
+        table = _read_at(stream, phoff, phnum * phentsize, path, 'program headers')
+        segments = []
+        for index in range(phnum):
+            fields = struct.unpack_from(segment_format, table, index * phentsize)
+            if is64:
+                p_type, p_flags, p_offset, p_vaddr, _paddr, p_filesz = fields[:6]
+            else:
+                p_type, p_offset, p_vaddr, _paddr, p_filesz, _memsz, p_flags = fields[:7]
+            if p_offset + p_filesz > size:
+                raise PluginError(path, f'is a truncated ELF file ({_SEGMENT_NAMES.get(p_type, hex(p_type))} '
+                                        f'past the end)')
+            segments.append((p_type, p_flags, p_offset, p_vaddr, p_filesz))
+        dynamic = next((s for s in segments if s[0] == PT_DYNAMIC), None)
+        if dynamic is None:
+            raise PluginError(path, 'has no dynamic section (statically linked?)')
+        stack_flags = next((s[1] for s in segments if s[0] == PT_GNU_STACK), None)
+        interp = next((s for s in segments if s[0] == PT_INTERP), None)
+        interpreter = _read_at(stream, interp[2], interp[4], path, 'PT_INTERP').split(b'\0')[0].decode(
+            'utf-8', 'surrogateescape') if interp else None
+        entry = struct.Struct(order + ('qQ' if is64 else 'iI'))
+        data = _read_at(stream, dynamic[2], dynamic[4], path, 'PT_DYNAMIC')
+        tags = []
+        for d_tag, d_val in entry.iter_unpack(data[:len(data) - len(data) % entry.size]):
+            if d_tag == DT_NULL:
+                break
+            tags.append((d_tag, d_val))
+        values = dict(tags)
+        strtab, strsz = values.get(DT_STRTAB), values.get(DT_STRSZ, 0)
+        named = [(t, v) for t, v in tags if t in (DT_NEEDED, DT_SONAME, DT_RPATH, DT_RUNPATH)]
+        strings = b''
+        if named:
+            load = next((s for s in segments if s[0] == PT_LOAD and strtab is not None
+                         and s[3] <= strtab < s[3] + s[4]), None)
+            if load is None:
+                raise PluginError(path, 'is a truncated or corrupt ELF file (DT_STRTAB outside the loaded segments)')
+            offset = strtab - load[3] + load[2]
+            strings = _read_at(stream, offset, min(strsz, size - offset), path, 'DT_STRTAB')
+
+    def text(offset):
+        if offset >= len(strings):
+            raise PluginError(path, f'is a truncated or corrupt ELF file (string offset {offset} past DT_STRSZ)')
+        end = strings.find(b'\0', offset)
+        return strings[offset:end if end >= 0 else len(strings)].decode('utf-8', 'surrogateescape')
+    needed = tuple(text(v) for t, v in named if t == DT_NEEDED)
+    soname = next((text(v) for t, v in named if t == DT_SONAME), None)
+    rpath = next((text(v) for t, v in named if t == DT_RPATH), None)
+    runpath = next((text(v) for t, v in named if t == DT_RUNPATH), None)
+    return ElfInfo(path=path, elf_class=64 if is64 else 32, little_endian=little, machine=machine_name(e_machine),
+                   soname=soname, needed=needed, rpath=_split_path_list(rpath), runpath=_split_path_list(runpath),
+                   flags_1=values.get(DT_FLAGS_1, 0), stack_flags=stack_flags, interpreter=interpreter)
 
 
 def decode_ident(head: bytes) -> Optional[Tuple[bool, bool]]:
@@ -166,4 +204,4 @@ def read_abi_key(path: Union[str, 'os.PathLike[str]']) -> Optional[Tuple[int, bo
         return None
     is64, little = ident
     machine = struct.unpack('<H' if little else '>H', head[18:20])[0]
-    return (64 if is64 else 32, little, MACHINE_NAMES.get(machine, machine))
+    return (64 if is64 else 32, little, machine_name(machine))

@@ -21,7 +21,12 @@ It simulates, without running the loader, what glibc does when a process loads e
   A hazard that an order PyTorch itself uses hits (the catalog's field orders, each with its evidence:
   cuDNN 8's ops_infer, cnn_infer, cnn_train of PyTorch's convolutions) is severity 'fails', not 'order';
 - executable stacks: an object loaded by dlopen() whose PT_GNU_STACK asks for one, which glibc >= 2.41
-  refuses (execstack.py; judged for the glibc --glibc names, else the executable's, else this machine's).
+  refuses (execstack.py; judged for the glibc --glibc names, else the executable's, else this machine's);
+- a cuDNN sub-library the installation lacks that the search finds elsewhere (a system cuDNN in ld.so.cache:
+  'sublibrary-elsewhere', with both versions and whether the loader or cuDNN's version check refuses it, as on
+  the H200, docs/validation/gpu-mixed-cudnn.md); the CUDA libraries cuDNN dlopen()s itself (the catalog's
+  cuda_dlopen, asked for with the CUDA major of the process); a target that exists only in a directory of the
+  caller's LD_LIBRARY_PATH (never searched) is named as such.
 
 Scope: the objects under the paths given are audited; what lies outside them (system directories, the
 driver, ld.so.cache entries) is context: it is loaded and can be the cause (a system cuDNN that shadows
@@ -35,6 +40,7 @@ Each finding has a severity: 'fails' (the load fails), 'wrong-copy' (another cop
 first two make the command exit 1.
 """
 
+import functools
 import json
 import os
 import re
@@ -57,13 +63,19 @@ _SHARED_OBJECT = re.compile(r'\.so(\.\d+)*$')
 _INFO_CACHE: dict = {}
 
 
+@functools.lru_cache(maxsize=None)
+def _realpath(path):
+    """os.path.realpath, once per path and run (an lstat per component each time was 7 % of doctor's time)."""
+    return os.path.realpath(path)
+
+
 def _read_elf(path):
     """read_elf, once per file and run (a 739 MB library is read by several roots and resolutions)."""
     try:
         stat_key = os.stat(path)
     except OSError:
         return read_elf(path)  # raises the one-line error
-    key = (os.path.realpath(path), path, stat_key.st_mtime_ns, stat_key.st_size)
+    key = (_realpath(path), path, stat_key.st_mtime_ns, stat_key.st_size)
     if key not in _INFO_CACHE:
         _INFO_CACHE[key] = read_elf(path)
     return _INFO_CACHE[key]
@@ -73,6 +85,7 @@ _SYSTEM_VIA = ('ld.so.cache', 'system directories')
 
 SEVERITY_OF_KIND = {'needed-unresolved': 'fails', 'dlopen-unresolved': 'fails', 'undefined-symbol': 'fails',
                     'dlopen-shadowed': 'wrong-copy', 'soname-conflict': 'wrong-copy', 'order-hazard': 'order',
+                    'sublibrary-elsewhere': 'wrong-copy',
                     'execstack': 'fails', 'skipped': 'info'}
 SEVERITIES = ('fails', 'wrong-copy', 'order', 'info')
 BLOCKING = ('fails', 'wrong-copy')  # the exit status is 1 only for these
@@ -113,21 +126,29 @@ def _major_suffix(soname):
 
 def _full_version(info):
     """'9.19.0' for a cuDNN 9 file installed as libX.so.9.19.0 (the tarball layout), else None."""
-    match = re.search(r'\.so\.(\d+\.\d+\.\d+)$', os.path.realpath(info.path))
+    match = re.search(r'\.so\.(\d+\.\d+\.\d+)$', _realpath(info.path))
     return match.group(1) if match else None
 
 
-def dlopen_requests(info, names_of, notes_of=lambda path: ()):
+def dlopen_requests(info, names_of, notes_of=lambda path: (), cuda_major=None):
     """What an object may ask dlopen() for: [(soname, [names asked for, in order])].
 
-    Sources: the object's .note.dlopen metadata, the cuDNN catalog's verified edges, library names in its
-    .rodata.  An unversioned name (cuDNN 9 keeps "libcudnn_graph.so") gets the opener's major version;
-    cuDNN names are probed the way cuDNN does (full version first, then shorter, then the bare .so)."""
+    Sources: the object's .note.dlopen metadata, the cuDNN catalog's verified edges (to its sub-libraries
+    and to the CUDA libraries it opens), library names in its .rodata.  An unversioned name (cuDNN 9 keeps
+    "libcudnn_graph.so") gets the opener's major version, the name of a CUDA library ("libnvrtc.so") the
+    CUDA major version of the process (cuda_major; skipped when unknown); cuDNN names are probed the way
+    cuDNN does (full version first, then shorter, then the bare .so)."""
     major = _major_suffix(info.soname)
     version = _full_version(info)
-    names = list(notes_of(info.path)) + list(cudnn.DLOPEN_EDGES.get(info.soname, ())) + sorted(names_of(info.path))
+    names = list(notes_of(info.path)) + list(cudnn.DLOPEN_EDGES.get(info.soname, ())) + \
+        list(cudnn.CUDA_DLOPEN.get(info.soname, ())) + sorted(names_of(info.path))
     requests = {}
     for name in names:
+        if name in cudnn.CUDA_LIBRARIES:
+            label = cudnn.cuda_soname(name, cuda_major)
+            if label and label not in info.needed and label not in requests:
+                requests[label] = [label]  # asked for with the CUDA major only (the H200 trace)
+            continue
         label = f'{name}.{major}' if major and name.endswith('.so') else name
         if label in info.needed or label == info.soname or name in info.needed or label in requests:
             continue
@@ -146,11 +167,13 @@ def dlopen_targets(info, names_of):
 class Process:
     """The simulated process of one root object."""
 
-    def __init__(self, root, resolver, cache, executable=None, audited=()):
+    def __init__(self, root, resolver, cache, executable=None, audited=(), hint_dirs=()):
         self.resolver, self.cache, self.executable = resolver, cache, executable
-        self.audited = sorted({os.path.realpath(p) for p in audited} | {os.path.abspath(p) for p in audited})
+        self.hint_dirs = [d for d in hint_dirs if d]  # LD_LIBRARY_PATH of doctor's caller: where files may lie
+        self.audited = sorted({_realpath(p) for p in audited} | {os.path.abspath(p) for p in audited})
         self.objects = []  # Loaded, in load order
-        self.by_soname, self.by_path = {}, {}
+        self.by_soname: dict = {}
+        self.by_path: dict = {}
         self.findings = []
         self.hazards = {}  # Loaded (dlopen()ed) -> sonames it needs that only an earlier dlopen() left loaded
         self.transactions = 0
@@ -163,7 +186,15 @@ class Process:
         self._load(root, [], 'root', load_needed=True)
 
     def _key(self, path):
-        return os.path.realpath(path)
+        return _realpath(path)
+
+    def cuda_major(self):
+        """The CUDA major version of the process: from the libcudart.so.N (else libcublas.so.N) it loaded."""
+        for stem in ('libcudart.so.', 'libcublas.so.'):
+            for soname in self.by_soname:
+                if soname.startswith(stem) and soname[len(stem):].isdigit():
+                    return int(soname[len(stem):])
+        return None
 
     def audited_entry(self, entry):
         """True for an object that is audited: under the paths given, or a cuDNN library the installation's
@@ -179,7 +210,7 @@ class Process:
         """True for an object under the paths being audited (everything else is context)."""
         if not self.audited:
             return True
-        for candidate in {os.path.realpath(path), os.path.abspath(path)}:
+        for candidate in {_realpath(path), os.path.abspath(path)}:
             if any(candidate == top or candidate.startswith(top.rstrip('/') + '/') for top in self.audited):
                 return True
         return False
@@ -241,6 +272,10 @@ class Process:
                     continue
                 if self._key(own.path) in self.by_path:
                     continue
+                main = self._foreign_needed(soname, own, current, chain) if audited and not current.context \
+                    and own.via in _SYSTEM_VIA else None
+                if main:
+                    self.findings.append(self._elsewhere_finding(soname, current, own, main))
                 try:
                     info = _read_elf(own.path)
                 except PluginError:
@@ -273,7 +308,7 @@ class Process:
             if not self.audited_entry(opener):
                 continue  # what the driver or a system library dlopen()s is not ours to audit
             pending, vias = [], {}
-            for target, probes in dlopen_requests(opener.info, self.cache.names, self.cache.notes):
+            for target, probes in dlopen_requests(opener.info, self.cache.names, self.cache.notes, self.cuda_major()):
                 after = cudnn.OPENED_AFTER.get(target)
                 if after and not any(name in self.by_soname for name in after):
                     continue  # cuDNN opens it only once one of those loaded (LD_DEBUG on an H200)
@@ -290,6 +325,9 @@ class Process:
                 if own_copy and self._key(own_copy) != self._key(value.path):
                     self.findings.append(self._shadow_finding(target, opener, own_copy, value))
                     continue  # the real dlopen() maps that copy; what it then does is not this installation's
+                if own_copy is None and self._foreign_sublibrary(target, opener, value):
+                    self.findings.append(self._elsewhere_finding(target, opener, value))
+                    continue  # cuDNN refuses the copy of another version; a copy of this one is still not ours
                 try:
                     pending.append(_read_elf(value.path))
                 except PluginError:
@@ -391,8 +429,80 @@ class Process:
                 f"the load of {self.root.path}; if it does not need one, clear the flag on a copy "
                 f"(patchelf --clear-execstack), else run with {execstack.TUNABLE}", details, command=command))
 
+    def _foreign_sublibrary(self, target, opener, result):
+        """True when a cuDNN library dlopen()s a sub-library of its own family that its installation lacks, and
+        the search finds one outside the installation's directory (ld.so.cache, a system directory)."""
+        name = opener.info.soname or os.path.basename(opener.path)
+        return (cudnn.is_cudnn(name) and cudnn.is_cudnn(target) and _major_suffix(target) == _major_suffix(name)
+                and os.path.dirname(self._key(result.path)) != os.path.dirname(self._key(opener.path)))
+
+    def _foreign_needed(self, soname, result, current, chain):
+        """For a NEEDED cuDNN sub-library that resolves outside the directory the libcudnn.so.N of the same object
+        resolves to: that libcudnn.so.N (the installation's cuDNN); else None."""
+        if not cudnn.is_cudnn(soname) or soname.startswith('libcudnn.so'):
+            return None
+        main_name = f'libcudnn.so.{_major_suffix(soname)}'
+        main = self.by_soname.get(main_name)
+        path = main.path if main is not None else self.resolver.resolve(
+            main_name, current.info, loader_chain=chain[1:], executable=self.executable).path
+        if path and os.path.dirname(self._key(result.path)) != os.path.dirname(self._key(path)):
+            return path
+        return None
+
+    def _elsewhere_finding(self, target, opener, result, family=None):
+        """The wrong-copy case of pytorch/pytorch#185512: an installation missing a sub-library that a system cuDNN
+        of another version provides: the copy does not fit the installation's other sub-libraries (on the H200,
+        9.14's libcudnn_heuristic.so.9 beside 9.19's libcudnn_graph.so.9: an undefined symbol of version
+        libcudnn_graph.so.9, the dlopen() fails and PyTorch's convolutions find no engine; cuDNN's own version
+        check reports CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH where such a copy loads).
+        family: the path of the installation's libcudnn.so.N whose directory and version count (default: the
+        opener's)."""
+        family = family or opener.path
+        ours, theirs = cudnn.file_version(family), cudnn.file_version(result.path)
+        directory = os.path.dirname(family)
+        lacking = self._lacking_symbols(result.path) if family == opener.path else []
+        if family != opener.path:  # a NEEDED entry: its own NEEDED cuDNN entries may come from the system too
+            refused = ("it loads at start-up and may bring the system's copies of the sub-libraries it needs before "
+                       "the installation's (see the soname conflicts and undefined symbols reported with it)")
+        elif lacking:
+            name, version, library = lacking[0]
+            refused = (f"the real loader refuses it: it needs {name.decode('utf-8', 'replace')}@{version}, which the "
+                       f"loaded {library} lacks (undefined symbol), so the dlopen() fails and cuDNN reports the "
+                       f"sub-library unavailable (CUDNN_STATUS_NOT_SUPPORTED_SUBLIBRARY_UNAVAILABLE)")
+        else:
+            refused = ("it loads, and cuDNN's version check refuses it (CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH); "
+                       "PyTorch's calls that need it fail")
+        if ours and theirs and ours != theirs:
+            outcome = f"cuDNN {theirs} beside the installation's {ours}: {refused}"
+        elif ours and theirs:
+            outcome = f'a copy of the same version {ours}, from outside the installation'
+        else:
+            outcome = (f"a copy from outside the installation (version {theirs or 'unknown'}, the installation's "
+                       f"{ours or 'unknown'}); of another version, {refused}")
+        how = 'dlopen()ed' if family == opener.path else 'NEEDED'
+        return Finding('sublibrary-elsewhere', self.root.path, opener.path,
+                       f'{target}, {how} by {opener.path}, is missing from the installation ({directory}) and '
+                       f'resolves to {result.path} ({result.via}): {outcome}; install the complete cuDNN '
+                       f'{ours or ""}'.rstrip() + ' (every sub-library of the catalog that the version ships)',
+                       {'soname': target, 'opener': opener.path, 'resolved': result.path, 'via': result.via,
+                        'version': ours, 'resolved_version': theirs, 'missing_from': directory,
+                        'outcome': 'start-up' if family != opener.path else
+                        'undefined-symbol' if lacking else 'version-mismatch'})
+
+    def _lacking_symbols(self, path):
+        """[(name, version, library)] that the object at path needs, with a version, from a cuDNN library already
+        loaded which does not define it in that version: the real loader's 'undefined symbol' for a copy of another
+        cuDNN version mapped beside the installation's (9.14's heuristic beside 9.19's graph on the H200)."""
+        lacking = []
+        for name, version, library in self.cache.symbols(path).undefined:
+            supplier = self.by_soname.get(library) if version and cudnn.is_cudnn(library) else None
+            if supplier is not None and version not in self.cache.symbols(supplier.path).defined.get(name, ()):
+                lacking.append((name, version, library))
+        return lacking
+
     def _exists_nearby(self, name, opener):
-        directories = [os.path.dirname(opener.path)] + [os.path.dirname(o.path) for o in self.objects]
+        directories = [os.path.dirname(opener.path)] + [os.path.dirname(o.path) for o in self.objects] + \
+            self.hint_dirs
         for directory in dict.fromkeys(directories):
             candidate = os.path.join(directory, name)
             if os.path.isfile(candidate):
@@ -402,11 +512,17 @@ class Process:
     def _dlopen_finding(self, target, opener, existing, tried):
         inherited = 'inherits no RPATH chain (it was itself loaded by dlopen())' if not opener.chain else \
             'inherits the RPATH chain of ' + ', '.join(o.path for o in opener.chain)
+        if opener.info.runpath:
+            inherited = 'has a RUNPATH of its own (glibc then uses no RPATH of the objects that loaded it)'
         fix = ''
         patchable = self._fix_candidate(target, opener, existing)
         if patchable:
             fix = (f'; adding it as NEEDED of {patchable.path} fixes it: '
                    f'eb-pytorch-cuda add-needed {patchable.path} {target}')
+        if os.path.dirname(existing) in self.hint_dirs and not patchable:
+            fix = (f'; {os.path.dirname(existing)} is reached only through LD_LIBRARY_PATH, which an RPATH-linked '
+                   f'installation does not set: add it to the RPATH of a library loaded at start-up that '
+                   f'loads {opener.path}, or {target} as its NEEDED entry once it resolves there')
         return Finding('dlopen-unresolved', self.root.path, opener.path,
                        f"{target}, dlopen()ed by {opener.path}, will not be found: the opener {inherited} "
                        f"(searched: {', '.join(tried) or 'nothing'}), although {existing} exists{fix}",
@@ -427,11 +543,11 @@ class Process:
         """The nearest object up the loading ancestry, loaded at start-up and outside the target's own
         package directory (cuDNN itself may not be patched), whose search path finds the target:
         a NEEDED entry there maps the target at load time, and the later dlopen() finds it loaded."""
-        package = os.path.dirname(os.path.realpath(existing))
+        package = os.path.dirname(_realpath(existing))
         entry = opener.parent
         while entry is not None:
             name = entry.info.soname or os.path.basename(entry.path)
-            if not entry.optional and os.path.dirname(os.path.realpath(entry.path)) != package \
+            if not entry.optional and os.path.dirname(_realpath(entry.path)) != package \
                     and not cudnn.is_cudnn(name) and self.audited_entry(entry):
                 if self.resolver.resolve(target, entry.info, loader_chain=entry.chain).found:
                     return entry
@@ -529,7 +645,7 @@ class SymbolCache:
 
     @staticmethod
     def _cached(store, path, read):
-        key = os.path.realpath(path)
+        key = _realpath(path)
         if key not in store:
             elf = ElfSymbols(path)
             try:
@@ -545,7 +661,7 @@ class SymbolCache:
         return self._cached(self._names, path, ElfSymbols.rodata_sonames)
 
     def notes(self, path):
-        key = os.path.realpath(path)
+        key = _realpath(path)
         if key not in self._notes:
             try:
                 self._notes[key] = dlopen_note_sonames(path)
@@ -583,7 +699,7 @@ def collect_objects(paths, skipped=None, read=True):
             if not _regular(candidate):
                 skipped.append(candidate)
                 continue
-            real = os.path.realpath(candidate)
+            real = _realpath(candidate)
             if real in seen:
                 continue
             if not read:
@@ -614,23 +730,27 @@ def roots_of(objects, start=None):
     return roots or objects
 
 
-def diagnose(paths, start=None, executable=None, resolver=None, glibc=None):
+def diagnose(paths, start=None, executable=None, resolver=None, glibc=None, hint_dirs=()):
     """All findings for the given paths; one simulated process per root.  glibc: the TargetGlibc executable
-    stacks are judged for (default: execstack.target_glibc(), this machine's)."""
+    stacks are judged for (default: execstack.target_glibc(), this machine's).  hint_dirs: directories where
+    a library may exist without being found (the caller's LD_LIBRARY_PATH, which the simulated process has not)."""
+    _realpath.cache_clear()  # one run, one view of the file system (a test may move files between runs)
     resolver = resolver or Resolver()
     glibc = glibc or execstack.target_glibc(executable=executable)
     cache = SymbolCache()
     if executable:
         require_regular(executable)
     executable_info = read_elf(executable) if executable else None
-    findings, seen, skipped = [], set(), []
+    findings: list = []
+    seen: set = set()
+    skipped: list = []
     # with --from, the paths only say what is audited: their files are not read unless the root loads them
     objects = collect_objects(paths, skipped, read=not start)
-    loaded = set()
+    loaded: set = set()
     # a library given by itself stands for its installation directory (libroot.so and the libuser.so beside it)
     audited = [p if os.path.isdir(p) else os.path.dirname(os.path.abspath(p)) for p in [*paths, *filter(None, [start])]]
     for root in roots_of(objects, start):
-        process = Process(root, resolver, cache, executable_info, audited=audited)
+        process = Process(root, resolver, cache, executable_info, audited=audited, hint_dirs=hint_dirs)
         process.simulate_dlopens()
         process.check_symbols()
         process.check_execstack(glibc)

@@ -19,9 +19,6 @@ import re
 from dataclasses import dataclass
 from typing import Optional, Tuple
 
-from elftools.elf.elffile import ELFFile
-from elftools.elf.segments import InterpSegment
-
 from eb_pytorch_cuda.errors import PluginError
 
 PF_X = 1
@@ -77,14 +74,11 @@ def loader_version(path) -> Optional[Tuple[int, int]]:
 
 def interpreter_of(executable) -> Optional[str]:
     """PT_INTERP of an executable (its dynamic loader), or None."""
+    from eb_pytorch_cuda.elf.reader import read_elf
     try:
-        with open(executable, 'rb') as stream:
-            for segment in ELFFile(stream).iter_segments():
-                if isinstance(segment, InterpSegment):
-                    return segment.get_interp_name()
-    except Exception:  # not ELF, truncated: the executable's own reading reports it
+        return read_elf(executable).interpreter
+    except PluginError:  # not ELF, truncated: the executable's own reading reports it
         return None
-    return None
 
 
 def host_version() -> Optional[Tuple[int, int]]:

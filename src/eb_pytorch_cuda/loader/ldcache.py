@@ -51,11 +51,27 @@ def parse_ld_so_cache(data):
     if table + nlibs * entry.size > len(data):
         return {}
     # in the new format, string offsets are relative to the new header (0 when it starts the file)
-    result = {}
+    result: dict = {}
     for index in range(nlibs):
         _flags, key, value, _osv, _hwcap = entry.unpack_from(data, table + index * entry.size)
         result.setdefault(_cstring(data, start + key), []).append(_cstring(data, start + value))
     return result
+
+
+def read_ld_so_cache_file(path):
+    """A cache named by the user (doctor --ld-so-cache): parsed, or a one-line PluginError naming the file."""
+    from eb_pytorch_cuda.errors import PluginError
+    from eb_pytorch_cuda.inputs import require_regular
+    require_regular(path)
+    try:
+        with open(path, 'rb') as handle:
+            data = handle.read()
+    except OSError as err:
+        raise PluginError(path, f'cannot read: {err.strerror}') from None
+    parsed = parse_ld_so_cache(data)
+    if not parsed and _new_format_start(data) is None:
+        raise PluginError(path, 'not an ld.so.cache (no glibc-ld.so.cache1.1 header)')
+    return parsed
 
 
 _CACHE: dict = {}

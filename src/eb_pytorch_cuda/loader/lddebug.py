@@ -22,7 +22,10 @@ def trace_outcomes(lines):
     initialisers (the dlopen() failed after all, e.g. a dependency or version problem of the file it
     found).  A library whose init ran did load: a later dlclose() destroys its link map too.
     """
-    outcomes, tried, destroyed, initialised = {}, {}, set(), set()
+    outcomes: dict = {}
+    tried: dict = {}
+    destroyed: set = set()
+    initialised: set = set()
     for line in lines:
         match = _REQUEST.search(line)
         if match:
@@ -46,9 +49,16 @@ def trace_outcomes(lines):
         match = _INIT.search(line)
         if match:
             initialised.add(match.group(1))
+    # with LD_DEBUG=files alone there are no 'trying file=' lines: the file is known by its name only, and the
+    # link map destroyed or initialised is matched by that name (the H200 trace of a system cuDNN's sub-library)
+    destroyed_names = {os.path.basename(p) for p in destroyed}
+    initialised_names = {os.path.basename(p) for p in initialised}
     for outcome in outcomes.values():
-        outcome['stayed'] = outcome['path'] is not None and (outcome['path'] not in destroyed
-                                                             or outcome['path'] in initialised)
+        path = outcome['path']
+        if path is not None and '/' not in path:
+            outcome['stayed'] = path not in destroyed_names or path in initialised_names
+            continue
+        outcome['stayed'] = path is not None and (path not in destroyed or path in initialised)
     return outcomes
 
 
@@ -59,7 +69,7 @@ def failed_requests(lines):
     grouped, a probe that stayed loaded clears the group, and the entry shown is the libX.so.N probe.
     Returns {soname: {'requested_by': path, 'outcome': 'not found' | 'found PATH, then unloaded'}}.
     """
-    groups = {}
+    groups: dict = {}
     for name, outcome in trace_outcomes(lines).items():
         match = _PROBE.match(name)
         groups.setdefault(match.group(1) if match else name, []).append((name, outcome))

@@ -9,6 +9,13 @@ Requested sonames: the easyconfig's cudnn_needed, else $EB_PYTORCH_CUDA_CUDNN_NE
 setting, else the catalog default for the cuDNN major version the library links (cudnn.py).  Only
 those whose file exists in the cuDNN installation are added (docs/design.md section 1: a NEEDED entry
 that does not resolve makes `import torch` itself fail).
+
+CUDA libraries that cuDNN itself dlopen()s (libnvrtc, libcublasLt: cudnn.CUDA_DLOPEN) are added as well,
+where the installation needs them: the cuDNN library that opens one cannot find it with its own search path
+(no RPATH chain: only its RUNPATH, then the system), while libtorch_cuda.so finds it through its RPATH (the
+CUDA installation it was linked against).  A NEEDED entry there loads it at start-up, and cuDNN's later
+dlopen() by soname finds it loaded; where neither finds it (CUDA reached through LD_LIBRARY_PATH only),
+nothing is added (doctor names that case).
 """
 
 import os
@@ -44,6 +51,11 @@ class LibraryPlan:
     add: Tuple[str, ...] = ()  # requested and present in the cuDNN installation
     absent: Tuple[str, ...] = ()  # requested but not there: never added
     cudnn_dirs: Tuple[str, ...] = ()  # where libcudnn.so.N resolves from the library, and the cuDNN root's lib dirs
+    cuda_add: Tuple[str, ...] = ()  # CUDA libraries cuDNN dlopen()s and cannot find itself, resolving from the library
+
+    @property
+    def all_added(self) -> Tuple[str, ...]:
+        return self.add + self.cuda_add
 
 
 def find_libraries(roots: Iterable[Optional[str]], name: str = LIBRARY_NAME) -> List[str]:
@@ -82,14 +94,53 @@ def plan_library(path: str, settings: Settings = Settings(), resolver: Optional[
     requested = cudnn.requested_sonames(major, easyconfig_value=settings.easyconfig_value,
                                         site_value=settings.site_value, environ=settings.environ)
     present, absent = cudnn.filter_present(requested, dirs)
-    return LibraryPlan(path, major, tuple(present), tuple(absent), tuple(dirs))
+    cuda_add = cuda_needed(info, dirs, resolver or Resolver()) if requested else []
+    return LibraryPlan(path, major, tuple(present), tuple(absent), tuple(dirs), tuple(cuda_add))
+
+
+def _cuda_major(info: Any) -> Optional[int]:
+    for soname in info.needed:
+        if soname.startswith('libcudart.so.') and soname[len('libcudart.so.'):].isdigit():
+            return int(soname[len('libcudart.so.'):])
+    return None
+
+
+def _own_search(via: Optional[str]) -> bool:
+    """True for a resolution through a search path of the installation (not ld.so.cache or a system directory)."""
+    return bool(via) and str(via).startswith(('DT_RPATH', 'DT_RUNPATH'))
+
+
+def cuda_needed(info: Any, cudnn_dirs: Sequence[str], resolver: Resolver) -> List[str]:
+    """The CUDA sonames (cudnn.CUDA_DLOPEN) a cuDNN library of the installation dlopen()s without finding them
+    itself, that the library `info` (libtorch_cuda.so) finds through its own RPATH/RUNPATH and does not yet need."""
+    cuda_major = _cuda_major(info)
+    wanted: List[str] = []
+    for opener_name, names in sorted(cudnn.CUDA_DLOPEN.items()):
+        opener_path = next((os.path.join(d, opener_name) for d in cudnn_dirs
+                            if os.path.isfile(os.path.join(d, opener_name))), None)
+        if opener_path is None:
+            continue
+        opener = read_elf(opener_path)
+        for name in names:
+            soname = cudnn.cuda_soname(name, cuda_major)
+            if not soname or soname in info.needed or soname in wanted:
+                continue
+            ours = resolver.resolve(soname, info)
+            if not ours.found or not _own_search(ours.via):
+                continue  # libtorch_cuda.so does not find it either: a NEEDED entry would break `import torch`
+            theirs = resolver.resolve(soname, opener)  # dlopen()ed: no RPATH chain inherited
+            same = theirs.found and os.path.realpath(theirs.path) == os.path.realpath(ours.path)
+            if same and _own_search(theirs.via):
+                continue  # cuDNN finds the same file itself
+            wanted.append(soname)
+    return wanted
 
 
 def apply_plan(plan: LibraryPlan) -> Optional[AddNeededResult]:
     """Add the planned entries (idempotent, atomic: patch.needed.add_needed); None when there is nothing to add."""
-    if not plan.add:
+    if not plan.all_added:
         return None
-    return add_needed(plan.path, list(plan.add))
+    return add_needed(plan.path, list(plan.all_added))
 
 
 def driver_stub_preload(path: str, cuda_root: Optional[str], machine: Optional[str] = None) -> List[str]:
@@ -111,10 +162,14 @@ def check_plan(plan: LibraryPlan, load: bool = True, preload: Sequence[str] = ()
                expect_dir: Optional[str] = None) -> Tuple[List[NeededCheck], List[str]]:
     """Prove the planned entries: NEEDED, resolving inside expect_dir (default: the first cuDNN dir), and with
     load=True mapped by a real load in a clean process.  Returns (checks, one-line problems)."""
-    if not plan.add:
+    if not plan.all_added:
         return [], []
     expect = expect_dir or (plan.cudnn_dirs[0] if plan.cudnn_dirs else None)
-    checks, _report = check_needed(plan.path, list(plan.add), expect_dir=expect, load=load, preload=preload)
+    checks, _report = check_needed(plan.path, list(plan.add), expect_dir=expect, load=load, preload=preload) \
+        if plan.add else ([], None)
+    if plan.cuda_add:  # CUDA's libraries: resolving (through the library's own search path) is what counts
+        cuda_checks, _report = check_needed(plan.path, list(plan.cuda_add), load=load, preload=preload)
+        checks = list(checks) + list(cuda_checks)
     return checks, check_problems(plan.path, checks)
 
 

@@ -12,7 +12,7 @@ import platform
 import re
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
-from typing import Optional
+from typing import List, NamedTuple, Optional
 
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite.results.model import UNJUDGEABLE
@@ -146,15 +146,36 @@ class Policy:
     flaky_consumes_budget: bool = False
 
 
+class KnownHit(NamedTuple):
+    """A failure the policy knows: its suite, its test (None: counted in a summary, never named), the entry."""
+    suite: str
+    test_id: Optional[str]
+    entry: 'KnownFailure'
+
+
+class Failure(NamedTuple):
+    """An unknown or flaky failure: its suite and test (None: unnamed, or a whole suite rerun as one)."""
+    suite: str
+    test_id: Optional[str]
+
+
+class Unjudgeable(NamedTuple):
+    """A suite whose outcome cannot be counted (crash, timeout, missing): why, and the entry that covers it."""
+    suite: str
+    status: str
+    signal: Optional[str]
+    entry: Optional['KnownFailure']
+
+
 @dataclass
 class Verdict:
     """The judged run: every failure sorted into known, unknown, flaky; suites that could not be judged."""
 
     passed: bool
-    known: list  # (suite, test_id or None, KnownFailure)
-    unknown: list  # (suite, test_id or None): None stands for failures counted but not named
-    flaky: list  # (suite, test_id or None for a whole suite)
-    unjudgeable: list  # (suite name, status, signal, KnownFailure or None)
+    known: List[KnownHit]
+    unknown: List[Failure]  # test_id None stands for failures counted but not named
+    flaky: List[Failure]  # test_id None for a whole suite that passed when rerun
+    unjudgeable: List[Unjudgeable]
     stale: list  # KnownFailure entries whose suite ran and that matched no failure
     not_run: list  # KnownFailure entries whose suite is not in the results
     budget: int
@@ -172,37 +193,41 @@ def _first(entries, predicate, used=None):
 
 def judge(result, policy):
     """Apply policy to a RunResult; see Verdict."""
-    known, unknown, flaky, unjudgeable, used = [], [], [], [], {}
+    known: List[KnownHit] = []
+    unknown: List[Failure] = []
+    flaky: List[Failure] = []
+    unjudgeable: List[Unjudgeable] = []
+    used: dict = {}
     for suite in sorted(result.suites.values(), key=lambda s: s.name):
         if suite.status in UNJUDGEABLE:
             entry = _first(policy.known, lambda e: e.covers_suite(suite.name))
             if entry:
                 used.setdefault(entry, 0)
             if not entry and suite.rerun_outcome == 'flaky':
-                flaky.append((suite.name, None))  # passed when rerun as a whole
+                flaky.append(Failure(suite.name, None))  # passed when rerun as a whole
             else:
-                unjudgeable.append((suite.name, suite.status, suite.signal, entry))
+                unjudgeable.append(Unjudgeable(suite.name, suite.status, suite.signal, entry))
         for test in suite.failed_tests:  # an entry naming the test wins over a count for its whole suite
             entry = (_first(policy.known, lambda e: e.test_pattern and e.covers_test(suite.name, test.test_id), used)
                      or _first(policy.known, lambda e: e.covers_test(suite.name, test.test_id), used))
             if entry:
-                known.append((suite.name, test.test_id, entry))
+                known.append(KnownHit(suite.name, test.test_id, entry))
                 used[entry] = used.get(entry, 0) + 1
             elif test.rerun_outcome == 'flaky':
-                flaky.append((suite.name, test.test_id))
+                flaky.append(Failure(suite.name, test.test_id))
             else:
-                unknown.append((suite.name, test.test_id))
+                unknown.append(Failure(suite.name, test.test_id))
         unnamed = suite.failing_count - len(suite.failed_tests)
         if unnamed > 0:  # counted in a summary, but no name was printed for them
             for _ in range(unnamed):
                 entry = _first(policy.known, lambda e: e.covers_suite(suite.name), used)
                 if entry:
-                    known.append((suite.name, None, entry))
+                    known.append(KnownHit(suite.name, None, entry))
                     used[entry] = used.get(entry, 0) + 1
                 elif suite.rerun_outcome == 'flaky':
-                    flaky.append((suite.name, None))
+                    flaky.append(Failure(suite.name, None))
                 else:
-                    unknown.append((suite.name, None))
+                    unknown.append(Failure(suite.name, None))
     stale = [e for e in policy.known
              if e not in used and any(fnmatchcase(name, e.suite_pattern) for name in result.suites)]
     not_run = [e for e in policy.known if e not in used and e not in stale]

@@ -151,7 +151,7 @@ def _lift(where, scopes):
         return ['']
     result = []
     for depth in ('family', 'vendor'):
-        groups = {}
+        groups: dict = {}
         for scope in distinct:
             levels = _levels(scope)
             if depth == 'family' and levels:

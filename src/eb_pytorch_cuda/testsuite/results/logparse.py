@@ -37,8 +37,8 @@ summary line parses in milliseconds.
 """
 
 import re
-from typing import Dict, Optional
 from bisect import bisect_right
+from typing import Dict, List, NamedTuple, Optional
 
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.inputs import read_bytes
@@ -90,8 +90,27 @@ def _test_id(test, where):
     return f'{parts[-1]}.{test}'
 
 
-def _events(text):
-    """[(start, end, kind, suite, shard, shards, signal)] of every marker line, in order."""
+class Marker(NamedTuple):
+    """One harness marker line of a log: where it is, what it says (grammar.MARKERS' kind), about which suite."""
+    start: int
+    end: int
+    kind: str
+    suite: str
+    shard: int
+    shards: int
+    signal: Optional[str]
+
+
+class FailedMention(NamedTuple):
+    """A failed test named in a chunk of a suite's output: where, its test file (pytest only), id and state."""
+    position: int
+    path: Optional[str]
+    test_id: str
+    state: str
+
+
+def _events(text) -> List[Marker]:
+    """Every marker line, in order."""
     events = []
     for kind, pattern in MARKERS:
         for match in pattern.finditer(text):
@@ -100,8 +119,8 @@ def _events(text):
             end = text.find('\n', match.end())
             if 'beginning' in groups and not groups['beginning']:
                 kind = REPLAY
-            events.append((match.start(), len(text) if end < 0 else end, kind, name, int(shard), int(shards),
-                           groups.get('signal')))
+            events.append(Marker(match.start(), len(text) if end < 0 else end, kind, name, int(shard), int(shards),
+                                 groups.get('signal')))
     events.sort()
     return events
 
@@ -126,7 +145,7 @@ def _summaries(chunk):
         tail = PYTEST_TAIL.search(text)
         items = PYTEST_ITEM.findall(text[:tail.start()].lstrip('= ')) if tail else ()
         if any(word in PYTEST_END_WORDS for _, word in items):
-            counts = {}
+            counts: dict = {}
             for number, word in items:
                 if word in PYTEST_KEYS:
                     counts[PYTEST_KEYS[word]] = counts.get(PYTEST_KEYS[word], 0) + int(number)
@@ -138,17 +157,18 @@ def _summaries(chunk):
 
 
 def _failed_tests(chunk):
-    """[(position, test file or None, test_id, state)] of the failed tests a chunk names."""
-    tests = []
+    """The failed tests a chunk names."""
+    tests: List[FailedMention] = []
     for match in UNITTEST_FAILED_TEST.finditer(chunk):
-        tests.append((match.start(), None, _test_id(match.group('test'), match.group('where')),
-                      ERROR if match.group('kind') == 'ERROR' else FAILED))
+        tests.append(FailedMention(match.start(), None, _test_id(match.group('test'), match.group('where')),
+                                   ERROR if match.group('kind') == 'ERROR' else FAILED))
     for match in PYTEST_FAILED_TEST.finditer(chunk):
         test_id = _pytest_test_id(match.group('cls'), match.group('test'))
-        tests.append((match.start(), match.group('path'), test_id, ERROR if match.group('kind') == 'ERROR' else FAILED))
+        tests.append(FailedMention(match.start(), match.group('path'), test_id,
+                                   ERROR if match.group('kind') == 'ERROR' else FAILED))
     for match in ASSERTION_LIST.finditer(chunk):
         for line in match.group('names').splitlines()[:int(match.group('count'))]:
-            tests.append((match.start(), None, line.strip(), FAILED))
+            tests.append(FailedMention(match.start(), None, line.strip(), FAILED))
     return tests
 
 
@@ -176,7 +196,12 @@ class _Runs:
     def __init__(self, result, events, only_shard=None):
         self.result = result
         self.only_shard = only_shard or {}  # {suite: i}: the log is shard i of suite alone (a piece's run)
-        self.open, self.shards, self.seen, self.failed, self.success, self.counted = {}, {}, set(), {}, set(), set()
+        self.open: dict = {}
+        self.shards: dict = {}
+        self.seen: set = set()
+        self.failed: dict = {}
+        self.success: set = set()
+        self.counted: set = set()
         self.last_shard, self.replaying = {}, set()
         self.consistent = {}  # suite: {test ids} its run_test_retries reported as failing every time
         for _start, _end, _kind, name, shard, total, _signal in events:

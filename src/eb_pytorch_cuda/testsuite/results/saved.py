@@ -31,7 +31,7 @@ MAX_COUNT = 10 ** 9
 
 def _variant_index(result):
     """{suite: [its XML backend variants `dist-<backend>.../<suite>`]} of result."""
-    index = {}
+    index: dict = {}
     for key, suite in result.suites.items():
         if key.startswith('dist-') and '/' in key:
             index.setdefault(key.split('/', 1)[1], []).append(suite)

@@ -105,7 +105,7 @@ def _attributes(data, start):
     """{name: value} of the tag starting at start ('<name ...>'), values unescaped."""
     end = _TAG_REST.match(data, start + 1)
     tag = data[start:end.end() if end else len(data)]
-    values = {}
+    values: dict = {}
     for key, double, single in _ATTRIBUTE.findall(tag):
         value = (double or single).decode('utf-8', 'replace')
         values.setdefault(key.decode(), unescape(value, _ENTITIES) if '&' in value else value)
@@ -174,7 +174,7 @@ def _fast_cases(data):
             return None
     skipped = len(_SKIPPED.findall(data))
     xfailed = len(_XFAIL.findall(data))
-    per_case = {}
+    per_case: dict = {}
     for match in _FAILING_CHILD.finditer(data):
         start = data.rfind(b'<testcase', 0, match.start())
         if start < 0:
@@ -201,7 +201,8 @@ def _fast_cases(data):
 def _tree_cases(data):
     """The same as _fast_cases, through ElementTree, naming every test case; nameless ones are ignored,
     a test case twice in one file is refused unless it failed once and errored once."""
-    cases, index = [], {}
+    cases: list = []
+    index: dict = {}
     for testcase in ElementTree.fromstring(data).iter('testcase'):
         name = testcase.get('name')
         if not name:
@@ -347,7 +348,8 @@ def _suite_cases(datas):
             raise _Refused(str(err), path) from None
     several_with_failures = len(datas) > 1 and any(f is None or f[1] or f[0][SKIPPED] or f[0][XFAILED]
                                                    for f in found)
-    cases, anonymous = {}, {}
+    cases: dict = {}
+    anonymous: dict = {}
     for (path, data), fast in zip(datas, found):
         if several_with_failures or fast is None:
             # in a suite spread over several files, a pass in one may override a failure in another: name them all

@@ -14,6 +14,7 @@ import os
 import subprocess
 import threading
 import time
+from typing import Optional
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 
@@ -106,7 +107,10 @@ def run_batch(command, suites, timeout, output_path, env, options, gpu=None, har
     argv = discovery.run_argv(command.argv, suites, options)
     inline_is_serial = harness is not None and not harness.replays_logs
     start = time.time()
-    killed, settled, overdue, first_seen = False, {}, {}, {}
+    killed = False
+    settled: dict = {}
+    overdue: dict = {}
+    first_seen: dict = {}
     next_watch = start + WATCH_SECONDS
 
     def read_output():
@@ -140,7 +144,7 @@ def run_batch(command, suites, timeout, output_path, env, options, gpu=None, har
         deadline = start + timeout
         while True:
             try:
-                code = child.wait(timeout=max(0.1, min(POLL_SECONDS, deadline - time.time())))
+                code: Optional[int] = child.wait(timeout=max(0.1, min(POLL_SECONDS, deadline - time.time())))
                 break
             except subprocess.TimeoutExpired:
                 if time.time() >= deadline:

@@ -39,7 +39,7 @@ def apply_reruns(result, times, rerun):
     rerun) or 'reproducible' on each failed TestCase, and on suites that could only be rerun whole.
     Returns [(suite, test_id or None, outcome)].
     """
-    done = []
+    done: list = []
     if times <= 0:
         return done
     for suite in sorted(result.suites.values(), key=lambda s: s.name):

@@ -21,6 +21,7 @@ import json
 import os
 import sys
 import traceback
+from typing import Optional
 
 
 def _name(test):
@@ -63,13 +64,15 @@ def main():
         with open(out, 'w', encoding='utf-8') as handle:
             json.dump({'missing': missing}, handle)
         return
-    selected, sharded = [], []
+    selected: list = []
+    sharded: list = []
     _recorder(run_test, 'get_selected_tests', selected)
     _recorder(run_test, 'do_sharding', sharded)
     printed = io.StringIO()
     dry_run_argv = [*argv, '--dry-run', *([] if '--verbose' in argv or '-v' in argv else ['--verbose'])]
     sys.argv = ['run_test.py', *dry_run_argv]
-    code, error = 0, None
+    code: Optional[int] = 0
+    error: Optional[str] = None
     with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
         try:
             run_test.main()
