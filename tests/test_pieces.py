@@ -116,3 +116,15 @@ def test_a_report_that_is_no_report_gives_no_times(tmp_path):
     (tmp_path / 'dtd.xml').write_text('<?xml version="1.0"?><!DOCTYPE x [<!ENTITY a "b">]><testsuites/>')
     (tmp_path / 'empty.xml').write_text('')
     assert case_times([str(tmp_path / 'dtd.xml'), str(tmp_path / 'empty.xml')]) == {}
+
+
+@pytest.mark.parametrize('piece', [{'suite': 'a', 'index': 4, 'count': 3}, {'suite': 'b', 'index': 1, 'count': 2},
+                                   {'suite': 'a', 'index': '1', 'count': 2}, ['a', 1, 2], {'suite': 'a'}])
+def test_a_stored_record_with_a_crafted_piece_is_set_aside_in_one_note(tmp_path, piece):
+    from eb_pytorch_cuda.testsuite.run.store import ResultStore
+    store = ResultStore(str(tmp_path / 'r.jsonl'), 'f')
+    store.append(_record('a', 1, 2))
+    store.append(dict(_record('a', 2, 2), piece=piece))
+    assert list(store.load()) == ['a#shard1/2']
+    assert len(store.set_aside) == 1 and 'line 2: not a record (piece: ' in store.set_aside[0]
+    assert 'a' not in store.result(['a']).suites or store.result(['a']).suites['a'].status == 'missing'

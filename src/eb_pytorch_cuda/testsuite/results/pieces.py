@@ -186,3 +186,26 @@ def with_merged(records: Mapping[str, dict]) -> Dict[str, dict]:
                 result[suite] = merged(suite, list(found.values()))
                 break
     return result
+
+
+def record_problem(record: Mapping) -> Optional[str]:
+    """What is wrong with a stored record's piece label and per-test times (None: nothing), so that a
+    crafted or torn line is set aside like any other bad record, never a traceback."""
+    piece = record.get('piece')
+    if piece is not None:
+        integers = isinstance(piece, dict) and all(isinstance(piece.get(key), int) and not isinstance(piece[key], bool)
+                                                   for key in ('index', 'count'))
+        if not integers or set(piece) != {'suite', 'index', 'count'}:
+            return 'piece: must be {suite, index, count} with integer index and count'
+        if piece['suite'] != record['suite'].get('name'):
+            return 'piece: names another suite than the record'
+        try:
+            Piece(piece['suite'], piece['index'], piece['count'])
+        except (PluginError, TypeError):
+            return f"piece: shard {piece['index']} of {piece['count']} is no piece"
+    times = record.get('test_seconds')
+    if times is not None and not (isinstance(times, dict) and all(
+            isinstance(node, str) and isinstance(seconds, (int, float)) and not isinstance(seconds, bool)
+            for node, seconds in times.items())):
+        return 'test_seconds: must map test ids to seconds'
+    return None

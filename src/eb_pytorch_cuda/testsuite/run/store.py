@@ -17,7 +17,7 @@ import threading
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.inputs import write_atomically
 from eb_pytorch_cuda.testsuite.results.model import RunResult
-from eb_pytorch_cuda.testsuite.results.pieces import key_of, with_merged
+from eb_pytorch_cuda.testsuite.results.pieces import key_of, record_problem, with_merged
 from eb_pytorch_cuda.testsuite.results.saved import check_suite, mark_missing, no_constants
 
 
@@ -174,6 +174,9 @@ def parse_record(raw: bytes, path: str = 'results') -> tuple:
         check_suite(path, 'suite', record.get('suite'))
     except PluginError as err:
         return None, f'not a record ({err.problem})'
+    problem = record_problem(record)
+    if problem:
+        return None, f'not a record ({problem})'
     notes = record.get('notes', [])
     if notes is not None and not (isinstance(notes, list) and all(isinstance(n, str) for n in notes)):
         return None, 'not a record (notes: must be a list of strings)'
