@@ -128,3 +128,34 @@ def test_a_stored_record_with_a_crafted_piece_is_set_aside_in_one_note(tmp_path,
     assert list(store.load()) == ['a#shard1/2']
     assert len(store.set_aside) == 1 and 'line 2: not a record (piece: ' in store.set_aside[0]
     assert 'a' not in store.result(['a']).suites or store.result(['a']).suites['a'].status == 'missing'
+
+
+REAL_TREES = {'2.6.0': os.path.join(os.path.dirname(DATA), '..', '..', '.venvs', 'pytorch-src', 'pytorch-v2.6.0'),
+              '2.1 line': os.path.join(os.path.dirname(DATA), '..', '..', '.venvs', 'pytorch-2.1-harness')}
+
+
+@pytest.mark.parametrize('version', sorted(REAL_TREES))
+def test_the_times_file_goes_where_the_real_harness_reads_it_and_never_over_someone_elses(tmp_path, version):
+    """The real run_test.py and test_selections.py of both harness lines (tools/setup.sh), copied."""
+    import json
+    import shutil
+    from eb_pytorch_cuda.testsuite.run import piece_times
+    from eb_pytorch_cuda.testsuite.run.harness import harness_of
+    tree = REAL_TREES[version]
+    if not os.path.isfile(os.path.join(tree, 'test', 'run_test.py')):
+        pytest.skip(f'the {version} harness is set up by tools/setup.sh')
+    (tmp_path / 'test').mkdir()
+    (tmp_path / 'tools' / 'testing').mkdir(parents=True)
+    shutil.copy(os.path.join(tree, 'test', 'run_test.py'), tmp_path / 'test')
+    shutil.copy(os.path.join(tree, 'tools', 'testing', 'test_selections.py'), tmp_path / 'tools' / 'testing')
+    harness = harness_of(str(tmp_path / 'test'))
+    expected = {'2.6.0': '.additional_ci_files/test-times.json', '2.1 line': '.pytorch-test-times.json'}[version]
+    assert harness.times_file == expected
+    units = split(['test_long', 'test_short'], {'test_long': 1500, 'test_short': 5})
+    assert piece_times.write_times(str(tmp_path / 'test'), harness, units) is None
+    written = json.loads((tmp_path / expected).read_text())
+    assert written['default']['default'] == {'test_long': 1799}  # ceil(1799 / 600) = 3 pytest shards
+    (tmp_path / expected).write_text('{"default": {"default": {}}}')  # a user's own file
+    why = piece_times.write_times(str(tmp_path / 'test'), harness, units)
+    assert why.endswith('exists and was not written by this plugin: suites run whole')
+    assert (tmp_path / expected).read_text() == '{"default": {"default": {}}}'
