@@ -109,6 +109,10 @@ def measure_pieces(args):
             whole_dir = _real_tree(os.path.join(workdir, 'whole'))
             os.makedirs(os.path.join(workdir, 'whole-out'))
             start = time.perf_counter()
+            solo.run_suite(TestCommand(whole_dir, {}, [REAL_PYTHON, 'run_test.py']), args.startup_suite, 3600,
+                           os.path.join(workdir, 'whole-out'), env)
+            startup_time = time.perf_counter() - start
+            start = time.perf_counter()
             whole = solo.run_suite(TestCommand(whole_dir, {}, [REAL_PYTHON, 'run_test.py']), suite, 3600,
                                    os.path.join(workdir, 'whole-out'), env)
             whole_time = time.perf_counter() - start
@@ -133,7 +137,10 @@ def measure_pieces(args):
           f"{whole['suite']['counts']}")
     print(f'  {count} pieces (controller.run_spread): {split_time:6.1f} s  {merged.status}, {merged.counts}; '
           f'pieces {pieces_seen} s')
-    print(f'  ratio split / (whole / {count}): {split_time / (whole_time / count):.2f}; same results: {same}')
+    goal = 1.3 * whole_time / count + startup_time
+    print(f'  harness start-up: {startup_time:.1f} s (the whole call of {args.startup_suite}, 11 tests under 1 s)')
+    print(f'  ratio split / (whole / {count}): {split_time / (whole_time / count):.2f}; goal: split <= 1.3 x whole / '
+          f'{count} + one start-up = {goal:.1f} s: {split_time <= goal}; same results: {same}')
 
 
 def _bad(path, problem):
@@ -306,6 +313,8 @@ def main():
     parser.add_argument('--simulate-only', action='store_true')
     parser.add_argument('--real-suite', help="measure instead: a suite of Debian's 2.6.0 harness whole and in pieces")
     parser.add_argument('--pieces', type=int, default=2, help='pieces (and Slurm jobs) for --real-suite')
+    parser.add_argument('--startup-suite', default='test_native_functions',
+                        help="a suite of tests taking under a second: its whole call measures the harness's start-up")
     args = parser.parse_args()
     if args.real_suite:
         measure_pieces(args)
