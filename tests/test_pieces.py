@@ -3,6 +3,7 @@
 import os
 
 import pytest
+from environment import missing
 
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite.results.pieces import PIECE_SECONDS, Piece, expected_of, key_of, piece_count, split
@@ -143,7 +144,7 @@ def test_the_times_file_goes_where_the_real_harness_reads_it_and_never_over_some
     from eb_pytorch_cuda.testsuite.run.harness import harness_of
     tree = REAL_TREES[version]
     if not os.path.isfile(os.path.join(tree, 'test', 'run_test.py')):
-        pytest.skip(f'the {version} harness is set up by tools/setup.sh')
+        missing(f'the {version} harness (.venvs/pytorch-src, .venvs/pytorch-2.1-harness of tools/setup.sh)')
     (tmp_path / 'test').mkdir()
     (tmp_path / 'tools' / 'testing').mkdir(parents=True)
     shutil.copy(os.path.join(tree, 'test', 'run_test.py'), tmp_path / 'test')

@@ -18,6 +18,7 @@ import urllib.parse
 import xml.etree.ElementTree as ET
 
 import pytest
+from environment import missing
 
 from eb_pytorch_cuda.testsuite.policy.judging import KnownFailure, Policy, judge
 from eb_pytorch_cuda.testsuite.results.pieces import SEPARATOR
@@ -79,7 +80,7 @@ def _xml_test_ids(test_dir, suite):
 @pytest.fixture(scope='module')
 def harness():
     if not (os.path.exists(os.path.join(REAL_TREE, 'test', 'run_test.py')) and os.path.exists(REAL_PYTHON)):
-        pytest.skip("PyTorch's real harness is set up by tools/setup.sh's harness block")
+        missing("PyTorch's real harness (.venvs/pytorch-src, .venvs/harness of tools/setup.sh's harness block)")
 
 
 def test_suites_split_into_pieces_on_jobs_give_the_unsplit_result_and_a_cancelled_piece_runs_alone_again(
