@@ -32,11 +32,15 @@ def test_the_commands_own_status_comes_back(code, expected):
     assert process.run([sys.executable, '-c', code]) == (expected, False)
 
 
-def test_a_command_that_cannot_run_is_127_with_its_reason(tmp_path):
-    err = tmp_path / 'err'
-    with open(err, 'w') as handle:
-        assert process.run([str(tmp_path / 'no-such-program')], stderr=handle) == (127, False)
-    assert err.read_text() == f"cannot run {tmp_path / 'no-such-program'}: No such file or directory\n"
+def test_a_program_that_cannot_run_is_refused_as_popen_refuses_it(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        process.run([str(tmp_path / 'no-such-program')])
+    with pytest.raises(FileNotFoundError):
+        process.run(['no-such-program-on-path'])
+    (tmp_path / 'not-executable').write_text('#!/bin/sh\n')
+    with pytest.raises(PermissionError):
+        process.run([str(tmp_path / 'not-executable')])
+    assert process.live_children() == []
 
 
 def test_what_the_command_leaves_in_its_group_is_stopped_when_it_ends(tmp_path):

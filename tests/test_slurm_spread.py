@@ -278,6 +278,7 @@ SUBMITTER = '''import os, sys
 from eb_pytorch_cuda.testsuite.spread import controller
 from eb_pytorch_cuda.testsuite.run import solo
 from eb_pytorch_cuda.testsuite.run.command import TestCommand
+from eb_pytorch_cuda.testsuite.run.store import ResultStore
 test_dir, store_path, out, shared = sys.argv[1:5]
 controller.run_spread(TestCommand(test_dir, {}, [sys.executable, 'run_test.py']), dict(os.environ),
                   ResultStore(store_path, 'build-a'), out, sys.executable, {'': 120}, 2,
@@ -310,7 +311,7 @@ def test_rerunning_after_the_submitting_eb_was_killed_resumes_and_cancels_its_jo
     assert all(suite.status == 'passed' for suite in result.suites.values())
     resumed = next(line for line in lines if line.startswith('resuming: '))
     assert resumed.endswith('(cancelled 2 job(s) left by the previous run)')
-    assert slurm.live_jobs(left_jobs) == set()
+    assert controller.slurm.live_jobs(left_jobs) == set()  # `slurm` is the fixture here
     runs = run_log.read_text().split()
     assert all(runs.count(suite) == 1 for suite in finished_before)  # measured once, never again
 

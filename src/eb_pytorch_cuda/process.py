@@ -24,8 +24,10 @@ a `test-suite` or `eb` that is told to stop leaves nothing running when it exits
 """
 
 import contextlib
+import errno
 import inspect
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -210,6 +212,7 @@ class Child:
     """A started command in its own group; `.popen` is the supervisor's Popen (its pid is the group's id)."""
 
     def __init__(self, argv: Sequence[str], grace: float = GRACE_SECONDS, **popen_options):
+        _check_program(argv[0], popen_options.get('cwd'), popen_options.get('env'))
         wrapped = [sys.executable, '-I', '-S', '-c', _SUPERVISOR, str(os.getpid()), str(grace), *argv]
         self.argv, self.grace = list(argv), grace
         self.popen = subprocess.Popen(wrapped, start_new_session=True, **popen_options)
@@ -274,6 +277,19 @@ def _group_ends(pgid: int, seconds: float) -> bool:
             return False
         time.sleep(0.05)
     return True
+
+
+def _check_program(program: str, cwd: Optional[str], env: Optional[dict]) -> None:
+    """Raise FileNotFoundError/PermissionError for a program that cannot be run, as subprocess.Popen does:
+    callers tell a missing program from a command that failed (the supervisor could only exit 127)."""
+    if os.sep in program:
+        path = program if os.path.isabs(program) else os.path.join(cwd or os.getcwd(), program)
+        if not os.path.isfile(path):
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), program)
+        if not os.access(path, os.X_OK):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), program)
+    elif shutil.which(program, path=(os.environ if env is None else env).get('PATH', os.defpath)) is None:
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), program)
 
 
 def start(argv: Sequence[str], **popen_options) -> Child:

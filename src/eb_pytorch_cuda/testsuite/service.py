@@ -91,6 +91,7 @@ def _run_suites(command, env, store, output_dir, python, timeouts, parallel, rer
         return controller.run_spread(command, env, store, output_dir, python, timeouts, int(jobs), parallel=parallel,
                                      reruns=reruns, previous_seconds=controller.previous_suite_seconds(
                                          previous_results),
+                                     previous_test_seconds=controller.previous_test_seconds(previous_results),
                                      tested_installation=tested_installation, progress=progress)
     suites, listed_serial = discovery.discover(command, env)
     if listed_serial is not None:

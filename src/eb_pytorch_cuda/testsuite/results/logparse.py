@@ -145,8 +145,9 @@ class _Runs:
     the piece's owner; a `FAILED dir/test_x.py::...` line names its own suite.
     """
 
-    def __init__(self, result, events):
+    def __init__(self, result, events, only_shard=None):
         self.result = result
+        self.only_shard = only_shard or {}  # {suite: i}: the log is shard i of suite alone (a piece's run)
         self.open: dict = {}
         self.shards: dict = {}
         self.seen: set = set()
@@ -304,8 +305,8 @@ class _Runs:
                 suite.counts['errors'] = min(suite.counts['errors'], failing)
                 suite.counts['failed'] = failing - suite.counts['errors']
                 suite.failed_tests = [test for test in suite.failed_tests if test.test_id in self.consistent[name]]
-            missing = [shard for shard in range(1, self.shards[name] + 1)
-                       if (name, shard) not in self.seen or self.open.get((name, shard))]
+            wanted = [self.only_shard[name]] if name in self.only_shard else range(1, self.shards[name] + 1)
+            missing = [shard for shard in wanted if (name, shard) not in self.seen or self.open.get((name, shard))]
             if self.failed.get(name):
                 suite.status, suite.signal = SUITE_TERMINATED, self.failed[name]
             elif missing:
@@ -447,9 +448,11 @@ def _last_flagged(blocks):
         yield previous, True
 
 
-def parse_log_blocks(blocks: Blocks, source: str = 'log') -> RunResult:
+def parse_log_blocks(blocks: Blocks, source: str = 'log', only_shard: Optional[Dict[str, int]] = None) -> RunResult:
     """RunResult of one run_test.py console output, given as a function returning its text in pieces that each
-    end with a newline (the last may not); raise PluginError when nothing in it is recognized."""
+    end with a newline (the last may not); raise PluginError when nothing in it is recognized.
+    only_shard {suite: i}: the output is of shard i alone of that suite (a piece: results.pieces), so its other
+    shards are not expected."""
     blocks = _lf_blocks(blocks)
     events: List[Marker] = []
     offset = 0
@@ -459,7 +462,7 @@ def parse_log_blocks(blocks: Blocks, source: str = 'log') -> RunResult:
             events.extend(_markers(text, start, offset - 1))
         offset += len(block)
     result = RunResult()
-    runs = _Runs(result, events)
+    runs = _Runs(result, events, only_shard)
     if not result.suites:
         raise PluginError(source, 'no run_test.py output found (no "Running <suite> ..." line and no summary)')
     index = 0
@@ -528,9 +531,11 @@ def _file_blocks(path: str, size: int) -> Blocks:
     return blocks
 
 
-def parse_log_text(text: str, source: str = 'log', block: int = BLOCK) -> RunResult:
-    """RunResult of one run_test.py console output (text); raise PluginError when nothing in it is recognized."""
-    return parse_log_blocks(_text_blocks(text, block), source)
+def parse_log_text(text: str, source: str = 'log', block: int = BLOCK,
+                   only_shard: Optional[Dict[str, int]] = None) -> RunResult:
+    """RunResult of one run_test.py console output (text); raise PluginError when nothing in it is recognized.
+    only_shard: see parse_log_blocks."""
+    return parse_log_blocks(_text_blocks(text, block), source, only_shard)
 
 
 def parse_log_file(path: str, block: int = BLOCK) -> RunResult:

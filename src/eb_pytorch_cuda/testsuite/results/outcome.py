@@ -16,33 +16,44 @@ from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite.results.logparse import parse_log_text
 from eb_pytorch_cuda.testsuite.results.model import (COUNT_KEYS, SUITE_FAILED, SUITE_INCOMPLETE, SUITE_PASSED,
                                                      SUITE_TERMINATED, SUITE_TIMED_OUT, SUITE_UNCOUNTED, Suite)
+from eb_pytorch_cuda.testsuite.results.pieces import SEPARATOR
 from eb_pytorch_cuda.testsuite.results.xmlparse import parse_report_files
 
 
-def suite_reports(test_dir: str, suite: str):
-    """The XML reports this suite wrote (test-reports/<runner>/<dotted.suite>/...), as a Suite or None."""
+def report_files(test_dir: str, suite: str, runner=None):
+    """The XML report files this suite wrote (test-reports/<runner>/<dotted.suite>/*.xml); runner: only that
+    runner's directory (a piece's own: results.pieces.Piece.reports_dir)."""
     dotted = suite.replace('/', '.')
     reports = os.path.join(test_dir, 'test-reports')
     if not os.path.isdir(reports):
-        return None
-    directories = [os.path.join(reports, runner, dotted) for runner in sorted(os.listdir(reports))]
-    files = [os.path.join(d, f) for d in directories if os.path.isdir(d) for f in sorted(os.listdir(d))
-             if f.endswith('.xml')]
+        return []
+    runners = [runner] if runner else [name for name in sorted(os.listdir(reports)) if SEPARATOR not in name]
+    directories = [os.path.join(reports, name, dotted) for name in runners]
+    return [os.path.join(d, f) for d in directories if os.path.isdir(d) for f in sorted(os.listdir(d))
+            if f.endswith('.xml')]
+
+
+def suite_reports(test_dir: str, suite: str, runner=None):
+    """The XML reports this suite wrote (report_files), as a Suite or None."""
+    files = report_files(test_dir, suite, runner)
     if not files:
         return None
+    reports = os.path.join(test_dir, 'test-reports')
     try:
-        return parse_report_files(reports, files).suites.get(suite)
+        # a piece's own directory is the root of its reports (its name is no runner xmlparse knows)
+        return parse_report_files(os.path.join(reports, runner) if runner else reports, files).suites.get(suite)
     except PluginError:
         return None
 
 
-def remove_reports(test_dir: str, suite: str) -> None:
-    """Drop a suite's XML reports of an earlier run, so that only this run's are read."""
+def remove_reports(test_dir: str, suite: str, runner=None) -> None:
+    """Drop a suite's XML reports of an earlier run, so that only this run's are read; runner: only that
+    runner's (a piece's own: the other pieces of its suite may be writing theirs now)."""
     reports = os.path.join(test_dir, 'test-reports')
     if not os.path.isdir(reports):
         return
     dotted = suite.replace('/', '.')
-    for runner in os.listdir(reports):
+    for runner in ([runner] if runner else [name for name in os.listdir(reports) if SEPARATOR not in name]):
         directory = os.path.join(reports, runner, dotted)
         if os.path.isdir(directory):
             for name in os.listdir(directory):
@@ -60,9 +71,11 @@ def summary_seconds(text: str):
     return round(sum(times), 2) if times else None
 
 
-def _from_log(suite: str, text: str):
+def _from_log(suite: str, text: str, piece=None):
+    shard = f'{piece.index}/{piece.count}' if piece else '1/1'
     try:
-        return parse_log_text(f'Running {suite} 1/1 ... [\n{text}').suites.get(suite)
+        return parse_log_text(f'Running {suite} {shard} ... [\n{text}',
+                              only_shard={suite: piece.index} if piece else None).suites.get(suite)
     except PluginError:
         return None
 
@@ -91,16 +104,17 @@ def _combined(log, xml):
 
 
 def build_outcome(suite: str, text: str, finished: bool, failed: bool, signal=None, timed_out=None,
-                  test_dir=None):
-    """(Suite, exit_code, notes) of one suite.
+                  test_dir=None, piece=None):
+    """(Suite, exit_code, notes) of one suite, or of one piece of it (results.pieces.Piece: its shard of
+    the log, its own XML reports).
 
     finished: the harness reported the suite done; failed: it printed `suite failed!` (its process
     exited non-zero); signal: the signal named there; timed_out: 'timeout after Ns' when it was killed.
     """
     notes = []
-    log = _from_log(suite, text)
+    log = _from_log(suite, text, piece)
     counted = log is not None and log.status != SUITE_INCOMPLETE
-    xml = suite_reports(test_dir, suite) if test_dir else None
+    xml = suite_reports(test_dir, suite, piece.reports_dir if piece else None) if test_dir else None
     if xml is not None and log is not None and counted:
         notes += _compare(log, xml)
         result = _combined(log, xml)

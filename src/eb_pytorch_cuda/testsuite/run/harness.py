@@ -11,6 +11,7 @@ are read with `ast` (string literals only), never by importing run_test.py, whic
 import ast
 import os
 from dataclasses import dataclass, field
+from typing import Optional
 
 from eb_pytorch_cuda.errors import PluginError
 
@@ -33,6 +34,8 @@ class Harness:
     full_log_means_passed: bool = False  # 2.1: a log replayed whole (not its BEGINNING) is a passed suite's
     pytest_by_default: bool = False  # 2.1+: can_run_in_pytest(): every suite under pytest unless
     # PYTORCH_TEST_DO_NOT_USE_PYTEST is set; otherwise unittest, whose --save-xml needs xmlrunner
+    times_file: Optional[str] = None  # where (relative to the tree) it reads test times to split a long file
+    # into pytest shards under `--shard i n` (tools/testing/test_selections.py get_with_pytest_shard); None: cannot
 
     def runs_of(self, suite: str) -> int:
         """How many times the harness runs (and reports the end of) suite in one call."""
@@ -75,6 +78,7 @@ def read_harness(run_test_py: str) -> Harness:
                       positional_unittest_args='"additional_unittest_args"' in source,
                       pytest_by_default=any(isinstance(node, ast.FunctionDef) and node.name == 'can_run_in_pytest'
                                             for node in tree.body) and 'PYTORCH_TEST_DO_NOT_USE_PYTEST' in source)
+    harness.times_file = _times_file(run_test_py, source)
     for node in tree.body:
         if not isinstance(node, ast.Assign) or len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
             continue
@@ -84,6 +88,25 @@ def read_harness(run_test_py: str) -> Harness:
         elif name == 'CUSTOM_HANDLERS':
             harness.handlers |= _strings(node.value)
     return harness
+
+
+def _times_file(run_test_py: str, source: str) -> Optional[str]:
+    """The test-times file the harness reads (2.2+: .additional_ci_files/test-times.json; the 2.1 line:
+    tools/stats/export_test_times.TEST_TIMES_FILE, .pytorch-test-times.json), when its tree can split a file
+    into pytest shards by it; None otherwise."""
+    selections = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(run_test_py))),
+                              'tools', 'testing', 'test_selections.py')
+    try:
+        with open(selections, encoding='utf-8', errors='replace') as handle:
+            if 'def get_with_pytest_shard' not in handle.read():
+                return None
+    except OSError:
+        return None
+    if 'ADDITIONAL_CI_FILES_FOLDER' in source and 'TEST_TIMES_FILE' in source:
+        return os.path.join('.additional_ci_files', 'test-times.json')
+    if 'from tools.stats.export_test_times import TEST_TIMES_FILE' in source:
+        return '.pytorch-test-times.json'
+    return None
 
 
 def harness_of(test_dir: str) -> Harness:

@@ -19,21 +19,34 @@ from eb_pytorch_cuda.testsuite.run.gpus import gpu_count
 from eb_pytorch_cuda.testsuite.results.splitting import split_batch_output
 from eb_pytorch_cuda.testsuite.run.command import harness_environment
 from eb_pytorch_cuda.testsuite.run.harness import harness_of
-from eb_pytorch_cuda.testsuite.results.outcome import build_outcome, remove_reports
+from eb_pytorch_cuda.testsuite.results.model import SUITE_INCOMPLETE
+from eb_pytorch_cuda.testsuite.results.outcome import build_outcome, remove_reports, report_files
+from eb_pytorch_cuda.testsuite.results.testtimes import KEPT_FROM, kept_times
+from eb_pytorch_cuda.testsuite.results.pieces import mark
 
 OUTPUT_KEPT = batches.OUTPUT_KEPT
 
 
-def run_suite(command, suite, timeout, output_dir, env, gpu=None):
-    """Run one suite alone (`run_test.py -i suite`) in its own process group; return its record."""
+def run_suite(command, suite, timeout, output_dir, env, gpu=None, piece=None):
+    """Run one suite alone (`run_test.py -i suite`) in its own process group; return its record.  piece
+    (results.pieces.Piece, not whole): run only that pytest shard of suite, the way the harness runs its own
+    (`--shard i k` over a times file that splits suite into k: run/piece_times), its XML reports in a
+    directory of its own; the record is labelled with the piece."""
     harness = harness_of(command.cwd)
-    remove_reports(command.cwd, suite)
-    argv = discovery.run_argv(command.argv, [suite],
-                              batches.batch_options(harness, batches.xml_reports_safe(harness, command, env)))
-    output_path = os.path.join(output_dir, suite.replace('/', '.') + '.log')
+    piece = piece if piece is not None and not piece.whole else None
+    reports_dir = piece.reports_dir if piece else None
+    remove_reports(command.cwd, suite, reports_dir)
+    extra = batches.batch_options(harness, batches.xml_reports_safe(harness, command, env))
+    run_env = batches.batch_env(env, gpu)
+    argv = discovery.run_argv(command.argv, [suite], extra)
+    if piece:  # inserted, not passed as extra: run_argv drops extra words already on the line (a '2')
+        at = max(index for index, word in enumerate(argv) if word == '-i' and argv[index + 1:index + 2] == [suite])
+        argv[at:at] = ['--shard', str(piece.index), str(piece.count)]
+        run_env['TEST_REPORT_SOURCE_OVERRIDE'] = reports_dir
+    output_path = os.path.join(output_dir, (piece.key if piece else suite).replace('/', '.') + '.log')
     start = time.time()
     with open(output_path, 'w') as output:
-        code, killed = process.run(argv, timeout=timeout, cwd=command.cwd, env=batches.batch_env(env, gpu),
+        code, killed = process.run(argv, timeout=timeout, cwd=command.cwd, env=run_env,
                                    stdout=output, stderr=subprocess.STDOUT)
         timed_out = f'timeout after {timeout}s' if killed else None
     with open(output_path, errors='replace') as handle:
@@ -41,10 +54,17 @@ def run_suite(command, suite, timeout, output_dir, env, gpu=None):
     out = split_batch_output(text, [suite], command.cwd)[suite]
     failed = out.failed or (code != 0 and timed_out is None)
     result, exit_code, notes = build_outcome(suite, out.text or text, True, failed, out.signal, timed_out,
-                                             command.cwd)
+                                             command.cwd, piece)
+    if piece and timed_out is None and f'Running {suite} {piece.index}/{piece.count} ' not in text:
+        result.status = SUITE_INCOMPLETE  # the harness split the suite otherwise (another THRESHOLD, no times file)
+        result.note = f'the harness did not run shard {piece.index}/{piece.count} of {suite}'
     result.seconds = round(time.time() - start, 1)
-    return {'suite': asdict(result), 'exit_code': code if timed_out is None else None, 'seconds': result.seconds,
-            'gpu': gpu, 'notes': notes, 'output_tail': text[-OUTPUT_KEPT:], 'output_file': output_path}
+    record = {'suite': asdict(result), 'exit_code': code if timed_out is None else None, 'seconds': result.seconds,
+              'gpu': gpu, 'notes': notes, 'output_tail': text[-OUTPUT_KEPT:], 'output_file': output_path}
+    times = kept_times(result.seconds if not piece else KEPT_FROM, report_files(command.cwd, suite, reports_dir))
+    if times:
+        record['test_seconds'] = times  # per-test times: how the next build splits this suite (results/testtimes)
+    return mark(record, piece) if piece else record
 
 
 def run_all(command, suites, store, output_dir, env, timeout_for, parallel=1, progress=None, harness=None,

@@ -17,6 +17,7 @@ import threading
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.inputs import write_atomically
 from eb_pytorch_cuda.testsuite.results.model import RunResult
+from eb_pytorch_cuda.testsuite.results.pieces import key_of, record_problem, with_merged
 from eb_pytorch_cuda.testsuite.results.saved import check_suite, mark_missing, no_constants
 
 
@@ -46,8 +47,8 @@ class ResultStore:
                 self.notice(note)
 
     def load(self):
-        """{suite name: record} already measured for this fingerprint; lines that are not valid records are
-        set aside (see the class)."""
+        """{suite name or piece key (results.pieces): record} already measured for this fingerprint; lines
+        that are not valid records are set aside (see the class)."""
         try:
             with open(self.path, 'rb') as handle:
                 data = handle.read()
@@ -63,15 +64,16 @@ class ResultStore:
             if problem:
                 self._set_aside(number, problem)
             elif record['fingerprint'] == self.fingerprint:
-                records[record['suite']['name']] = record
+                records[key_of(record)] = record
         if torn.strip():
             self._set_aside(len(lines) + 1, f'unterminated last line of {len(torn)} bytes (a write cut short)')
         return records
 
     def result(self, suites):
         """RunResult of the stored outcomes of suites, in their order; a suite with none is marked missing,
-        so it fails the verdict and never passes (the serial, batched and Slurm-spread runs alike)."""
-        records = self.load()
+        so it fails the verdict and never passes (the serial, batched and Slurm-spread runs alike).  A suite
+        run as pieces is the merge of its pieces once all are stored (results.pieces.with_merged)."""
+        records = with_merged(self.load())
         result = RunResult.from_dict({'suites': [records[suite]['suite'] for suite in suites if suite in records]})
         mark_missing(result, suites)
         return result
@@ -172,6 +174,9 @@ def parse_record(raw: bytes, path: str = 'results') -> tuple:
         check_suite(path, 'suite', record.get('suite'))
     except PluginError as err:
         return None, f'not a record ({err.problem})'
+    problem = record_problem(record)
+    if problem:
+        return None, f'not a record ({problem})'
     notes = record.get('notes', [])
     if notes is not None and not (isinstance(notes, list) and all(isinstance(n, str) for n in notes)):
         return None, 'not a record (notes: must be a list of strings)'

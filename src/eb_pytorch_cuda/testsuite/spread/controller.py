@@ -28,7 +28,8 @@ import time
 from dataclasses import asdict
 from typing import Callable, Dict, List, Mapping, Optional, Sequence
 
-from eb_pytorch_cuda.testsuite.run import discovery
+from eb_pytorch_cuda.testsuite.results import pieces
+from eb_pytorch_cuda.testsuite.run import discovery, piece_times
 from eb_pytorch_cuda.testsuite.spread import slurm
 from eb_pytorch_cuda.testsuite.run.store import ResultStore
 from eb_pytorch_cuda.testsuite.run.command import harness_environment
@@ -55,6 +56,19 @@ def previous_suite_seconds(results_json: Optional[str]) -> Dict[str, float]:
     return seconds
 
 
+def previous_test_seconds(results_json: Optional[str]) -> Dict[str, Dict[str, float]]:
+    """{suite: {node id: seconds}} from a previous results JSON's `test_seconds` (what the records of its long
+    suites kept: results/testtimes), {} when it has none or cannot be read."""
+    if not results_json:
+        return {}
+    try:
+        with open(results_json) as handle:
+            data = json.load(handle).get('test_seconds') or {}
+        return {str(suite): {str(node): float(s) for node, s in times.items()} for suite, times in data.items()}
+    except (OSError, ValueError, TypeError, AttributeError):
+        return {}
+
+
 def queue_dir_of(store: ResultStore) -> str:
     """The queue lives next to the build's results file (same shared place, same lifetime), one per build
     fingerprint: EESSI's per-target builds of one easyconfig share the results file's name but not the
@@ -73,14 +87,19 @@ def run_spread(command, env: dict, store: ResultStore, output_dir: str, python: 
                tested_installation: Optional[str] = None, slurm_settings: Optional[dict] = None,
                shared_paths: Sequence[str] = (), progress: Optional[Callable[[str], None]] = None,
                poll: float = 10, stale_after: float = DEFAULT_STALE_AFTER, max_attempts: int = DEFAULT_MAX_ATTEMPTS,
-               worker_python: Optional[str] = None, environ: Optional[Mapping[str, str]] = None) -> RunResult:
+               worker_python: Optional[str] = None, environ: Optional[Mapping[str, str]] = None,
+               piece_seconds: Optional[float] = pieces.PIECE_SECONDS,
+               previous_test_seconds: Optional[Dict[str, Dict[str, float]]] = None) -> RunResult:
     """Run every suite not yet in store on `jobs` Slurm jobs, then rerun failures here; return the RunResult.
 
     command: suiterun's TestCommand (cwd, argv); env: the full test environment; timeouts: {suite: s, '': s};
     parallel: suites at a time inside each job (over its GPUs); slurm_settings: see slurm.job_options;
     stale_after: seconds without a heartbeat before a worker counts as dead; max_attempts: claims of a suite
     whose jobs all died before it is recorded as never finished (judged like a crashed suite);
-    worker_python: the Python that runs the jobs' worker (default: this one).  Raises PluginError (one line)
+    worker_python: the Python that runs the jobs' worker (default: this one); piece_seconds: a suite expected
+    (previous_seconds) to take longer is run as pieces of at most about this (results.pieces; None: never),
+    cut by its tests' times where previous_test_seconds ({suite: {node id: s}}) has them.
+    Raises PluginError (one line)
     when a path the jobs need is node-local, or sbatch refuses."""
     progress = progress or (lambda message: None)
     environ = os.environ if environ is None else environ
@@ -101,23 +120,25 @@ def run_spread(command, env: dict, store: ResultStore, output_dir: str, python: 
     os.makedirs(queue.directory, exist_ok=True)
     pool = slurm.JobPool(queue, options, worker_python or sys.executable, jobs)
     cancelled = pool.cancel_previous()
-    todo = longest_first([suite for suite in suites if suite not in done], previous_seconds)
+    units = _plan(command.cwd, harness, [suite for suite in suites if suite not in done], previous_seconds or {},
+                  piece_seconds, progress, previous_test_seconds)
+    expected = dict(previous_seconds or {}, **pieces.expected_of(units, previous_seconds or {}, previous_test_seconds))
+    todo = longest_first([unit.key for unit in units if unit.key not in done], expected)
     queue.create({'cwd': command.cwd, 'argv': list(command.argv), 'env': dict(env), 'timeouts': dict(timeouts),
                   'output_dir': output_dir, 'fingerprint': store.fingerprint, 'slots': max(1, int(parallel)),
                   'stale_after': stale_after, 'max_attempts': max_attempts,
-                  'serial': [suite for suite in todo if harness.must_serial(suite)],
+                  'serial': [key for key in todo if harness.must_serial(pieces.Piece.parse(key).suite)],
                   # claims small enough that every job slot gets about two: a short queue keeps all jobs busy
                   'max_claim': max(1, len(todo) // (2 * max(1, int(jobs)) * max(1, int(parallel)))),
-                  'expected_seconds': {suite: previous_seconds[suite] for suite in todo
-                                       if previous_seconds and suite in previous_seconds}}, todo)
+                  'expected_seconds': {key: expected[key] for key in todo if key in expected}}, todo)
     os.makedirs(output_dir, exist_ok=True)
     reader = RecordReader(queue)
     failed = [sum(1 for record in done.values() if record['suite']['status'] != SUITE_PASSED)]
 
     def collect():
-        for record in reader.new_records(lambda record: record['suite']['name'] not in done):
+        for record in reader.new_records(lambda record: pieces.key_of(record) not in done):
             store.append(record)
-            done[record['suite']['name']] = record
+            done[pieces.key_of(record)] = record
             failed[0] += record['suite']['status'] != SUITE_PASSED
 
     collect()  # outcomes a killed eb's jobs stored after it died
@@ -125,7 +146,7 @@ def run_spread(command, env: dict, store: ResultStore, output_dir: str, python: 
         progress(f'resuming: {sum(1 for s in suites if s in done)} suite(s) already measured for this build, '
                  f'{sum(1 for s in suites if s not in done)} to run'
                  + (f' (cancelled {len(cancelled)} job(s) left by the previous run)' if cancelled else ''))
-    left = [suite for suite in todo if suite not in done]
+    left = [key for key in todo if key not in done]
     if left:
         pool.start(len(left))
         asked = ' '.join(options.sbatch_options()) or 'default options'
@@ -133,7 +154,8 @@ def run_spread(command, env: dict, store: ResultStore, output_dir: str, python: 
                  f"at a time per job): {' '.join(command.argv)} -i <suites> in {command.cwd}; queue {queue.directory}; "
                  f"results kept in {store.path}")
         try:
-            _wait(queue, pool, suites, done, failed, collect, progress, poll)
+            _wait(queue, pool, [suite for suite in suites if suite in done] + [unit.key for unit in units], done,
+                  failed, collect, progress, poll)
         finally:
             pool.finish()
     result = store.result(suites)
@@ -142,12 +164,33 @@ def run_spread(command, env: dict, store: ResultStore, output_dir: str, python: 
     return result
 
 
-def _never_finished(suite: str, attempts: int) -> dict:
-    """The record of a suite whose every job died while running it (solo.run_suite's form)."""
-    result = Suite(suite, status=SUITE_INCOMPLETE, sources=[],
+def _plan(test_dir: str, harness, suites: List[str], expected: Mapping[str, float], piece_seconds, progress,
+          test_seconds=None):
+    """The units to queue: suites expected to take longer than piece_seconds as their pieces, when the harness
+    can split them (a times file for its `--shard`: run/piece_times); a suite with a custom handler stays whole
+    (its handler runs the file its own way, and sets its own report directory)."""
+    splittable = {suite: seconds for suite, seconds in expected.items() if not harness.has_handler(suite)}
+    units = (pieces.split(suites, splittable, piece_seconds, test_seconds) if piece_seconds
+             else [pieces.Piece(suite) for suite in suites])
+    if all(unit.whole for unit in units):
+        return units
+    why_not = piece_times.write_times(test_dir, harness, units)
+    if why_not:
+        progress(f'not splitting long suites: {why_not}')
+        return [pieces.Piece(suite) for suite in suites]
+    split = sorted({unit.suite for unit in units if not unit.whole})
+    progress(f"{len(split)} long suite(s) run as pieces ({sum(not unit.whole for unit in units)} in all): "
+             + ', '.join(split))
+    return units
+
+
+def _never_finished(key: str, attempts: int) -> dict:
+    """The record of a suite (or a piece of one) whose every job died while running it (solo.run_suite's form)."""
+    piece = pieces.Piece.parse(key)
+    result = Suite(piece.suite, status=SUITE_INCOMPLETE, sources=[],
                    signal=f'its Slurm job ended {attempts} times while running it (node failure, time limit, scancel)')
-    return {'suite': asdict(result), 'exit_code': None, 'seconds': None, 'gpu': None, 'output_tail': '',
-            'output_file': None}
+    return pieces.mark({'suite': asdict(result), 'exit_code': None, 'seconds': None, 'gpu': None, 'output_tail': '',
+                        'output_file': None}, piece)
 
 
 def _wait(queue, pool, suites, done, failed, collect, progress, poll):

@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from typing import Mapping, Optional
 
 from eb_pytorch_cuda.errors import PluginError
+from eb_pytorch_cuda.testsuite.results.pieces import SEPARATOR, Piece
 from eb_pytorch_cuda.testsuite.run import batches
 from eb_pytorch_cuda.testsuite.run import solo
 from eb_pytorch_cuda.testsuite.run.gpus import gpu_count
@@ -45,10 +46,12 @@ def _timeout_of(spec: dict):
     return lambda suite: spec['timeouts'].get(suite, spec['timeouts'][''])
 
 
-def run_one(spec: dict, suite: str, env: dict, gpu: Optional[str]) -> dict:
-    """Run `suite` alone as spec describes; return its record (suiterun's form)."""
+def run_one(spec: dict, key: str, env: dict, gpu: Optional[str]) -> dict:
+    """Run `key` (a suite, or a piece of one: results.pieces) alone as spec describes; return its record
+    (suiterun's form, labelled with its piece)."""
     command = TestCommand(spec['cwd'], {}, list(spec['argv']))
-    return solo.run_suite(command, suite, _timeout_of(spec)(suite), spec['output_dir'], env, gpu)
+    piece = Piece.parse(key)
+    return solo.run_suite(command, piece.suite, _timeout_of(spec)(piece.suite), spec['output_dir'], env, gpu, piece)
 
 
 def run_together(spec: dict, suites: list, env: dict, gpu: Optional[str], output_path: str, log) -> dict:
@@ -72,7 +75,8 @@ def claim_batch(queue: SuiteQueue, worker: str, serial: set, expected: dict,
     expected time adds up to less than CLAIM_SECONDS, max_claim at most.  A must-serial suite, or one
     claimed again because the job that ran it died (it may be what killed the job: alone, it cannot take
     others down with it, and it uses up its own attempts only), ends the claim and runs alone after the
-    rest."""
+    rest.  A piece of a suite (results.pieces) runs alone too (its own `--shard` call), without holding
+    the job unless it is must-serial or claimed again."""
     claimed: list = []
     alone: set = set()
     total = 0.0
@@ -83,7 +87,7 @@ def claim_batch(queue: SuiteQueue, worker: str, serial: set, expected: dict,
             break
         claimed.append(suite)
         total += float(expected.get(suite, UNKNOWN_SECONDS))
-        if suite in serial or queue.last_attempt > 1:
+        if suite in serial or queue.last_attempt > 1 or SEPARATOR in suite:
             alone.add(suite)
             break
     return claimed, alone
@@ -169,6 +173,12 @@ def work(queue_dir: str, worker: Optional[str] = None, log=print) -> int:
             log(f'{worker}: slot {index} failed, claiming no more suites: '
                 + ''.join(traceback.format_exception(type(err), err, err.__traceback__)), flush=True)
 
+    def holds_job(suite):
+        """Whether suite runs with the job to itself: must-serial, or claimed again (see the loop)."""
+        return suite in serial or SEPARATOR not in suite or suite in again
+
+    again: set = set()
+
     def run_slot(index):
         gpu = gpus[index % len(gpus)] if gpus else None
         on = f' on GPU {gpu}' if gpu is not None else ''
@@ -177,6 +187,8 @@ def work(queue_dir: str, worker: Optional[str] = None, log=print) -> int:
             with lock:  # one claim at a time per worker: claims of one worker never race each other
                 claimed, alone_ones = claim_batch(queue, worker, serial, expected,
                                                   int(spec.get('max_claim', batches.DEFAULT_BATCH_SIZE)))
+                if claimed and queue.last_attempt > 1:
+                    again.add(claimed[-1])
                 calls[0] += 1
                 call = calls[0]
             if not claimed:
@@ -197,7 +209,7 @@ def work(queue_dir: str, worker: Optional[str] = None, log=print) -> int:
                 # alone in the job: a must-serial suite with every GPU of the job, as the harness gives it; a
                 # suite claimed again after its job died on its own slot's GPU, so that if it kills this job
                 # too, no other slot's suites lose an attempt with it
-                alone = slots > 1
+                alone = slots > 1 and holds_job(suite)
                 pinned = None if suite in serial else gpu
                 with gate.hold(alone):
                     log(f'{worker}: running {suite}' + (' alone' if alone else '')

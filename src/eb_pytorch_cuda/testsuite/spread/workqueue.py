@@ -33,6 +33,7 @@ from typing import Callable, Dict, Iterable, List, Optional
 
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.inputs import write_atomically
+from eb_pytorch_cuda.testsuite.results.pieces import key_of
 from eb_pytorch_cuda.testsuite.run.store import ResultStore
 
 SPEC = 'spec.json'
@@ -217,9 +218,10 @@ class SuiteQueue:
         return ResultStore(self.path('results', f'{worker}.jsonl'), self.spec['fingerprint'])
 
     def record(self, store: ResultStore, record: dict) -> None:
-        """Store a suite's outcome, then mark it done (in that order: done means stored)."""
+        """Store a suite's (or a piece's: results.pieces) outcome, then mark it done (in that order: done
+        means stored)."""
         store.append(record)
-        with open(self.path('done', _name(record['suite']['name'])), 'w') as handle:
+        with open(self.path('done', _name(key_of(record))), 'w') as handle:
             handle.write(os.path.basename(store.path) + '\n')
 
     # --- reading outcomes back ---

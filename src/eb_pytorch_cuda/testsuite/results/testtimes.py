@@ -1,0 +1,79 @@
+"""Per-test times from a suite's XML reports, and what they predict for its pieces (issue 23 item 2).
+
+Why: a suite split into k pieces is split by the harness, by a hash of each test's pytest node id
+(2.2+: test/pytest_shard_custom.py, `sha256(nodeid)` as a little-endian integer modulo k, shard i
+holding the remainder i - 1; the 2.1 line's pytest-shard does the same, 0-based).  With each test's time
+from an earlier run, the time of every piece is known before it runs, so the number of pieces can be
+chosen so that the longest piece fits, and the queue can hand out pieces longest first.  The node id is
+`file::classname::name` of the <testcase> (measured on Debian's 2.6.0 with the tree's own rootdir: the
+XML of 11 tests of test_native_functions put each one in the shard the harness ran it in).  The reports
+are read with xmlparse's own checks (no DTD, well-formed); a report it refuses gives no times.
+"""
+
+import hashlib
+import re
+from typing import Dict, Iterable, List
+
+from eb_pytorch_cuda.errors import PluginError
+from eb_pytorch_cuda.testsuite.results import xmlparse
+
+MOST_PIECES = 256  # a suite is never cut finer than this
+KEPT_FROM = 300.0  # seconds: a suite at least this long keeps its tests' times in its record (a full run has
+# ~500,000 tests; only the long suites, the ones that may be split, are worth their bytes)
+
+_CASE = re.compile(rb'<testcase[\s/>]')
+
+
+def case_times(paths: Iterable[str]) -> Dict[str, float]:
+    """{node id: seconds} of every test case in the report files (a test in several files, e.g. rerun:
+    its times added); files that are not trustworthy reports are left out."""
+    times: Dict[str, float] = {}
+    for path in paths:
+        try:
+            data = xmlparse._read(path)  # noqa: SLF001 - the same refusal rules as the counts
+        except (PluginError, xmlparse._Refused, OSError):  # noqa: SLF001
+            continue
+        if not isinstance(data, bytes):  # xmlparse._EMPTY: a file with no element
+            continue
+        for match in _CASE.finditer(data):
+            values = xmlparse._attributes(data, match.start())  # noqa: SLF001
+            if not values.get('file') or not values.get('name'):
+                continue
+            node = f"{values['file']}::{values['classname']}::{values['name']}" if values.get('classname') \
+                else f"{values['file']}::{values['name']}"
+            try:
+                seconds = float(values.get('time') or 0)
+            except ValueError:
+                continue
+            times[node] = round(times.get(node, 0.0) + seconds, 3)
+    return times
+
+
+def kept_times(suite_seconds, paths: Iterable[str]) -> Dict[str, float]:
+    """The times a record keeps: case_times(paths) for a suite of at least KEPT_FROM seconds, else none."""
+    if suite_seconds is None or float(suite_seconds) < KEPT_FROM:
+        return {}
+    return case_times(paths)
+
+
+def shard_of(node: str, count: int) -> int:
+    """The 1-based piece of `count` that the harness runs test `node` in."""
+    return int.from_bytes(hashlib.sha256(node.encode()).digest(), 'little') % count + 1
+
+
+def piece_times(times: Dict[str, float], count: int) -> List[float]:
+    """Seconds of each of the `count` pieces (index 0: piece 1) by the tests' times."""
+    pieces = [0.0] * count
+    for node, seconds in times.items():
+        pieces[shard_of(node, count) - 1] += seconds
+    return pieces
+
+
+def pieces_for(times: Dict[str, float], longest: float, most: int = MOST_PIECES) -> int:
+    """The fewest pieces whose longest is at most `longest` seconds by the tests' times (most at most: a
+    single test longer than that cannot be split)."""
+    total = sum(times.values())
+    count = max(1, int(total // longest))
+    while count < most and max(piece_times(times, count)) > longest:
+        count += 1
+    return count

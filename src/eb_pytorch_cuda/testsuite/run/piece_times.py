@@ -1,0 +1,49 @@
+"""The test-times file that makes the harness split a long suite into exactly the pieces we hand out.
+
+Why a file: run_test.py appends its own `--shard-id=1 --num-shards=1` after any arguments it passes on, so
+a piece cannot be asked of a suite's pytest directly (measured on Debian's 2.6.0: 11 of 11 tests ran with
+`--shard-id=2 --num-shards=3` on the line).  What the harness does honour is its own file sharding: with
+`--shard i k` and a test-times file giving the suite t seconds, tools/testing/test_selections.py cuts it into
+ceil(t / 600) pytest shards and hands shard i to machine shard i (measured: 4 + 2 + 5 of 11 tests for
+shards 1, 2, 3 of 3).  So the file gives each split suite 600 * k - 1 seconds, under the keys it reads
+when BUILD_ENVIRONMENT and TEST_CONFIG match nothing ('default', 'default').  It lives in the tree (the
+harness reads it from REPO_ROOT); a file there that we did not write is never replaced.
+"""
+
+import json
+import os
+from typing import Iterable, Optional
+
+from eb_pytorch_cuda.inputs import write_atomically
+from eb_pytorch_cuda.testsuite.results.pieces import Piece
+from eb_pytorch_cuda.testsuite.run.harness import Harness
+
+THRESHOLD = 600  # tools/testing/test_selections.py THRESHOLD, 2.1 line and 2.6.0 alike
+MARK = 'written_by_eb_pytorch_cuda'
+
+
+def times_path(test_dir: str, harness: Harness) -> Optional[str]:
+    if not harness.times_file:
+        return None
+    return os.path.join(os.path.dirname(os.path.abspath(test_dir)), harness.times_file)
+
+
+def write_times(test_dir: str, harness: Harness, pieces: Iterable[Piece]) -> Optional[str]:
+    """Write the times file for the split suites among pieces; return why splitting is not possible
+    (the harness cannot, or a times file of someone else's is there), None once written."""
+    path = times_path(test_dir, harness)
+    if path is None:
+        return f'{harness.path} cannot split a suite into pytest shards (no test-times sharding in its tree)'
+    counts = {piece.suite: piece.count for piece in pieces if not piece.whole}
+    if os.path.exists(path):
+        try:
+            with open(path) as handle:
+                ours = MARK in json.load(handle)
+        except (OSError, ValueError, TypeError):
+            ours = False
+        if not ours:
+            return f'{path} exists and was not written by this plugin: suites run whole'
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    write_atomically(path, json.dumps({MARK: True, 'default': {'default': {
+        suite: THRESHOLD * count - 1 for suite, count in sorted(counts.items())}}}, indent=1))
+    return None

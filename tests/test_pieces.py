@@ -1,0 +1,162 @@
+"""Pieces of a long suite (results/pieces.py): the identity the queue and the store use, and the plan."""
+
+import os
+
+import pytest
+from environment import missing
+
+from eb_pytorch_cuda.errors import PluginError
+from eb_pytorch_cuda.testsuite.results.pieces import PIECE_SECONDS, Piece, expected_of, key_of, piece_count, split
+from eb_pytorch_cuda.testsuite.results.pieces import with_merged
+from eb_pytorch_cuda.testsuite.results.testtimes import case_times, piece_times, pieces_for, shard_of
+
+
+def test_a_plain_suite_name_is_the_whole_suite():
+    piece = Piece.parse('distributed/test_c10d')
+    assert piece == Piece('distributed/test_c10d', 1, 1)
+    assert piece.whole and piece.key == 'distributed/test_c10d' and piece.shard_args() == []
+
+
+def test_a_piece_key_round_trips_and_gives_the_harness_shard_options():
+    piece = Piece('inductor/test_torchinductor_opinfo', 3, 8)
+    assert piece.key == 'inductor/test_torchinductor_opinfo#shard3/8'
+    assert Piece.parse(piece.key) == piece
+    assert piece.shard_args() == ['--shard-id=3', '--num-shards=8']  # 2.2+: pytest_shard_custom, 1-based
+    assert piece.shard_args(zero_based=True) == ['--shard-id=2', '--num-shards=8']  # 2.1: pytest-shard
+
+
+@pytest.mark.parametrize('key', ['x#shard', 'x#shard3', 'x#shard0/2', 'x#shard3/2', 'x#shard-1/2', '#shard1/2'])
+def test_a_malformed_key_is_a_one_line_error(key):
+    with pytest.raises(PluginError) as caught:
+        Piece.parse(key)
+    assert '\n' not in str(caught.value)
+
+
+def test_suites_over_the_threshold_become_pytorchs_number_of_pieces():
+    # PyTorch's own rule (tools/testing/test_selections.py): ceil(duration / 600) shards above 600 s
+    assert PIECE_SECONDS == 600
+    assert [piece_count(s) for s in (None, 0, 599, 600, 601, 1800, 77584.492)] == [1, 1, 1, 1, 2, 3, 130]
+    expected = {'long': 1500.0, 'short': 10.0}
+    pieces = split(['short', 'long', 'unknown'], expected)
+    assert [piece.key for piece in pieces] == ['short', 'long#shard1/3', 'long#shard2/3', 'long#shard3/3', 'unknown']
+    assert expected_of(pieces, expected) == {'short': 10.0, 'long#shard1/3': 500.0, 'long#shard2/3': 500.0,
+                                             'long#shard3/3': 500.0}
+
+
+def _record(suite, index, count, status='passed', passed=1, failed=(), seconds=2.0, note=None):
+    counts = dict.fromkeys(('failed', 'errors', 'passed', 'skipped', 'xfailed', 'xpassed', 'rerun'), 0)
+    counts.update(passed=passed, failed=len(failed))
+    return {'suite': {'name': suite, 'status': status, 'counts': counts, 'sources': ['log'], 'signal': None,
+                      'failed_tests': [{'test_id': test, 'state': 'failed', 'reruns': 0, 'rerun_outcome': None}
+                                       for test in failed],
+                      'rerun_outcome': None, 'seconds': seconds, 'note': note},
+            'exit_code': 1 if failed else 0, 'seconds': seconds + 1, 'gpu': None, 'notes': [],
+            'piece': {'suite': suite, 'index': index, 'count': count}}
+
+
+def test_records_are_keyed_by_piece_and_old_records_by_suite():
+    assert key_of(_record('a', 2, 3)) == 'a#shard2/3'
+    old = _record('a', 1, 1)
+    del old['piece']
+    assert key_of(old) == 'a'
+
+
+def test_a_suite_is_the_merge_of_all_its_pieces_and_only_then():
+    records = {'a#shard1/3': _record('a', 1, 3, passed=4), 'a#shard3/3': _record('a', 3, 3, passed=5)}
+    assert 'a' not in with_merged(records)  # a piece missing: the suite has no outcome yet (it runs again)
+    records['a#shard2/3'] = _record('a', 2, 3, status='failed', passed=1, failed=['T.test_x'])
+    suite = with_merged(records)['a']
+    assert suite['suite']['status'] == 'failed'
+    assert suite['suite']['counts']['passed'] == 10 and suite['suite']['counts']['failed'] == 1
+    assert [test['test_id'] for test in suite['suite']['failed_tests']] == ['T.test_x']
+    assert suite['suite']['seconds'] == 6.0 and suite['seconds'] == 9.0 and suite['exit_code'] == 1
+    assert [piece['index'] for piece in suite['pieces']] == [1, 2, 3]
+
+
+def test_a_piece_that_never_finished_keeps_the_suite_from_passing_and_says_which():
+    records = {key_of(r): r for r in (_record('a', 1, 2), _record('a', 2, 2, status='timed out', note='slow'))}
+    suite = with_merged(records)['a']['suite']
+    assert suite['status'] == 'timed out' and suite['note'] == 'piece 2/2: slow'
+
+
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data', 'pytorch26-pieces')
+
+
+def _reports(name):
+    directory = os.path.join(DATA, name)
+    return [os.path.join(directory, file) for file in sorted(os.listdir(directory))]
+
+
+def test_the_tests_times_of_a_real_report_put_each_test_in_the_piece_the_real_harness_ran_it_in():
+    whole = case_times(_reports('python-pytest'))
+    assert len(whole) == 11 and all(node.startswith('test_native_functions.py::TestNativeFunctions::test_')
+                                    for node in whole)
+    for index in (1, 2, 3):
+        ran = case_times(_reports(f'python-pytest-shard{index}of3'))
+        assert sorted(ran) == sorted(node for node in whole if shard_of(node, 3) == index) != []
+    assert [len(case_times(_reports(f'python-pytest-shard{i}of3'))) for i in (1, 2, 3)] == [4, 2, 5]
+    shares = piece_times(whole, 3)
+    assert round(sum(shares), 3) == round(sum(whole.values()), 3)
+
+
+def test_pieces_are_cut_by_the_tests_times_when_known():
+    whole = case_times(_reports('python-pytest'))
+    longest = max(whole.values())
+    count = pieces_for(whole, longest * 1.01)
+    assert max(piece_times(whole, count)) <= longest * 1.01 < max(piece_times(whole, count - 1))
+    # a suite over the threshold with its tests' times: that many pieces, each expected at its tests' sum
+    scaled = {node: seconds * 1000 for node, seconds in whole.items()}
+    units = split(['test_native_functions'], {'test_native_functions': sum(scaled.values())}, 300, {
+        'test_native_functions': scaled})
+    assert len(units) == pieces_for(scaled, 300) > 1
+    expected = expected_of(units, {}, {'test_native_functions': scaled})
+    assert max(expected.values()) <= 300 and round(sum(expected.values())) == round(sum(scaled.values()))
+
+
+def test_a_report_that_is_no_report_gives_no_times(tmp_path):
+    (tmp_path / 'dtd.xml').write_text('<?xml version="1.0"?><!DOCTYPE x [<!ENTITY a "b">]><testsuites/>')
+    (tmp_path / 'empty.xml').write_text('')
+    assert case_times([str(tmp_path / 'dtd.xml'), str(tmp_path / 'empty.xml')]) == {}
+
+
+@pytest.mark.parametrize('piece', [{'suite': 'a', 'index': 4, 'count': 3}, {'suite': 'b', 'index': 1, 'count': 2},
+                                   {'suite': 'a', 'index': '1', 'count': 2}, ['a', 1, 2], {'suite': 'a'}])
+def test_a_stored_record_with_a_crafted_piece_is_set_aside_in_one_note(tmp_path, piece):
+    from eb_pytorch_cuda.testsuite.run.store import ResultStore
+    store = ResultStore(str(tmp_path / 'r.jsonl'), 'f')
+    store.append(_record('a', 1, 2))
+    store.append(dict(_record('a', 2, 2), piece=piece))
+    assert list(store.load()) == ['a#shard1/2']
+    assert len(store.set_aside) == 1 and 'line 2: not a record (piece: ' in store.set_aside[0]
+    assert 'a' not in store.result(['a']).suites or store.result(['a']).suites['a'].status == 'missing'
+
+
+REAL_TREES = {'2.6.0': os.path.join(os.path.dirname(DATA), '..', '..', '.venvs', 'pytorch-src', 'pytorch-v2.6.0'),
+              '2.1 line': os.path.join(os.path.dirname(DATA), '..', '..', '.venvs', 'pytorch-2.1-harness')}
+
+
+@pytest.mark.parametrize('version', sorted(REAL_TREES))
+def test_the_times_file_goes_where_the_real_harness_reads_it_and_never_over_someone_elses(tmp_path, version):
+    """The real run_test.py and test_selections.py of both harness lines (tools/setup.sh), copied."""
+    import json
+    import shutil
+    from eb_pytorch_cuda.testsuite.run import piece_times
+    from eb_pytorch_cuda.testsuite.run.harness import harness_of
+    tree = REAL_TREES[version]
+    if not os.path.isfile(os.path.join(tree, 'test', 'run_test.py')):
+        missing(f'the {version} harness (.venvs/pytorch-src, .venvs/pytorch-2.1-harness of tools/setup.sh)')
+    (tmp_path / 'test').mkdir()
+    (tmp_path / 'tools' / 'testing').mkdir(parents=True)
+    shutil.copy(os.path.join(tree, 'test', 'run_test.py'), tmp_path / 'test')
+    shutil.copy(os.path.join(tree, 'tools', 'testing', 'test_selections.py'), tmp_path / 'tools' / 'testing')
+    harness = harness_of(str(tmp_path / 'test'))
+    expected = {'2.6.0': '.additional_ci_files/test-times.json', '2.1 line': '.pytorch-test-times.json'}[version]
+    assert harness.times_file == expected
+    units = split(['test_long', 'test_short'], {'test_long': 1500, 'test_short': 5})
+    assert piece_times.write_times(str(tmp_path / 'test'), harness, units) is None
+    written = json.loads((tmp_path / expected).read_text())
+    assert written['default']['default'] == {'test_long': 1799}  # ceil(1799 / 600) = 3 pytest shards
+    (tmp_path / expected).write_text('{"default": {"default": {}}}')  # a user's own file
+    why = piece_times.write_times(str(tmp_path / 'test'), harness, units)
+    assert why.endswith('exists and was not written by this plugin: suites run whole')
+    assert (tmp_path / expected).read_text() == '{"default": {"default": {}}}'
