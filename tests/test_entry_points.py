@@ -12,7 +12,6 @@ import re
 import subprocess
 from pathlib import Path
 
-import pytest
 
 from conftest import cli
 from deployments import stock_venv
@@ -180,17 +179,16 @@ def test_site_hooks_without_entry_points_is_refused(tmp_path):
                                         '(eb --hooks takes one file: ours come from the entry points then)']
 
 
-def test_an_install_without_our_entry_points_is_named():
-    # the development venv's editable install was made before setup.cfg had the entry points when its
-    # metadata lacks them; then `config --entrypoints` names it instead of printing a config eb would ignore
+def test_an_install_without_our_entry_points_is_named(tmp_path):
+    # an install made before setup.cfg had the entry points: its dist-info, first on the path, has none; then
+    # `config --entrypoints` names it instead of printing a config eb would ignore
     venv = eb_venv('5.4.1')
-    registered = subprocess.run([str(venv / 'bin' / 'python'), '-c', 'from importlib.metadata import entry_points; '
-                                 'print(len(entry_points(group="easybuild.hooks")))'], capture_output=True, text=True,
-                                env={'PATH': '/usr/bin:/bin'}, check=True).stdout.strip()
-    if registered != '0':
-        pytest.skip(f'{venv} already registers the entry points')
+    old = tmp_path / 'old' / 'eb_pytorch_cuda-0.0.dist-info'
+    old.mkdir(parents=True)
+    (old / 'METADATA').write_text('Metadata-Version: 2.1\nName: eb-pytorch-cuda\nVersion: 0.0\n')
     done = subprocess.run([str(venv / 'bin' / 'eb-pytorch-cuda'), 'config', '--entrypoints'], capture_output=True,
-                          text=True, env={'PATH': '/usr/bin:/bin', 'PYTHONPATH': str(REPO / 'src')})
+                          text=True, env={'PATH': '/usr/bin:/bin',
+                                          'PYTHONPATH': f"{tmp_path / 'old'}:{REPO / 'src'}"})
     assert done.returncode == 2 and done.stdout == ''
     assert re.fullmatch(r'eb-pytorch-cuda: error: \S+: registers no easybuild\.hooks, easybuild\.easyblock entry '
                         r'point \(installed from an older version\): reinstall it with `pip install \.`\n', done.stderr)
