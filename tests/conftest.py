@@ -91,14 +91,22 @@ TIER_OF_MODULE = {
     'test_packaging': 'real_tools', 'test_patch_faults': 'real_tools', 'test_patch_plan': 'real_tools',
     'test_resolve': 'real_tools', 'test_suiterun': 'real_tools', 'test_result_store_faults': 'real_tools',
     'test_process': 'real_tools', 'test_no_orphans': 'real_tools', 'test_suggest_policy': 'real_tools',
-    'test_gpu_mixed_record': 'real_tools',
+    'test_gpu_mixed_record': 'real_tools', 'test_elf_string_tables': 'real_tools',
+    'test_full_results_disk': 'real_tools', 'test_entry_points': 'real_eb',
 }
+UNIT_MODULES = {'test_cudnn_catalog', 'test_field_policy', 'test_gpu_record', 'test_logparse_streaming',
+                'test_report_escaping', 'test_test_parameters', 'test_testsuite_parsing', 'test_testsuite_policy',
+                'test_upstream_corpus', 'test_xml_encodings'}
 TIERS = ('unit', 'real_tools', 'real_eb', 'slurm', 'real_harness')
 
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        tier = TIER_OF_MODULE.get(item.module.__name__.rsplit('.', 1)[-1], 'unit')
+        module = item.module.__name__.rsplit('.', 1)[-1]
+        if module not in TIER_OF_MODULE and module not in UNIT_MODULES:  # a new file chooses its tier
+            raise pytest.UsageError(f'tests/{module}.py has no tier: add it to TIER_OF_MODULE or UNIT_MODULES in '
+                                    f'tests/conftest.py')
+        tier = TIER_OF_MODULE.get(module, 'unit')
         item.add_marker(getattr(pytest.mark, tier))
         if 'slurm' in getattr(item, 'fixturenames', ()) and tier != 'slurm':
             item.add_marker(pytest.mark.slurm)  # an eb test that spreads its suites over Slurm jobs
