@@ -121,7 +121,7 @@ def cmd_test_suite(args: argparse.Namespace) -> int:
     from eb_pytorch_cuda.escape import printable
     from eb_pytorch_cuda.inputs import write_atomically
     from eb_pytorch_cuda.testsuite import service
-    from eb_pytorch_cuda.testsuite.policy.report import RESULTS_JSON, to_text
+    from eb_pytorch_cuda.testsuite.policy.report import RESULTS_JSON, RESULTS_MARKDOWN, to_text
     from eb_pytorch_cuda.testsuite.policy.settings import TestSettings, check_option
     for option, value, minimum in (('--timeout', args.timeout, 1), ('--parallel', args.parallel, 1),
                                    ('--rerun', args.rerun, 0), ('--jobs', args.jobs, 1)):
@@ -146,7 +146,7 @@ def cmd_test_suite(args: argparse.Namespace) -> int:
     if args.format == 'json':
         print(texts[RESULTS_JSON], end='')
     elif args.format == 'markdown':
-        print(texts[service.RESULTS_MARKDOWN])
+        print(texts[RESULTS_MARKDOWN])
     else:
         print(to_text(outcome.result, outcome.verdict))
         for suite, notes in outcome.notes.items():

@@ -186,13 +186,7 @@ def stop_leftovers(registry: str) -> List[int]:
             continue  # the pid was reused by an unrelated process after the whole group had gone
         if not group_members(pgid):
             continue
-        for signum, grace in ((signal.SIGTERM, GRACE_SECONDS), (signal.SIGKILL, 30)):
-            try:
-                os.killpg(pgid, signum)
-            except ProcessLookupError:
-                break
-            if _group_ends(pgid, grace):
-                break
+        _stop_group(pgid, GRACE_SECONDS)
         stopped.append(pgid)
     os.unlink(registry)
     return stopped
@@ -246,13 +240,7 @@ class Child:
 
         Waits by watching the group in /proc, not through Popen: from a signal handler, the interrupted
         Popen.wait of the main thread holds Popen's lock, and a Popen.wait here could only time out."""
-        for signum, grace in ((signal.SIGTERM, self.grace + 5), (signal.SIGKILL, 30)):
-            try:
-                os.killpg(self.popen.pid, signum)
-            except ProcessLookupError:
-                break
-            if _group_ends(self.popen.pid, grace):
-                break
+        _stop_group(self.popen.pid, self.grace + 5)  # the supervisor's own grace, and time to act on it
         self.popen.poll()
         self._forget()
         return self.popen.returncode
@@ -268,6 +256,17 @@ class Child:
         if self.popen.poll() is None:
             self.stop()
         self._forget()
+
+
+def _stop_group(pgid: int, grace: float) -> None:
+    """SIGTERM group pgid, SIGKILL what is left after grace seconds, and wait (up to 30 s more) until it is gone."""
+    for signum, seconds in ((signal.SIGTERM, grace), (signal.SIGKILL, 30)):
+        try:
+            os.killpg(pgid, signum)
+        except ProcessLookupError:
+            return
+        if _group_ends(pgid, seconds):
+            return
 
 
 def _group_ends(pgid: int, seconds: float) -> bool:
