@@ -100,6 +100,7 @@ UNIT_MODULES = {'test_cudnn_catalog', 'test_field_policy', 'test_gpu_record', 't
 TIERS = ('unit', 'real_tools', 'real_eb', 'slurm', 'real_harness')
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups it adds
 def pytest_collection_modifyitems(config, items):
     for item in items:
         module = item.module.__name__.rsplit('.', 1)[-1]
@@ -108,5 +109,10 @@ def pytest_collection_modifyitems(config, items):
                                     f'tests/conftest.py')
         tier = TIER_OF_MODULE.get(module, 'unit')
         item.add_marker(getattr(pytest.mark, tier))
-        if 'slurm' in getattr(item, 'fixturenames', ()) and tier != 'slurm':
+        uses_slurm = 'slurm' in getattr(item, 'fixturenames', ())
+        if uses_slurm and tier != 'slurm':
             item.add_marker(pytest.mark.slurm)  # an eb test that spreads its suites over Slurm jobs
+        # `pytest -n N --dist loadgroup` (README): a module's tests share one worker and its module fixtures
+        # (a real-library layout is built once, not once per worker); every test of the real Slurm shares
+        # one worker, so one cluster (and one munged) serves them all
+        item.add_marker(pytest.mark.xdist_group('slurm' if uses_slurm else module))

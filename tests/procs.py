@@ -1,6 +1,14 @@
 """What the tests ask of the kernel's process table about processes that must be gone."""
 
+import signal
 import time
+
+
+def terminal_signals() -> None:
+    """preexec_fn for a process that must see SIGINT, SIGTERM and SIGHUP as in a terminal, whatever the
+    test session inherited (CI runs with SIGHUP ignored, and a background job has SIGINT ignored)."""
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_DFL)
 
 
 def running(pid: int) -> bool:

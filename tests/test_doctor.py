@@ -121,9 +121,9 @@ def test_intact_torch_install_is_clean(torch_site):
     assert 'nothing found' in done.stdout
 
 
-def test_planted_faults_in_torch_are_each_found(torch_site):
-    site, factory = torch_site
-    mirror = _mirror(site, factory.mktemp('torch-faults'))
+def test_planted_faults_in_torch_are_each_found(torch_site, tmp_path):
+    site, _ = torch_site
+    mirror = _mirror(site, tmp_path / 'torch-faults')
     # 1. a removed library
     cusparse = next((mirror / 'nvidia').rglob('libcusparse.so.*'))
     cusparse.unlink()

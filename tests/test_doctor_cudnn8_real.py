@@ -30,6 +30,7 @@ from eb_pytorch_cuda.elf.patchelf import patchelf_binary
 from eb_pytorch_cuda.elf.reader import read_elf
 from eb_pytorch_cuda.patch.needed import add_needed
 from environment import missing
+from scratch import scratch_dir
 
 LIBS = Path(__file__).resolve().parent.parent / '.venvs' / 'cudnn8-torch212'
 DRIVER = Path(__file__).resolve().parent / 'cudnn_order_driver.py'
@@ -66,18 +67,18 @@ def layouts(tmp_path_factory):
     path of libtorch_cuda.so in that layout}.  One copy of cuDNN, one patched copy of libtorch_cuda.so each."""
     if not (LIBS / 'torch' / 'lib' / 'libtorch_cuda.so').exists():
         missing(f'no cuDNN 8.9.2 / PyTorch 2.1.2 libraries in {LIBS}')
-    base = tmp_path_factory.mktemp('cudnn8-torch212')
-    unpatched = base / 'unpatched'
-    _mirror(LIBS, unpatched)
-    library = unpatched / 'torch' / 'lib' / 'libtorch_cuda.so'
-    info = read_elf(library)
-    assert info.rpath and not info.runpath and '$ORIGIN/../../nvidia/cudnn/lib' in info.rpath  # DT_RPATH layout
-    assert not read_elf(unpatched / 'nvidia' / 'cudnn' / 'lib' / 'libcudnn_cnn_train.so.8').runpath
-    result = {'unpatched': library}
-    for label, sonames in (('default', ['libcudnn_cnn_train.so.8']),
-                           ('full', ['libcudnn_cnn_train.so.8', 'libcudnn_adv_train.so.8'])):
-        result[label] = patched_layout(unpatched, base / label, sonames)
-    return result
+    with scratch_dir(tmp_path_factory, 'cudnn8-torch212') as base:
+        unpatched = base / 'unpatched'
+        _mirror(LIBS, unpatched)
+        library = unpatched / 'torch' / 'lib' / 'libtorch_cuda.so'
+        info = read_elf(library)
+        assert info.rpath and not info.runpath and '$ORIGIN/../../nvidia/cudnn/lib' in info.rpath  # DT_RPATH
+        assert not read_elf(unpatched / 'nvidia' / 'cudnn' / 'lib' / 'libcudnn_cnn_train.so.8').runpath
+        result = {'unpatched': library}
+        for label, sonames in (('default', ['libcudnn_cnn_train.so.8']),
+                               ('full', ['libcudnn_cnn_train.so.8', 'libcudnn_adv_train.so.8'])):
+            result[label] = patched_layout(unpatched, base / label, sonames)
+        yield result
 
 
 def patched_layout(unpatched, root, sonames):

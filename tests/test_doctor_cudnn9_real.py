@@ -33,6 +33,7 @@ from eb_pytorch_cuda.loader.resolve import Resolver
 from eb_pytorch_cuda.patch.plan import Settings, apply_plan, check_plan, plan_library
 from test_doctor_cudnn8_real import DRIVER, _mirror, patched_layout, run_orders
 from environment import missing
+from scratch import scratch_dir
 
 TORCH_VENV = Path(__file__).resolve().parent.parent / '.venvs' / 'torch'
 CHECKS = {'libcudnn_graph.so.9': 'cudnnGraphVersionCheck', 'libcudnn_ops.so.9': 'cudnnOpsVersionCheck',
@@ -45,16 +46,16 @@ def layouts(tmp_path_factory):
     sites = sorted(TORCH_VENV.glob('lib/python3*/site-packages'))
     if not sites or not (sites[0] / 'nvidia' / 'cudnn' / 'lib' / 'libcudnn.so.9').exists():
         missing(f'no CUDA build of torch with the cuDNN 9 wheel in {TORCH_VENV}')
-    source = tmp_path_factory.mktemp('cudnn9-source')
-    for name in ('torch/lib', 'nvidia'):  # a view of only what libtorch_cuda.so loads
-        (source / name).parent.mkdir(parents=True, exist_ok=True)
-        os.symlink(sites[0] / name, source / name)
-    unpatched = tmp_path_factory.mktemp('cudnn9') / 'unpatched'
-    _mirror(source, unpatched, follow=True)
-    library = unpatched / 'torch' / 'lib' / 'libtorch_cuda.so'
-    assert read_elf(library).rpath and not read_elf(library).runpath
-    return {'unpatched': library,
-            'default': patched_layout(unpatched, unpatched.parent / 'default', DEFAULT_NEEDED[9])}
+    with scratch_dir(tmp_path_factory, 'cudnn9') as base:
+        source = base / 'source'
+        for name in ('torch/lib', 'nvidia'):  # a view of only what libtorch_cuda.so loads
+            (source / name).parent.mkdir(parents=True, exist_ok=True)
+            os.symlink(sites[0] / name, source / name)
+        unpatched = base / 'unpatched'
+        _mirror(source, unpatched, follow=True)
+        library = unpatched / 'torch' / 'lib' / 'libtorch_cuda.so'
+        assert read_elf(library).rpath and not read_elf(library).runpath
+        yield {'unpatched': library, 'default': patched_layout(unpatched, base / 'default', DEFAULT_NEEDED[9])}
 
 
 def real_outcomes(library, tmp_path):

@@ -16,7 +16,7 @@ import time
 import pytest
 
 from eb_pytorch_cuda import process, standins
-from procs import none_left, running
+from procs import none_left, running, terminal_signals
 
 # spawns a grandchild, records both pids in <pid dir>/<suite>.<n>, then fails (first run) or hangs
 SUITE = '''
@@ -58,7 +58,7 @@ def _start(tmp_path, source, *options):
     env = dict(os.environ, NO_ORPHANS_PIDS=str(tmp_path / 'pids'), PYTHONPATH=os.pathsep.join(sys.path))
     return subprocess.Popen([sys.executable, '-m', 'eb_pytorch_cuda', 'test-suite', str(source), '--python',
                              sys.executable, '--results', str(tmp_path / 'results'), *options],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=terminal_signals)
 
 
 def _wait_for(tmp_path, name, seconds=120):

@@ -24,6 +24,7 @@ from conftest import cli, run_loadcheck
 from eb_pytorch_cuda import standins
 from eb_pytorch_cuda.elf.reader import read_elf
 from eb_pytorch_cuda.patch.needed import add_needed
+from procs import terminal_signals
 
 SONAME = 'libcudnn_cnn_train.so.8'
 BIG_MB = 128
@@ -96,9 +97,10 @@ def big(tmp_path_factory, loadcheck):
         done = run_loadcheck(loadcheck, path)
         assert 'load failed' not in done.stdout, done.stdout  # both are loadable
         verdicts[_digest(path)] = (done.returncode, done.stdout)
-    return type('Big', (), {'root': root, 'original': original, 'patched': patched, 'verdicts': verdicts,
-                            'original_digest': _digest(original), 'patched_digest': _digest(patched),
-                            'loadcheck': loadcheck})
+    yield type('Big', (), {'root': root, 'original': original, 'patched': patched, 'verdicts': verdicts,
+                           'original_digest': _digest(original), 'patched_digest': _digest(patched),
+                           'loadcheck': loadcheck})
+    shutil.rmtree(root, ignore_errors=True)  # 384 MB: not kept to the session's end (tests/scratch.py)
 
 
 def _temporary_size(directory):
@@ -119,7 +121,7 @@ def _kill_during_patch(big, workdir, signum, rng, phase, group):
     target = os.path.join(workdir, 'libtorch_cuda.so')
     shutil.copy2(big.original, target)
     process = subprocess.Popen([_script(), 'add-needed', target, SONAME], stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True, start_new_session=True)
+                               stderr=subprocess.PIPE, text=True, start_new_session=True, preexec_fn=terminal_signals)
     started = time.monotonic()
     if phase == 0:
         time.sleep(rng.uniform(0, big.command_s * 1.2))
@@ -216,7 +218,7 @@ def test_signal_during_patchelf_one_line_exit_code_and_no_temporary(big, tmp_pat
     target = os.path.join(workdir, 'libtorch_cuda.so')
     shutil.copy2(big.original, target)
     process = subprocess.Popen([_script(), 'add-needed', target, SONAME], stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
+                               stderr=subprocess.PIPE, text=True, preexec_fn=terminal_signals)
     while not _temporaries(workdir) and process.poll() is None:
         time.sleep(0.002)
     process.send_signal(signum)
@@ -231,13 +233,31 @@ def test_signal_during_patchelf_one_line_exit_code_and_no_temporary(big, tmp_pat
     assert _digest(target) == big.original_digest
 
 
+def test_under_nohup_sighup_during_patchelf_is_ignored_and_the_patch_completes(big, tmp_path):
+    target = str(tmp_path / 'libtorch_cuda.so')
+    shutil.copy2(big.original, target)
+
+    def nohup():
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    process = subprocess.Popen([_script(), 'add-needed', target, SONAME], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, preexec_fn=nohup)
+    while not _temporaries(str(tmp_path)) and process.poll() is None:
+        time.sleep(0.002)
+    process.send_signal(signal.SIGHUP)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 0, stderr
+    assert os.listdir(tmp_path) == ['libtorch_cuda.so']
+    assert _digest(target) == big.patched_digest
+
+
 def test_library_use_without_the_cli_sigterm_still_removes_the_temporary(big, tmp_path):
     # called as the EasyBuild hooks call it: SIGTERM has its default action; the write cleans up, then
     # the process dies by SIGTERM as it would have
     target = str(tmp_path / 'libtorch_cuda.so')
     shutil.copy2(big.original, target)
     code = f'from eb_pytorch_cuda.patch.needed import add_needed; add_needed({target!r}, [{SONAME!r}])'
-    process = subprocess.Popen([sys.executable, '-c', code], stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen([sys.executable, '-c', code], stderr=subprocess.PIPE, text=True,
+                               preexec_fn=terminal_signals)
     while not _temporaries(str(tmp_path)) and process.poll() is None:
         time.sleep(0.002)
     process.send_signal(signal.SIGTERM)
@@ -296,7 +316,7 @@ def test_a_waiter_whose_file_was_replaced_locks_the_new_file(big, tmp_path):
 
     def start(soname):
         return subprocess.Popen([_script(), 'add-needed', target, soname], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, start_new_session=True)
+                                stderr=subprocess.PIPE, text=True, start_new_session=True, preexec_fn=terminal_signals)
     first = start('libcudnn_ops_train.so.8')
     _wait_for(lambda: _temporaries(str(tmp_path)), 'the first run to start patching')
     os.killpg(first.pid, signal.SIGSTOP)

@@ -61,11 +61,18 @@ def test_the_whole_group_dies_at_the_timeout(tmp_path):
     assert process.live_children() == []
 
 
-def _parent(tmp_path, body):
-    """A real parent process (the role of `eb` or `test-suite`) that starts children with the helper."""
+def _parent(tmp_path, body, nohup=False):
+    """A real parent process (the role of `eb` or `test-suite`) that starts children with the helper.
+
+    Its SIGTERM, SIGHUP and SIGINT start at their defaults, as in a terminal, whatever this test session inherited
+    (CI runs under a SIGHUP that is ignored: the parent then kept ignoring it and the test timed out);
+    nohup: SIGHUP ignored, as `nohup eb ...` leaves it."""
     script = tmp_path / 'parent.py'
     script.write_text(textwrap.dedent(f'''
-        import os, subprocess, sys, threading, time
+        import os, signal, subprocess, sys, threading, time
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGHUP, signal.SIG_IGN if {nohup!r} else signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # ignored in a background job's children
         from eb_pytorch_cuda import process
         LEAVES = {LEAVES_A_GRANDCHILD!r}
         out = open(sys.argv[1], 'w')
@@ -113,6 +120,23 @@ def test_a_parent_told_to_stop_stops_its_children_before_it_exits(tmp_path, sign
     parent.send_signal(signum)
     assert parent.wait(timeout=60) == -signum  # it still ends by that signal
     assert not any(running(pid) for pid in grandchildren)  # already gone when the parent's exit is seen
+
+
+def test_a_parent_under_nohup_keeps_ignoring_sighup_and_so_do_its_children(tmp_path):
+    parent = _parent(tmp_path, '''
+        with process.terminating_signals_stop_children():
+            children = [process.start(LEAVES + ['300'], stdout=out) for _ in range(2)]
+            for child in children:
+                child.wait()
+    ''', nohup=True)
+    grandchildren = _pids(tmp_path, 2)
+    parent.send_signal(signal.SIGHUP)
+    with pytest.raises(subprocess.TimeoutExpired):
+        parent.wait(timeout=2)  # `nohup eb ...` outlives the logout it was started for
+    assert all(running(pid) for pid in grandchildren)
+    parent.terminate()
+    assert parent.wait(timeout=60) == -signal.SIGTERM
+    assert not any(running(pid) for pid in grandchildren)
 
 
 def test_ctrl_c_in_the_parent_stops_the_children_of_its_threads(tmp_path):

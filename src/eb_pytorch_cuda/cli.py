@@ -302,8 +302,10 @@ def _raise_terminated(signum, frame):
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     # SIGTERM/SIGHUP become an exception, like SIGINT's KeyboardInterrupt, so every cleanup (the
-    # add-needed temporary file above all) runs before the one-line message and exit 128+N
-    previous = {signum: signal.signal(signum, _raise_terminated) for signum in (signal.SIGTERM, signal.SIGHUP)}
+    # add-needed temporary file above all) runs before the one-line message and exit 128+N; one that
+    # arrives ignored (`nohup eb-pytorch-cuda test-suite ...`) stays ignored: the run outlives the logout
+    previous = {signum: signal.signal(signum, _raise_terminated) for signum in (signal.SIGTERM, signal.SIGHUP)
+                if signal.getsignal(signum) != signal.SIG_IGN}
     try:
         try:
             return args.func(args)
