@@ -94,7 +94,8 @@ TIER_OF_MODULE = {
     'test_gpu_mixed_record': 'real_tools', 'test_elf_string_tables': 'real_tools',
     'test_full_results_disk': 'real_tools', 'test_entry_points': 'real_eb',
 }
-UNIT_MODULES = {'test_cudnn_catalog', 'test_field_policy', 'test_gpu_record', 'test_logparse_streaming',
+UNIT_MODULES = {'test_store_records',
+                'test_cudnn_catalog', 'test_field_policy', 'test_gpu_record', 'test_logparse_streaming',
                 'test_report_escaping', 'test_test_parameters', 'test_testsuite_parsing', 'test_testsuite_policy',
                 'test_upstream_corpus', 'test_xml_encodings'}
 TIERS = ('unit', 'real_tools', 'real_eb', 'slurm', 'real_harness')

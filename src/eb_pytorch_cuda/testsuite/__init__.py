@@ -7,8 +7,9 @@ checked in CI):
 
     service          the one test step the easyblock and `eb-pytorch-cuda test-suite` call: where the
                      policy applies, run and judge, the kept result, the reports, the cleanup
-    spread/          one build's suites over N Slurm jobs: workqueue (the shared-directory queue),
-                     slurm (sbatch, squeue, scancel), worker (what each job runs), controller
+    spread/          one build's suites over N Slurm jobs: workqueue (the shared-directory queue, its
+                     typed spec.json), slurm (sbatch, squeue, scancel), worker (what each job runs),
+                     controller
     run/             running suites here: command (the runtest line, no shell), harness (run_test.py's
                      serial lists and switches), discovery + selection_probe (the selection asked of
                      the harness itself), batches (run_test.py calls), solo (a suite alone), store (the
@@ -17,7 +18,8 @@ checked in CI):
                      list), suggest (policy entries from failed runs), report (JSON, text, Markdown)
     results/         model, grammar (run_test.py's marker lines), logparse (console logs, streamed),
                      xmlparse (JUnit XML), splitting (a batch's output per suite), outcome (one suite's
-                     result from its log and XML), saved (results JSON: load, validate, merge)
+                     result from its log and XML), saved (results JSON: load, validate, merge), records
+                     (the typed store record), pieces (shards of a long suite)
 
 Every process the step starts goes through eb_pytorch_cuda.process (own group, dies with us).
 """

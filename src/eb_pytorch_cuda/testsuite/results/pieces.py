@@ -11,13 +11,14 @@ name is the key of a whole suite, so queues and results of earlier versions read
 """
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Dict, Iterable, List, Mapping, Optional
 
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite.results.model import (COUNT_KEYS, SUITE_BAD_REPORT, SUITE_FAILED, SUITE_INCOMPLETE,
                                                      SUITE_PASSED, SUITE_REPORT_INCOMPLETE, SUITE_TERMINATED,
                                                      SUITE_TIMED_OUT, SUITE_UNCOUNTED)
+from eb_pytorch_cuda.testsuite.results.records import PieceLabel, StoreRecord
 from eb_pytorch_cuda.testsuite.results.testtimes import piece_times, pieces_for
 
 PIECE_SECONDS = 600.0  # PyTorch's own THRESHOLD: a longer suite is split, into pieces of at most this
@@ -109,7 +110,7 @@ def expected_of(pieces: Iterable[Piece], expected: Mapping[str, float],
     return found
 
 
-def key_of(record: Mapping) -> str:
+def key_of(record: StoreRecord) -> str:
     """The queue and store key of a stored record: its piece's key, or its suite's name (records written
     before pieces existed have no 'piece' and are whole suites)."""
     piece = record.get('piece')
@@ -118,10 +119,10 @@ def key_of(record: Mapping) -> str:
     return record['suite']['name']
 
 
-def mark(record: dict, piece: Piece) -> dict:
+def mark(record: StoreRecord, piece: Piece) -> StoreRecord:
     """record (a suite's, from a run of one piece) labelled with its piece."""
     if not piece.whole:
-        record['piece'] = asdict(piece)
+        record['piece'] = PieceLabel(suite=piece.suite, index=piece.index, count=piece.count)
     return record
 
 
@@ -131,7 +132,7 @@ _WORST_FIRST = (SUITE_TIMED_OUT, SUITE_TERMINATED, SUITE_BAD_REPORT, SUITE_REPOR
                 SUITE_UNCOUNTED, SUITE_FAILED)
 
 
-def merged(suite: str, records: List[dict]) -> dict:
+def merged(suite: str, records: List[StoreRecord]) -> StoreRecord:
     """The record of `suite` from the records of all its pieces: counts added, failed tests in piece order
     (each test id once), the worst status, seconds added, the pieces' notes and signals named by piece."""
     ordered = sorted(records, key=lambda record: int(record['piece']['index']))
@@ -157,22 +158,25 @@ def merged(suite: str, records: List[dict]) -> dict:
                         sources=sorted({source for record in ordered for source in record['suite']['sources']}),
                         seconds=round(sum(seconds), 2) if len(seconds) == len(ordered) else None)
     test_seconds = {node: seconds for record in ordered for node, seconds in (record.get('test_seconds') or {}).items()}
-    walls: List[float] = [record['seconds'] for record in ordered if record.get('seconds') is not None]
-    return {'suite': suite_record, 'exit_code': max((record.get('exit_code') or 0 for record in ordered), default=0)
+    walls = [wall for wall in (record.get('seconds') for record in ordered) if wall is not None]
+    merged_record: StoreRecord = {
+            'suite': suite_record, 'exit_code': max((record.get('exit_code') or 0 for record in ordered), default=0)
             if all(record.get('exit_code') is not None for record in ordered) else None,
             'seconds': round(sum(walls), 1) if len(walls) == len(ordered) else None,
             'gpu': None, 'notes': [f"piece {record['piece']['index']}/{record['piece']['count']}: {note}"
                                    for record in ordered for note in record.get('notes') or []],
             'output_tail': ordered[-1].get('output_tail', ''),
             'output_file': ordered[-1].get('output_file'),
-            'pieces': [record['piece'] for record in ordered],
-            **({'test_seconds': test_seconds} if test_seconds else {})}
+            'pieces': [record['piece'] for record in ordered]}
+    if test_seconds:
+        merged_record['test_seconds'] = test_seconds
+    return merged_record
 
 
-def with_merged(records: Mapping[str, dict]) -> Dict[str, dict]:
+def with_merged(records: Mapping[str, StoreRecord]) -> Dict[str, StoreRecord]:
     """records ({key: record}, pieces and whole suites) with each suite whose pieces are all there (one
     count, every index) added as one merged record under its name; a suite's own whole record wins."""
-    by_suite: Dict[str, Dict[int, Dict[int, dict]]] = {}
+    by_suite: Dict[str, Dict[int, Dict[int, StoreRecord]]] = {}
     for record in records.values():
         piece = record.get('piece')
         if piece:

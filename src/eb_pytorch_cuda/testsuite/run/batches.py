@@ -23,6 +23,7 @@ from eb_pytorch_cuda.testsuite.run import discovery
 from eb_pytorch_cuda.testsuite.results.splitting import announced_runs, split_batch_output
 from eb_pytorch_cuda.testsuite.results.testtimes import kept_times
 from eb_pytorch_cuda.testsuite.results.outcome import build_outcome, remove_reports, report_files
+from eb_pytorch_cuda.testsuite.results.records import StoreRecord
 
 OUTPUT_KEPT = 20000  # characters of a suite's output kept in the results file
 DEFAULT_BATCH_SIZE = 50  # suites per run_test.py call: ~4 s of start-up per 50 suites, resume granularity
@@ -75,7 +76,7 @@ WATCH_SECONDS = 5  # how often a running batch's started suites are checked agai
 _SETTLING_WORDS = ('failed!', 'was successful', 'Running ')  # only output with these can settle a suite
 
 
-def _stored(result, exit_code, notes, suite_seconds, batch_seconds, code, gpu, text, output_path):
+def _stored(result, exit_code, notes, suite_seconds, batch_seconds, code, gpu, text, output_path) -> StoreRecord:
     """The store's record of one suite of a batch (the form suiterun.run_suite gives a suite run alone)."""
     return {'suite': asdict(result), 'exit_code': exit_code, 'seconds': suite_seconds, 'batch_seconds': batch_seconds,
             'batch_exit_code': code, 'gpu': gpu, 'notes': notes, 'output_tail': text[-OUTPUT_KEPT:],

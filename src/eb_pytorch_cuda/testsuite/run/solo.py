@@ -23,6 +23,7 @@ from eb_pytorch_cuda.testsuite.results.model import SUITE_INCOMPLETE
 from eb_pytorch_cuda.testsuite.results.outcome import build_outcome, remove_reports, report_files
 from eb_pytorch_cuda.testsuite.results.testtimes import KEPT_FROM, kept_times
 from eb_pytorch_cuda.testsuite.results.pieces import mark
+from eb_pytorch_cuda.testsuite.results.records import StoreRecord
 
 OUTPUT_KEPT = batches.OUTPUT_KEPT
 
@@ -59,8 +60,9 @@ def run_suite(command, suite, timeout, output_dir, env, gpu=None, piece=None):
         result.status = SUITE_INCOMPLETE  # the harness split the suite otherwise (another THRESHOLD, no times file)
         result.note = f'the harness did not run shard {piece.index}/{piece.count} of {suite}'
     result.seconds = round(time.time() - start, 1)
-    record = {'suite': asdict(result), 'exit_code': code if timed_out is None else None, 'seconds': result.seconds,
-              'gpu': gpu, 'notes': notes, 'output_tail': text[-OUTPUT_KEPT:], 'output_file': output_path}
+    record: StoreRecord = {'suite': asdict(result), 'exit_code': code if timed_out is None else None,
+                           'seconds': result.seconds, 'gpu': gpu, 'notes': notes, 'output_tail': text[-OUTPUT_KEPT:],
+                           'output_file': output_path}
     times = kept_times(result.seconds if not piece else KEPT_FROM, report_files(command.cwd, suite, reports_dir))
     if times:
         record['test_seconds'] = times  # per-test times: how the next build splits this suite (results/testtimes)

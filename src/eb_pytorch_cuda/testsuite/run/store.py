@@ -13,11 +13,13 @@ import json
 import os
 import shutil
 import threading
+from typing import Dict, Optional, Tuple, cast
 
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.inputs import write_atomically
 from eb_pytorch_cuda.testsuite.results.model import RunResult
 from eb_pytorch_cuda.testsuite.results.pieces import key_of, record_problem, with_merged
+from eb_pytorch_cuda.testsuite.results.records import OPTIONAL_TYPES, StoreRecord
 from eb_pytorch_cuda.testsuite.results.saved import check_suite, mark_missing, no_constants
 
 
@@ -46,7 +48,7 @@ class ResultStore:
             if self.notice is not None:
                 self.notice(note)
 
-    def load(self):
+    def load(self) -> Dict[str, StoreRecord]:
         """{suite name or piece key (results.pieces): record} already measured for this fingerprint; lines
         that are not valid records are set aside (see the class)."""
         try:
@@ -56,13 +58,13 @@ class ResultStore:
             return {}
         lines = data.split(b'\n')
         torn = lines.pop()  # what follows the last newline: nothing, unless a write was cut short
-        records = {}
+        records: Dict[str, StoreRecord] = {}
         for number, raw in enumerate(lines, 1):
             if not raw.strip():
                 continue
             record, problem = parse_record(raw, self.path)
-            if problem:
-                self._set_aside(number, problem)
+            if record is None:
+                self._set_aside(number, str(problem))
             elif record['fingerprint'] == self.fingerprint:
                 records[key_of(record)] = record
         if torn.strip():
@@ -78,7 +80,7 @@ class ResultStore:
         mark_missing(result, suites)
         return result
 
-    def append(self, record):
+    def append(self, record: StoreRecord) -> None:
         """Add record as one line: one write() of the whole line (after a newline when the file ends in an
         unterminated fragment), then fsync; PluginError naming the file when it cannot be written."""
         line = (json.dumps(dict(record, fingerprint=self.fingerprint), allow_nan=False) + '\n').encode()
@@ -158,8 +160,11 @@ class ResultStore:
                 shutil.rmtree(kept)
 
 
-def parse_record(raw: bytes, path: str = 'results') -> tuple:
-    """(record, None) for one store line that is a valid record, else (None, what is wrong with it)."""
+def parse_record(raw: bytes, path: str = 'results') -> Tuple[Optional[StoreRecord], Optional[str]]:
+    """(record, None) for one store line that is a valid record (results.records.StoreRecord), else (None, what
+    is wrong with it).  The one reader of a record from disk (ResultStore.load, and the spread controller's
+    incremental RecordReader): the suite is checked as a saved result's is (results.saved.check_suite), the
+    piece label and per-test times as results.pieces states them, every other key that is there by its type."""
     try:
         record = json.loads(raw.decode('utf-8'), parse_constant=no_constants)
     except UnicodeDecodeError as err:
@@ -180,4 +185,12 @@ def parse_record(raw: bytes, path: str = 'results') -> tuple:
     notes = record.get('notes', [])
     if notes is not None and not (isinstance(notes, list) and all(isinstance(n, str) for n in notes)):
         return None, 'not a record (notes: must be a list of strings)'
-    return record, None
+    for key, types in OPTIONAL_TYPES.items():
+        value = record.get(key)
+        if key in record and (not isinstance(value, types) or (isinstance(value, bool) and bool not in types)):
+            names = ' or '.join('null' if kind is type(None) else _JSON_NAMES[kind] for kind in types)
+            return None, f'not a record ({key}: must be {names}, got {value!r:.40})'
+    return cast(StoreRecord, record), None  # every key checked above
+
+
+_JSON_NAMES = {int: 'an integer', float: 'a number', str: 'a string', bool: 'true or false'}

@@ -35,9 +35,10 @@ from eb_pytorch_cuda.testsuite.run.store import ResultStore
 from eb_pytorch_cuda.testsuite.run.command import harness_environment
 from eb_pytorch_cuda.testsuite.run.harness import harness_of
 from eb_pytorch_cuda.testsuite.run.reruns import rerun_failures
+from eb_pytorch_cuda.testsuite.results.records import StoreRecord
 from eb_pytorch_cuda.testsuite.results.model import SUITE_INCOMPLETE, SUITE_PASSED, RunResult, Suite
 from eb_pytorch_cuda.testsuite.spread.workqueue import (DEFAULT_MAX_ATTEMPTS, DEFAULT_STALE_AFTER, RecordReader,
-                                                        SuiteQueue, job_of, longest_first)
+                                                        QueueSpec, SuiteQueue, job_of, longest_first)
 
 
 def previous_suite_seconds(results_json: Optional[str]) -> Dict[str, float]:
@@ -124,15 +125,17 @@ def run_spread(command, env: dict, store: ResultStore, output_dir: str, python: 
                   piece_seconds, progress, previous_test_seconds)
     expected = dict(previous_seconds or {}, **pieces.expected_of(units, previous_seconds or {}, previous_test_seconds))
     todo = longest_first([unit.key for unit in units if unit.key not in done], expected)
-    queue.create({'cwd': command.cwd, 'argv': list(command.argv), 'env': dict(env), 'timeouts': dict(timeouts),
-                  'output_dir': output_dir, 'fingerprint': store.fingerprint, 'slots': max(1, int(parallel)),
-                  'stale_after': stale_after, 'max_attempts': max_attempts,
-                  'serial': [key for key in todo if harness.must_serial(pieces.Piece.parse(key).suite)],
-                  # claims small enough that every job slot gets about two: a short queue keeps all jobs busy
-                  'max_claim': max(1, len(todo) // (2 * max(1, int(jobs)) * max(1, int(parallel)))),
-                  'expected_seconds': {key: expected[key] for key in todo if key in expected}}, todo)
+    spec: QueueSpec = {
+        'cwd': command.cwd, 'argv': list(command.argv), 'env': dict(env), 'timeouts': dict(timeouts),
+        'output_dir': output_dir, 'fingerprint': store.fingerprint, 'suites': todo, 'slots': max(1, int(parallel)),
+        'stale_after': stale_after, 'max_attempts': max_attempts,
+        'serial': [key for key in todo if harness.must_serial(pieces.Piece.parse(key).suite)],
+        # claims small enough that every job slot gets about two: a short queue keeps all jobs busy
+        'max_claim': max(1, len(todo) // (2 * max(1, int(jobs)) * max(1, int(parallel)))),
+        'expected_seconds': {key: expected[key] for key in todo if key in expected}}
+    queue.create(spec, todo)
     os.makedirs(output_dir, exist_ok=True)
-    reader = RecordReader(queue)
+    reader = RecordReader(queue, progress)  # a worker's line that is no record is named, then set aside
     failed = [sum(1 for record in done.values() if record['suite']['status'] != SUITE_PASSED)]
 
     def collect():
@@ -184,7 +187,7 @@ def _plan(test_dir: str, harness, suites: List[str], expected: Mapping[str, floa
     return units
 
 
-def _never_finished(key: str, attempts: int) -> dict:
+def _never_finished(key: str, attempts: int) -> StoreRecord:
     """The record of a suite (or a piece of one) whose every job died while running it (solo.run_suite's form)."""
     piece = pieces.Piece.parse(key)
     result = Suite(piece.suite, status=SUITE_INCOMPLETE, sources=[],

@@ -5,12 +5,12 @@ same runner as a serial test step: several at a time through one run_test.py cal
 pool and handlers, each suite's own timeout, a process group pinned to one of the job's GPUs; about 4 s
 of start-up saved per suite), a claim holding as many suites as add up to CLAIM_SECONDS of expected
 time (previous installation's times; UNKNOWN_SECONDS for a suite without one), and at most
-spec['max_claim'] suites (about two claims per job slot of the whole queue), so long suites go one by
+the spec's max_claim suites (about two claims per job slot of the whole queue), so long suites go one by
 one, the short ones of the queue's tail together, and a short queue still reaches every job.  A batch's
 outcomes are stored when it ends (the final ones: a record the batch's end corrects is never left
 behind); a job killed mid-batch loses that batch, which goes back to the queue.  `slots` suites run at a time (the job's
 parallel_test_suites), spread over the GPUs Slurm gave the job (its CUDA_VISIBLE_DEVICES); a suite the
-harness must run alone (spec['serial']: its must-serial list, custom handlers, distributed suites) runs
+harness must run alone (the spec's serial: its must-serial list, custom handlers, distributed suites) runs
 alone in its job too, with all of the job's GPUs, as run_test.py runs them after its pool (alone in its
 job: other jobs sharing the node still run theirs; ask Slurm for whole nodes, e.g. --exclusive in
 EB_PYTORCH_CUDA_SLURM_EXTRA_OPTIONS, where that matters).  A heartbeat
@@ -23,7 +23,7 @@ import sys
 import threading
 import traceback
 from contextlib import contextmanager
-from typing import Mapping, Optional
+from typing import Dict, Mapping, Optional
 
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite.results.pieces import SEPARATOR, Piece
@@ -32,7 +32,8 @@ from eb_pytorch_cuda.testsuite.run import solo
 from eb_pytorch_cuda.testsuite.run.gpus import gpu_count
 from eb_pytorch_cuda.testsuite.run.command import TestCommand
 from eb_pytorch_cuda.testsuite.run.harness import harness_of
-from eb_pytorch_cuda.testsuite.spread.workqueue import HEARTBEAT_EVERY, SuiteQueue, worker_id
+from eb_pytorch_cuda.testsuite.results.records import StoreRecord
+from eb_pytorch_cuda.testsuite.spread.workqueue import HEARTBEAT_EVERY, QueueSpec, SuiteQueue, worker_id
 
 # variables that describe the job, which must come from the job's own environment, not the submitter's
 JOB_VARIABLES = ('CUDA_VISIBLE_DEVICES', 'ROCR_VISIBLE_DEVICES', 'GPU_DEVICE_ORDINAL', 'TMPDIR')
@@ -42,11 +43,11 @@ CLAIM_SECONDS = 300  # expected seconds of the suites one claim (one run_test.py
 UNKNOWN_SECONDS = 60  # what a suite without a previous time counts for, in the claim's size
 
 
-def _timeout_of(spec: dict):
+def _timeout_of(spec: QueueSpec):
     return lambda suite: spec['timeouts'].get(suite, spec['timeouts'][''])
 
 
-def run_one(spec: dict, key: str, env: dict, gpu: Optional[str]) -> dict:
+def run_one(spec: QueueSpec, key: str, env: dict, gpu: Optional[str]) -> StoreRecord:
     """Run `key` (a suite, or a piece of one: results.pieces) alone as spec describes; return its record
     (suiterun's form, labelled with its piece)."""
     command = TestCommand(spec['cwd'], {}, list(spec['argv']))
@@ -54,14 +55,15 @@ def run_one(spec: dict, key: str, env: dict, gpu: Optional[str]) -> dict:
     return solo.run_suite(command, piece.suite, _timeout_of(spec)(piece.suite), spec['output_dir'], env, gpu, piece)
 
 
-def run_together(spec: dict, suites: list, env: dict, gpu: Optional[str], output_path: str, log) -> dict:
+def run_together(spec: QueueSpec, suites: list, env: dict, gpu: Optional[str], output_path: str,
+                 log) -> Dict[str, StoreRecord]:
     """Run suites in one run_test.py call as spec describes (a suite its killed batch did not finish runs
     alone after it); return {suite: final record}."""
     command = TestCommand(spec['cwd'], {}, list(spec['argv']))
     harness = harness_of(command.cwd)
-    harness.serial |= set(spec.get('serial', ()))
+    harness.serial |= set(spec['serial'])
     options = batches.batch_options(harness, batches.xml_reports_safe(harness, command, env))
-    finals: dict = {}
+    finals: Dict[str, StoreRecord] = {}
     batches.run_batch_to_the_end(
         command, suites, output_path, env, options, gpu, harness, _timeout_of(spec), finals.__setitem__,
         lambda record: finals.__setitem__(record['suite']['name'], record),
@@ -126,7 +128,7 @@ class SerialGate:
                 self._changed.notify_all()
 
 
-def job_environment(spec: dict, own: Mapping[str, str]) -> dict:
+def job_environment(spec: QueueSpec, own: Mapping[str, str]) -> dict:
     """The submitter's test environment, with the job's own Slurm and GPU variables."""
     env = {name: value for name, value in spec['env'].items()
            if not name.startswith('SLURM_') and name not in JOB_VARIABLES}
@@ -137,12 +139,11 @@ def job_environment(spec: dict, own: Mapping[str, str]) -> dict:
 def work(queue_dir: str, worker: Optional[str] = None, log=print) -> int:
     """Claim and run suites until none is left; return how many this worker ran."""
     queue = SuiteQueue(queue_dir)
-    spec = queue.spec
-    queue.stale_after = spec.get('stale_after', queue.stale_after)
-    queue.max_attempts = spec.get('max_attempts', queue.max_attempts)
+    spec = queue.job_spec
+    queue.stale_after, queue.max_attempts = spec['stale_after'], spec['max_attempts']
     worker = worker or worker_id()
     env = job_environment(spec, os.environ)
-    slots = max(1, int(spec.get('slots', 1)))
+    slots = max(1, spec['slots'])
     gpus = gpu_count(env) if slots > 1 else []
     os.makedirs(spec['output_dir'], exist_ok=True)
     store = queue.store(worker)
@@ -150,12 +151,12 @@ def work(queue_dir: str, worker: Optional[str] = None, log=print) -> int:
     queue.heartbeat(worker)
 
     def beat():
-        while not stop.wait(spec.get('heartbeat_every', HEARTBEAT_EVERY)):
+        while not stop.wait(HEARTBEAT_EVERY):
             queue.heartbeat(worker)
 
     lock, ran, calls = threading.Lock(), [0], [0]
-    serial, gate = set(spec.get('serial', ())), SerialGate()
-    expected = spec.get('expected_seconds') or {}
+    serial, gate = set(spec['serial']), SerialGate()
+    expected = spec['expected_seconds']
 
     def finish(suite, record):
         with lock:
@@ -185,8 +186,7 @@ def work(queue_dir: str, worker: Optional[str] = None, log=print) -> int:
         while not broken:
             gate.wait_open()
             with lock:  # one claim at a time per worker: claims of one worker never race each other
-                claimed, alone_ones = claim_batch(queue, worker, serial, expected,
-                                                  int(spec.get('max_claim', batches.DEFAULT_BATCH_SIZE)))
+                claimed, alone_ones = claim_batch(queue, worker, serial, expected, spec['max_claim'])
                 if claimed and queue.last_attempt > 1:
                     again.add(claimed[-1])
                 calls[0] += 1

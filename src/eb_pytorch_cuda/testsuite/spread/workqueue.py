@@ -29,17 +29,106 @@ import os
 import socket
 import time
 import urllib.parse
-from typing import Callable, Dict, Iterable, List, Optional
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, TypedDict, cast
 
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.inputs import write_atomically
 from eb_pytorch_cuda.testsuite.results.pieces import key_of
-from eb_pytorch_cuda.testsuite.run.store import ResultStore
+from eb_pytorch_cuda.testsuite.results.records import StoreRecord
+from eb_pytorch_cuda.testsuite.run.batches import DEFAULT_BATCH_SIZE
+from eb_pytorch_cuda.testsuite.run.store import ResultStore, parse_record
 
 SPEC = 'spec.json'
 DEFAULT_STALE_AFTER = 600  # seconds without a heartbeat before a worker counts as dead
 DEFAULT_MAX_ATTEMPTS = 3  # claims of a suite whose job died each time before it is recorded as never finishing
-HEARTBEAT_EVERY = 15
+HEARTBEAT_EVERY = 15  # seconds between a worker's heartbeats (a constant: no spec key sets it)
+
+
+class _QueueCore(TypedDict):
+    fingerprint: str  # the build whose suites these are (the store records' fingerprint)
+    suites: List[str]  # suite names and piece keys (results.pieces), in the order they are handed out
+
+
+class QueueSpec(_QueueCore, total=False):
+    """spec.json: what every job of a spread run needs, written once by the controller (run_spread).
+
+    Why typed: it is the one wire format between the `eb` that submits and the jobs on other nodes, possibly
+    of another plugin version (a rerun resumes a queue), so its keys are named once here and read through
+    spec_from_json only.  The keys with a default (DEFAULTS) are always there once read; the job's keys
+    (JOB_KEYS) are what a worker needs (SuiteQueue.job_spec), absent from a queue made only to be claimed
+    from."""
+
+    cwd: str  # the test directory
+    argv: List[str]  # the test command (run/command.TestCommand.argv), run there
+    env: Dict[str, str]  # the submitter's test environment (the job's own Slurm and GPU variables win)
+    timeouts: Dict[str, float]  # {suite: seconds, '': every other suite}
+    output_dir: str  # where the jobs' outputs go
+    slots: int  # suites at a time in each job (parallel_test_suites)
+    stale_after: float  # seconds without a heartbeat before a worker counts as dead
+    max_attempts: int  # claims of a suite whose job died each time before it is recorded as never finished
+    serial: List[str]  # suites the harness runs alone (its must-serial list), run alone in their job too
+    max_claim: int  # suites one claim holds at most
+    expected_seconds: Dict[str, float]  # {suite or piece key: seconds of the previous run}
+
+
+JOB_KEYS = ('cwd', 'argv', 'env', 'timeouts', 'output_dir')
+DEFAULTS: Dict[str, Any] = {'slots': 1, 'stale_after': DEFAULT_STALE_AFTER, 'max_attempts': DEFAULT_MAX_ATTEMPTS,
+                            'serial': [], 'max_claim': DEFAULT_BATCH_SIZE, 'expected_seconds': {}}
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _is_integer(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _strings(value) -> bool:
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
+
+
+def _mapping(value, of) -> bool:
+    return isinstance(value, dict) and all(isinstance(key, str) and of(item) for key, item in value.items())
+
+
+_SPEC_RULES: Dict[str, tuple] = {
+    'fingerprint': (lambda v: isinstance(v, str), 'a string'),
+    'suites': (_strings, 'a list of strings'),
+    'cwd': (lambda v: isinstance(v, str), 'a string'),
+    'output_dir': (lambda v: isinstance(v, str), 'a string'),
+    'argv': (lambda v: _strings(v) and bool(v), 'a non-empty list of strings'),
+    'env': (lambda v: _mapping(v, lambda item: isinstance(item, str)), 'an object of strings'),
+    'timeouts': (lambda v: _mapping(v, _is_number) and '' in v, "an object of seconds with a '' entry"),
+    'slots': (_is_integer, 'an integer'),
+    'stale_after': (_is_number, 'a number'),
+    'max_attempts': (_is_integer, 'an integer'),
+    'serial': (_strings, 'a list of strings'),
+    'max_claim': (_is_integer, 'an integer'),
+    'expected_seconds': (lambda v: _mapping(v, _is_number), 'an object of seconds'),
+}
+
+
+def spec_from_json(path: str) -> QueueSpec:
+    """The queue spec in path, checked key by key; PluginError (one line naming the file and the key) when it
+    cannot be read or is not a spec.  A key this version does not know is ignored (a newer `eb` may add one),
+    a key with a default that is absent or null gets it (a queue written by an earlier version)."""
+    try:
+        with open(path, encoding='utf-8') as handle:
+            data = json.load(handle)
+    except (OSError, ValueError) as err:
+        raise PluginError(path, f'not a suite queue ({err})') from None
+    if not isinstance(data, dict):
+        raise PluginError(path, f'not a suite queue (a JSON {type(data).__name__}, not an object)')
+    for key, default in DEFAULTS.items():
+        if data.get(key) is None:
+            data[key] = default
+    for key, (valid, what) in _SPEC_RULES.items():
+        if key in ('fingerprint', 'suites') and key not in data:
+            raise PluginError(path, f'not a suite queue (no {key})')
+        if key in data and not valid(data[key]):
+            raise PluginError(path, f'not a suite queue ({key}: must be {what}, got {data[key]!r:.40})')
+    return cast(QueueSpec, data)  # every key checked above
 
 
 def longest_first(suites: Iterable[str], expected_seconds: Optional[Dict[str, float]]) -> List[str]:
@@ -78,7 +167,7 @@ class SuiteQueue:
                  max_attempts: int = DEFAULT_MAX_ATTEMPTS):
         self.directory = str(directory)
         self.stale_after, self.max_attempts = stale_after, max_attempts
-        self._spec = None
+        self._spec: Optional[QueueSpec] = None
         self.last_attempt = 0  # which claim of its suite the last claim_next made (2+: an earlier job died)
 
     def path(self, *parts: str) -> str:
@@ -86,7 +175,7 @@ class SuiteQueue:
 
     # --- the submitting side ---
 
-    def create(self, spec: dict, suites: List[str]) -> None:
+    def create(self, spec: Mapping[str, Any], suites: List[str]) -> None:
         """Write spec (with the ordered suites) atomically; keep claims, results and markers of a previous run."""
         for sub in ('claims', 'workers', 'dead', 'done', 'results', 'output'):
             os.makedirs(self.path(sub), exist_ok=True)
@@ -101,15 +190,19 @@ class SuiteQueue:
     # --- shared ---
 
     @property
-    def spec(self) -> dict:
+    def spec(self) -> QueueSpec:
+        """spec.json, read once (spec_from_json)."""
         if self._spec is None:
-            try:
-                with open(self.path(SPEC)) as handle:
-                    self._spec = json.load(handle)
-            except (OSError, ValueError) as err:
-                raise PluginError(self.path(SPEC), f'not a suite queue ({err})') from None
-        assert self._spec is not None
+            self._spec = spec_from_json(self.path(SPEC))
         return self._spec
+
+    @property
+    def job_spec(self) -> QueueSpec:
+        """The spec with every key a worker needs (JOB_KEYS); PluginError naming spec.json when one is missing."""
+        missing = [key for key in JOB_KEYS if key not in self.spec]
+        if missing:
+            raise PluginError(self.path(SPEC), f"not a suite queue for jobs (no {', '.join(missing)})")
+        return self.spec
 
     @property
     def suites(self) -> List[str]:
@@ -217,7 +310,7 @@ class SuiteQueue:
         """This worker's own results file (one writer per file)."""
         return ResultStore(self.path('results', f'{worker}.jsonl'), self.spec['fingerprint'])
 
-    def record(self, store: ResultStore, record: dict) -> None:
+    def record(self, store: ResultStore, record: StoreRecord) -> None:
         """Store a suite's (or a piece's: results.pieces) outcome, then mark it done (in that order: done
         means stored)."""
         store.append(record)
@@ -226,9 +319,9 @@ class SuiteQueue:
 
     # --- reading outcomes back ---
 
-    def records(self) -> Dict[str, dict]:
+    def records(self) -> Dict[str, StoreRecord]:
         """{suite: record} from every worker's results file (the first stored outcome of a suite wins)."""
-        records: dict = {}
+        records: Dict[str, StoreRecord] = {}
         for name in sorted(os.listdir(self.path('results'))):
             if name.endswith('.jsonl'):
                 for suite, record in ResultStore(self.path('results', name), self.spec['fingerprint']).load().items():
@@ -238,13 +331,18 @@ class SuiteQueue:
 
 class RecordReader:
     """Reads the workers' results files incrementally (only what was appended since the last call), so
-    that a wait loop polling a thousand suites' outputs over NFS does not reread megabytes each time."""
+    that a wait loop polling a thousand suites' outputs over NFS does not reread megabytes each time.
+    Each line goes through the store's one reader (run/store.parse_record): a line that is not a valid
+    record is set aside with a note naming the file and the line (notice, once per line), never a
+    traceback in the controller."""
 
-    def __init__(self, queue: SuiteQueue):
+    def __init__(self, queue: SuiteQueue, notice: Optional[Callable[[str], None]] = None):
         self.queue = queue
+        self.notice = notice
         self._offsets: Dict[str, int] = {}
+        self._lines: Dict[str, int] = {}  # lines of each file read so far: the number a note names
 
-    def new_records(self, accept: Callable[[dict], bool] = lambda record: True) -> List[dict]:
+    def new_records(self, accept: Callable[[StoreRecord], bool] = lambda record: True) -> List[StoreRecord]:
         fingerprint = self.queue.spec['fingerprint']
         found = []
         directory = self.queue.path('results')
@@ -257,11 +355,14 @@ class RecordReader:
                 data = handle.read()
             complete = data[:data.rfind(b'\n') + 1]  # a line being written waits for the next call
             self._offsets[path] = self._offsets.get(path, 0) + len(complete)
-            for line in complete.splitlines():
-                try:
-                    record = json.loads(line)
-                except ValueError:
+            for line in complete.split(b'\n')[:-1]:
+                self._lines[path] = number = self._lines.get(path, 0) + 1
+                if not line.strip():
                     continue
-                if record.get('fingerprint') == fingerprint and accept(record):
+                record, problem = parse_record(line, path)
+                if record is None:
+                    if self.notice is not None:
+                        self.notice(f'{path}: line {number}: {problem}; set aside')
+                elif record['fingerprint'] == fingerprint and accept(record):
                     found.append(record)
         return found
