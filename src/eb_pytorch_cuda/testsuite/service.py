@@ -26,7 +26,7 @@ from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite.policy.judging import Policy, ScopeContext, Verdict, detect_context, judge
 from eb_pytorch_cuda.testsuite.policy.report import RESULTS_JSON, RESULTS_MARKDOWN, to_json, to_markdown
 from eb_pytorch_cuda.testsuite.policy.settings import (DEFAULT_SUITE_TIMEOUT, JUDGING, LEAST_TIMEOUT,
-                                                       TIMEOUT_FACTOR, TestSettings)
+                                                       TIMEOUT_FACTOR, TestSettings, timeout_of)
 from eb_pytorch_cuda.testsuite.results.model import RunResult
 from eb_pytorch_cuda.testsuite.run.command import TestCommand, parse_runtest
 from eb_pytorch_cuda.testsuite.run.gpus import gpu_compute_capabilities
@@ -99,10 +99,10 @@ def _run_suites(command, env, store, output_dir, python, timeouts, parallel, rer
     progress(f"running {len(suites)} suites: {' '.join(discovery.run_argv(command.argv, ['<suites>']))} in "
              f"{command.cwd}, in batches of up to {batch_size} (run_test.py's own pool and serial list apply; "
              f"{parallel} batch(es) at a time; outputs in {output_dir}; results kept in {store.path})")
-    timeout_of = lambda suite: timeouts.get(suite, timeouts[''])  # noqa: E731 - a one-line lookup
-    result, _ran = solo.run_all(command, suites, store, output_dir, env, timeout_of, parallel, progress,
+    timeout_for = timeout_of(timeouts)
+    result, _ran = solo.run_all(command, suites, store, output_dir, env, timeout_for, parallel, progress,
                                 harness, batch_size)
-    rerun_failures(result, command, python, env, reruns, timeout_of, progress, harness)
+    rerun_failures(result, command, python, env, reruns, timeout_for, progress, harness)
     return result
 
 

@@ -10,7 +10,7 @@ excluded tests is split into letters), so it is refused in one line naming the p
 """
 
 from dataclasses import dataclass, field
-from typing import Any, Optional, Tuple, Union
+from typing import Any, Callable, Mapping, Optional, Tuple, Union
 
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite.policy.judging import Policy, ScopeContext, excluded_tests, known_failures
@@ -19,6 +19,13 @@ DEFAULT_SUITE_TIMEOUT = 3 * 3600  # s a suite may run without a previous time: P
 TIMEOUT_FACTOR, LEAST_TIMEOUT = 4, 600  # else: 4x its time in the previous results, at least 10 minutes
 TIMEOUT_RULE = (f'{TIMEOUT_FACTOR}x its time in the previous results (at least {LEAST_TIMEOUT} s), '
                 f'else {DEFAULT_SUITE_TIMEOUT} s')
+
+
+def timeout_of(timeouts: Mapping[str, float]) -> Callable[[str], float]:
+    """Each suite's timeout from {suite: seconds, '': every other suite} (service.suite_timeouts' form, and
+    the Slurm queue spec's): one lookup for the serial step, the spread's reruns and every Slurm job."""
+    return lambda suite: timeouts.get(suite, timeouts[''])
+
 
 # (name, default, decides how a run is judged or scheduled rather than what is built and tested)
 PARAMETERS: Tuple[Tuple[str, Any, bool], ...] = (

@@ -63,6 +63,12 @@ def xml_reports_safe(harness, command, env) -> bool:
 _XMLRUNNER_FOUND: dict = {}  # (test command's program, its directory, environment) -> imports xmlrunner
 
 
+def call_options(harness, command, env, save_xml=True):
+    """The options of every run_test.py call of this command (a batch, a suite alone, a Slurm job's claim):
+    batch_options, XML reports asked for where the suites can write them (xml_reports_safe)."""
+    return batch_options(harness, save_xml and xml_reports_safe(harness, command, env))
+
+
 def batch_env(env, gpu=None):
     env = dict(env)
     env[XML_VARIABLE] = '1'  # test files of a torch built by EB_PyTorch >= 1.10 write XML reports with it
@@ -261,7 +267,7 @@ def run_batches(command, suites, store, output_dir, env, timeout_for, harness, p
     todo = [suite for suite in suites if suite not in done]
     if progress and done:
         progress(f'resuming: {len(done)} suite(s) already measured for this build, {len(todo)} to run')
-    options = batch_options(harness, save_xml and xml_reports_safe(harness, command, env))
+    options = call_options(harness, command, env, save_xml)
     lock, counter = threading.Lock(), {'finished': len(done), 'failing': sum(
         1 for record in done.values() if record['suite']['status'] != 'passed'), 'batch': 0}
     os.makedirs(output_dir, exist_ok=True)

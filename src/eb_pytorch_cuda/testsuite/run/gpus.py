@@ -17,6 +17,12 @@ def gpu_count(env):
     return [str(i) for i, line in enumerate(listing.splitlines()) if line.startswith('GPU ')]
 
 
+def slot_gpus(env, slots: int) -> list:
+    """The GPUs `slots` suites at a time are spread over (gpu_count), none when one runs at a time (it sees
+    every GPU): the rule of the serial step's parallel batches and of each Slurm job's slots."""
+    return gpu_count(env) if slots > 1 else []
+
+
 def gpu_compute_capabilities(env) -> tuple:
     """Compute capabilities ('8.0', '9.0', sorted, once each) of the GPUs the suites will run on, from
     `nvidia-smi --query-gpu=index,compute_cap` (CUDA_VISIBLE_DEVICES applied when it lists indices); ()

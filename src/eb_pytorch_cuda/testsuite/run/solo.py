@@ -15,7 +15,7 @@ from dataclasses import asdict
 from eb_pytorch_cuda import process
 from eb_pytorch_cuda.testsuite.run import batches
 from eb_pytorch_cuda.testsuite.run import discovery
-from eb_pytorch_cuda.testsuite.run.gpus import gpu_count
+from eb_pytorch_cuda.testsuite.run.gpus import slot_gpus
 from eb_pytorch_cuda.testsuite.results.splitting import split_batch_output
 from eb_pytorch_cuda.testsuite.run.command import harness_environment
 from eb_pytorch_cuda.testsuite.run.harness import harness_of
@@ -37,7 +37,7 @@ def run_suite(command, suite, timeout, output_dir, env, gpu=None, piece=None):
     piece = piece if piece is not None and not piece.whole else None
     reports_dir = piece.reports_dir if piece else None
     remove_reports(command.cwd, suite, reports_dir)
-    extra = batches.batch_options(harness, batches.xml_reports_safe(harness, command, env))
+    extra = batches.call_options(harness, command, env)
     run_env = batches.batch_env(env, gpu)
     argv = discovery.run_argv(command.argv, [suite], extra)
     if piece:  # inserted, not passed as extra: run_argv drops extra words already on the line (a '2')
@@ -74,7 +74,7 @@ def run_all(command, suites, store, output_dir, env, timeout_for, parallel=1, pr
     """Run every suite not already in the store, in batches; return (RunResult of all, [suites run now])."""
     harness = harness or harness_of(command.cwd)
     env = harness_environment(env, command)  # also for callers other than step.run_suites
-    gpus = gpu_count(env) if parallel > 1 else []
+    gpus = slot_gpus(env, parallel)
     todo = batches.run_batches(command, suites, store, output_dir, env, timeout_for, harness, parallel, progress,
                                gpus, solo=lambda suite, timeout: run_suite(command, suite, timeout, output_dir, env),
                                batch_size=batch_size)

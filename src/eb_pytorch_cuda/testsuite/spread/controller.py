@@ -35,6 +35,7 @@ from eb_pytorch_cuda.testsuite.run.store import ResultStore
 from eb_pytorch_cuda.testsuite.run.command import harness_environment
 from eb_pytorch_cuda.testsuite.run.harness import harness_of
 from eb_pytorch_cuda.testsuite.run.reruns import rerun_failures
+from eb_pytorch_cuda.testsuite.policy.settings import timeout_of
 from eb_pytorch_cuda.testsuite.results.records import StoreRecord
 from eb_pytorch_cuda.testsuite.results.model import SUITE_INCOMPLETE, SUITE_PASSED, RunResult, Suite
 from eb_pytorch_cuda.testsuite.spread.workqueue import (DEFAULT_MAX_ATTEMPTS, DEFAULT_STALE_AFTER, RecordReader,
@@ -163,7 +164,7 @@ def run_spread(command, env: dict, store: ResultStore, output_dir: str, python: 
             pool.finish()
     result = store.result(suites)
     rerun_failures(result, command, python, env, reruns,
-                   lambda suite: timeouts.get(suite, timeouts['']), progress)
+                   timeout_of(timeouts), progress)
     return result
 
 

@@ -29,9 +29,10 @@ from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite.results.pieces import SEPARATOR, Piece
 from eb_pytorch_cuda.testsuite.run import batches
 from eb_pytorch_cuda.testsuite.run import solo
-from eb_pytorch_cuda.testsuite.run.gpus import gpu_count
+from eb_pytorch_cuda.testsuite.run.gpus import slot_gpus
 from eb_pytorch_cuda.testsuite.run.command import TestCommand
 from eb_pytorch_cuda.testsuite.run.harness import harness_of
+from eb_pytorch_cuda.testsuite.policy.settings import timeout_of
 from eb_pytorch_cuda.testsuite.results.records import StoreRecord
 from eb_pytorch_cuda.testsuite.spread.workqueue import HEARTBEAT_EVERY, QueueSpec, SuiteQueue, worker_id
 
@@ -44,7 +45,7 @@ UNKNOWN_SECONDS = 60  # what a suite without a previous time counts for, in the 
 
 
 def _timeout_of(spec: QueueSpec):
-    return lambda suite: spec['timeouts'].get(suite, spec['timeouts'][''])
+    return timeout_of(spec['timeouts'])
 
 
 def run_one(spec: QueueSpec, key: str, env: dict, gpu: Optional[str]) -> StoreRecord:
@@ -62,7 +63,7 @@ def run_together(spec: QueueSpec, suites: list, env: dict, gpu: Optional[str], o
     command = TestCommand(spec['cwd'], {}, list(spec['argv']))
     harness = harness_of(command.cwd)
     harness.serial |= set(spec['serial'])
-    options = batches.batch_options(harness, batches.xml_reports_safe(harness, command, env))
+    options = batches.call_options(harness, command, env)
     finals: Dict[str, StoreRecord] = {}
     batches.run_batch_to_the_end(
         command, suites, output_path, env, options, gpu, harness, _timeout_of(spec), finals.__setitem__,
@@ -144,7 +145,7 @@ def work(queue_dir: str, worker: Optional[str] = None, log=print) -> int:
     worker = worker or worker_id()
     env = job_environment(spec, os.environ)
     slots = max(1, spec['slots'])
-    gpus = gpu_count(env) if slots > 1 else []
+    gpus = slot_gpus(env, slots)
     os.makedirs(spec['output_dir'], exist_ok=True)
     store = queue.store(worker)
     stop = threading.Event()
