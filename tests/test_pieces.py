@@ -160,3 +160,49 @@ def test_the_times_file_goes_where_the_real_harness_reads_it_and_never_over_some
     why = piece_times.write_times(str(tmp_path / 'test'), harness, units)
     assert why.endswith('exists and was not written by this plugin: suites run whole')
     assert (tmp_path / expected).read_text() == '{"default": {"default": {}}}'
+
+
+def test_a_real_run_writes_its_tests_times_into_the_results_json_and_the_next_run_reads_them_back(
+        tmp_path, monkeypatch, capsys):
+    """`test-suite` on the stand-in harness (its XML has pytest's `file` and measured times), in this process so
+    that KEPT_FROM (a size rule: only suites of 300 s and more keep their tests' times) can be 0 for its
+    one-second suite; then `report` reads the JSON, and the spread's reader gets the times back."""
+    import json
+    import shutil
+    import sys
+    from eb_pytorch_cuda import standins
+    from eb_pytorch_cuda.cli import main
+    from eb_pytorch_cuda.testsuite.results import testtimes
+    from eb_pytorch_cuda.testsuite.spread import controller
+    tree = tmp_path / 'src'
+    shutil.copytree(os.path.join(standins.TORCH_SOURCES, 'test'), tree / 'test')
+    monkeypatch.setattr(testtimes, 'KEPT_FROM', 0)
+    results = tmp_path / 'results'
+    assert main(['test-suite', str(tree), '--python', sys.executable, '--results', str(results), '--format', 'json',
+                 '--runtest', 'cd test && %(python)s run_test.py --continue-through-error -i test_known_failure']) == 0
+    written = json.loads(capsys.readouterr().out)
+    assert written['verdict'] == 'pass' and written['failed_tests'] == 1  # the default budget holds it
+    saved = results / 'pytorch-test-results.json'
+    assert json.loads(saved.read_text()) == written
+    times = written['test_seconds']
+    assert sorted(times) == ['test_known_failure']
+    assert sorted(times['test_known_failure']) == [  # every test case of its XML report, by pytest's node id
+        f'test_known_failure.py::__main__.TestKnown::{name}'
+        for name in ('test_always_fails', 'test_new_regression', 'test_passes')]
+    assert all(0 <= seconds < 60 for seconds in times['test_known_failure'].values())
+    assert controller.previous_test_seconds(str(saved)) == times  # the next build's times source
+    # a suite expected to take 10,000 s is cut by its tests' times (well under 600 s: whole), not into 17
+    assert len(split(['test_known_failure'], {'test_known_failure': 10000.0})) == 17
+    assert len(split(['test_known_failure'], {'test_known_failure': 10000.0}, PIECE_SECONDS, times)) == 1
+    assert main(['report', str(saved), '--max-failed-tests', '0']) == 1  # `report` reads and re-judges it
+    out = capsys.readouterr().out
+    assert 'verdict: FAIL' in out and 'unknown failure: test_known_failure::' in out
+
+
+@pytest.mark.parametrize('crafted', [{'a': {'t': 'x', 'u': 1.5}}, {'a': [1]}, ['a'], {'a': {'t': -1, 'u': True}}])
+def test_test_times_of_a_crafted_results_json_are_kept_only_where_well_formed(tmp_path, crafted):
+    import json
+    from eb_pytorch_cuda.testsuite.spread import controller
+    (tmp_path / 'r.json').write_text(json.dumps({'test_seconds': crafted}))
+    found = controller.previous_test_seconds(str(tmp_path / 'r.json'))
+    assert found == ({'a': {'u': 1.5}} if crafted == {'a': {'t': 'x', 'u': 1.5}} else {})

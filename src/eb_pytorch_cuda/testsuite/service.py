@@ -28,6 +28,7 @@ from eb_pytorch_cuda.testsuite.policy.report import RESULTS_JSON, RESULTS_MARKDO
 from eb_pytorch_cuda.testsuite.policy.settings import (DEFAULT_SUITE_TIMEOUT, JUDGING, LEAST_TIMEOUT,
                                                        TIMEOUT_FACTOR, TestSettings)
 from eb_pytorch_cuda.testsuite.results.model import RunResult
+from eb_pytorch_cuda.testsuite.results.pieces import with_merged
 from eb_pytorch_cuda.testsuite.run.command import TestCommand, parse_runtest
 from eb_pytorch_cuda.testsuite.run.gpus import gpu_compute_capabilities
 from eb_pytorch_cuda.testsuite.run.store import ResultStore
@@ -111,6 +112,14 @@ def notes(store) -> dict:
     return {suite: record['notes'] for suite, record in sorted(store.load().items()) if record.get('notes')}
 
 
+def test_seconds(store) -> Dict[str, Dict[str, float]]:
+    """{suite: {node id: seconds}} its long suites' records kept (results/testtimes; a suite run as pieces:
+    all its pieces'), for the results JSON, where the next build of the target reads them to split."""
+    return {suite: dict(sorted(record['test_seconds'].items()))
+            for suite, record in sorted(with_merged(store.load()).items())
+            if not record.get('piece') and record.get('test_seconds')}
+
+
 def judge_and_keep(store, result, policy, tested_installation):
     """The verdict of result; when the policy fails the run, its result and tested installation are kept
     for a re-judging that neither runs a suite nor rebuilds."""
@@ -144,6 +153,7 @@ class StepOutcome:
     verdict: Verdict
     context: ScopeContext
     notes: Dict[str, List[str]] = field(default_factory=dict)
+    test_seconds: Dict[str, Dict[str, float]] = field(default_factory=dict)  # see test_seconds()
 
 
 def scope_context(built_capabilities: Sequence, on_this_node: bool, env, target: Optional[str] = None,
@@ -172,7 +182,7 @@ def run_and_judge(command: TestCommand, env: dict, store: ResultStore, output_di
                         tested_installation=tested_installation, **kwargs)
     verdict = judge_and_keep(store, result, policy, tested_installation) if tested_installation \
         else judge(result, policy)
-    return StepOutcome(result, verdict, context, notes(store))
+    return StepOutcome(result, verdict, context, notes(store), test_seconds(store))
 
 
 def judge_kept(result: RunResult, policy: Policy, context: ScopeContext) -> StepOutcome:
@@ -185,6 +195,8 @@ def report_texts(outcome: StepOutcome, title: str = 'PyTorch test suite') -> Dic
     scope and the store's notes; `eb-pytorch-cuda report` reads it back) and the Markdown summary."""
     data = to_json(outcome.result, outcome.verdict, outcome.context)
     data['notes'] = outcome.notes
+    if outcome.test_seconds:
+        data['test_seconds'] = outcome.test_seconds  # the next build's split (spread.controller.previous_test_seconds)
     return {RESULTS_JSON: json.dumps(data, indent=1) + '\n',
             RESULTS_MARKDOWN: to_markdown(outcome.result, outcome.verdict, title=title, context=outcome.context)}
 

@@ -28,7 +28,7 @@ import time
 from dataclasses import asdict
 from typing import Callable, Dict, List, Mapping, Optional, Sequence
 
-from eb_pytorch_cuda.testsuite.results import pieces
+from eb_pytorch_cuda.testsuite.results import pieces, testtimes
 from eb_pytorch_cuda.testsuite.run import discovery, piece_times
 from eb_pytorch_cuda.testsuite.spread import slurm
 from eb_pytorch_cuda.testsuite.run.store import ResultStore
@@ -63,9 +63,8 @@ def previous_test_seconds(results_json: Optional[str]) -> Dict[str, Dict[str, fl
         return {}
     try:
         with open(results_json) as handle:
-            data = json.load(handle).get('test_seconds') or {}
-        return {str(suite): {str(node): float(s) for node, s in times.items()} for suite, times in data.items()}
-    except (OSError, ValueError, TypeError, AttributeError):
+            return testtimes.times_of_results(json.load(handle))
+    except (OSError, ValueError, TypeError, RecursionError):
         return {}
 
 
