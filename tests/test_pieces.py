@@ -8,7 +8,7 @@ from environment import missing
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite.results.pieces import PIECE_SECONDS, Piece, expected_of, key_of, piece_count, split
 from eb_pytorch_cuda.testsuite.results.pieces import with_merged
-from eb_pytorch_cuda.testsuite.results.testtimes import case_times, piece_times, pieces_for, shard_of
+from eb_pytorch_cuda.testsuite.results.testtimes import case_times, node_prefix, piece_times, pieces_for, shard_of
 
 
 def test_a_plain_suite_name_is_the_whole_suite():
@@ -206,3 +206,41 @@ def test_test_times_of_a_crafted_results_json_are_kept_only_where_well_formed(tm
     (tmp_path / 'r.json').write_text(json.dumps({'test_seconds': crafted}))
     found = controller.previous_test_seconds(str(tmp_path / 'r.json'))
     assert found == ({'a': {'u': 1.5}} if crafted == {'a': {'t': 'x', 'u': 1.5}} else {})
+
+
+DATA21 = os.path.join(os.path.dirname(DATA), 'pytorch21-pieces')
+
+
+def _recorded21(name):
+    with open(os.path.join(DATA21, f'{name}.log')) as handle:
+        text = handle.read()
+    directory = os.path.join(DATA21, f'{name}-xml', 'test_native_functions')
+    return text, [os.path.join(directory, file) for file in sorted(os.listdir(directory))]
+
+
+def _shard_listing(text):
+    """The node ids pytest-shard says it runs (`Running N items in this shard: id, id, ...`, -v)."""
+    import re
+    return sorted(re.search(r'^Running \d+ items in this shard: (.*)$', text, re.M).group(1).split(', '))
+
+
+def test_the_21_lines_node_ids_carry_the_test_directory_and_then_put_each_test_in_its_real_piece():
+    """The 2.1-line tree's real outputs (tests/data/pytorch21-pieces, record.py): its pytest.ini makes the tree
+    the rootdir, so pytest-shard hashes `test/test_native_functions.py::...` while the XML's file= is
+    `test_native_functions.py`; node_prefix finds `test/` in the run's own `rootdir:` line."""
+    import re
+    text, reports = _recorded21('whole')
+    rootdir = re.search(r'^rootdir: (.*)$', text, re.M).group(1)
+    prefix = node_prefix(text, os.path.join(rootdir, 'test'))
+    assert prefix == 'test/' and node_prefix(text, rootdir) == '' and node_prefix('no header', rootdir) == ''
+    whole = case_times(reports, prefix)
+    assert sorted(whole) == _shard_listing(text) and len(whole) == 11
+    for index in (1, 2):
+        piece_text, piece_reports = _recorded21(f'piece{index}of2')
+        ran = case_times(piece_reports, node_prefix(piece_text, os.path.join(rootdir, 'test')))
+        assert sorted(ran) == _shard_listing(piece_text) == sorted(n for n in whole if shard_of(n, 2) == index)
+    assert [len(case_times(_recorded21(f'piece{i}of2')[1])) for i in (1, 2)] == [7, 4]
+    # without the prefix the hash is of another string: 3 of the 11 tests predicted in the wrong piece
+    unprefixed = case_times(reports)
+    ran_in = {node[len(prefix):]: shard_of(node, 2) for node in whole}
+    assert sum(shard_of(node, 2) != ran_in[node] for node in unprefixed) == 3

@@ -10,7 +10,7 @@ chosen so that the longest piece fits, and the queue can hand out pieces longest
 Measured: Debian's 2.6.0 (no pytest.ini, rootdir test/) and the 2.1-line tree (pytest.ini at its top,
 rootdir the tree, node ids `test/test_native_functions.py::...`) each put all 11 tests of
 test_native_functions in the shard the harness ran them in, the 2.1 line only with the `test/` prefix
-(without it 5 of 11 land in the other of 2 pieces).  The reports are read with xmlparse's own checks (no
+(without it 3 of 11 land in the other of 2 pieces).  The reports are read with xmlparse's own checks (no
 DTD, well-formed); a report it refuses gives no times.
 """
 
