@@ -244,3 +244,50 @@ def test_the_21_lines_node_ids_carry_the_test_directory_and_then_put_each_test_i
     unprefixed = case_times(reports)
     ran_in = {node[len(prefix):]: shard_of(node, 2) for node in whole}
     assert sum(shard_of(node, 2) != ran_in[node] for node in unprefixed) == 3
+
+
+def test_a_pieces_timeout_is_its_share_of_its_suites_by_the_same_rule_with_its_floor():
+    from eb_pytorch_cuda.testsuite.policy.settings import LEAST_TIMEOUT, piece_timeouts, rule_timeout
+    from eb_pytorch_cuda.testsuite.spread.worker import _timeout_of
+    previous = {'long': 6000.0, 'middling': 1500.0, 'short': 10.0}
+    timeouts = {'': 10800, **{suite: rule_timeout(seconds) for suite, seconds in previous.items()}}
+    units = split(['long', 'middling', 'short', 'new'], previous)
+    assert sum(not unit.whole for unit in units) == 10 + 3
+    # equal shares: the rule applied to the piece's expected time (4 x 600 s; 4 x 500 s); whole suites: none
+    assert piece_timeouts(timeouts, expected_of(units, previous), units) == {
+        **{f'long#shard{i}/10': 2400 for i in range(1, 11)}, **{f'middling#shard{i}/3': 2000 for i in (1, 2, 3)}}
+    assert (rule_timeout(600), rule_timeout(500), rule_timeout(100)) == (2400, 2000, LEAST_TIMEOUT)
+    # shares by the tests' times (results.pieces.expected_of): a piece with more of them gets more, a tiny one
+    # the floor
+    three = [Piece('long', i, 3) for i in (1, 2, 3)]
+    by_tests = {piece.key: seconds for piece, seconds in zip(three, [5000.0, 900.0, 100.0])}
+    assert piece_timeouts(timeouts, by_tests, three) == {
+        'long#shard1/3': 20000, 'long#shard2/3': 3600, 'long#shard3/3': LEAST_TIMEOUT}
+    # an explicit test_suite_timeout is shared the same way, with the floor, never above itself
+    equal = expected_of(three, previous)
+    assert piece_timeouts({'': 7200}, equal, three) == dict.fromkeys(by_tests, 2400)
+    assert piece_timeouts({'': 1000}, equal, three) == dict.fromkeys(by_tests, LEAST_TIMEOUT)
+    assert piece_timeouts({'': 500}, equal, three) == dict.fromkeys(by_tests, 500)
+    # what a job's worker runs a key with: the piece's own timeout, else its suite's, else the default
+    spec = {'timeouts': {'': 10800, 'long': 24000, 'long#shard2/3': 3600}}
+    assert [_timeout_of(spec)(key) for key in ('long#shard2/3', 'long#shard1/3', 'long', 'other')] == [
+        3600, 24000, 24000, 10800]
+
+
+def test_a_jobs_worker_kills_a_hung_piece_at_the_pieces_own_timeout_not_its_suites(tmp_path):
+    """The stand-in harness's test_hang (it sleeps for ever) run as a spread job's worker runs a piece: the
+    spec's timeouts give the suite 600 s and the piece 2 s (what piece_timeouts writes there, scaled down)."""
+    import shutil
+    import sys
+    import time
+    from eb_pytorch_cuda import standins
+    from eb_pytorch_cuda.testsuite.spread.worker import run_one
+    shutil.copytree(os.path.join(standins.TORCH_SOURCES, 'test'), tmp_path / 'test')
+    (tmp_path / 'out').mkdir()
+    spec = {'cwd': str(tmp_path / 'test'), 'argv': [sys.executable, 'run_test.py'], 'output_dir': str(tmp_path / 'out'),
+            'timeouts': {'': 10800, 'test_hang': 600, 'test_hang#shard1/2': 2}}
+    started = time.time()
+    record = run_one(spec, 'test_hang#shard1/2', dict(os.environ), None)
+    assert time.time() - started < 60
+    assert record['suite']['status'] == 'timed out' and record['suite']['signal'] == 'timeout after 2s'
+    assert record['piece'] == {'suite': 'test_hang', 'index': 1, 'count': 2}

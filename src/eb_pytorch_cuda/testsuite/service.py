@@ -25,8 +25,7 @@ from eb_pytorch_cuda.testsuite.run.harness import harness_of
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite.policy.judging import Policy, ScopeContext, Verdict, detect_context, judge
 from eb_pytorch_cuda.testsuite.policy.report import RESULTS_JSON, RESULTS_MARKDOWN, to_json, to_markdown
-from eb_pytorch_cuda.testsuite.policy.settings import (DEFAULT_SUITE_TIMEOUT, JUDGING, LEAST_TIMEOUT,
-                                                       TIMEOUT_FACTOR, TestSettings)
+from eb_pytorch_cuda.testsuite.policy.settings import DEFAULT_SUITE_TIMEOUT, JUDGING, TestSettings, rule_timeout
 from eb_pytorch_cuda.testsuite.results.model import RunResult
 from eb_pytorch_cuda.testsuite.results.pieces import with_merged
 from eb_pytorch_cuda.testsuite.run.command import TestCommand, parse_runtest
@@ -54,7 +53,7 @@ def suite_timeouts(explicit, previous_results):
     try:
         with open(previous_results) as handle:
             for suite, seconds in json.load(handle).get('suite_seconds', {}).items():
-                timeouts[suite] = max(LEAST_TIMEOUT, int(TIMEOUT_FACTOR * seconds))
+                timeouts[suite] = rule_timeout(seconds)
     except (OSError, ValueError, AttributeError, TypeError):
         pass
     return timeouts

@@ -31,6 +31,7 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence
 from eb_pytorch_cuda.testsuite.results import pieces, testtimes
 from eb_pytorch_cuda.testsuite.run import discovery, piece_times
 from eb_pytorch_cuda.testsuite.spread import slurm
+from eb_pytorch_cuda.testsuite.policy.settings import piece_timeouts
 from eb_pytorch_cuda.testsuite.run.store import ResultStore
 from eb_pytorch_cuda.testsuite.run.command import harness_environment
 from eb_pytorch_cuda.testsuite.run.harness import harness_of
@@ -123,7 +124,9 @@ def run_spread(command, env: dict, store: ResultStore, output_dir: str, python: 
                   piece_seconds, progress, previous_test_seconds)
     expected = dict(previous_seconds or {}, **pieces.expected_of(units, previous_seconds or {}, previous_test_seconds))
     todo = longest_first([unit.key for unit in units if unit.key not in done], expected)
-    queue.create({'cwd': command.cwd, 'argv': list(command.argv), 'env': dict(env), 'timeouts': dict(timeouts),
+    # a piece's timeout: its share of its suite's (policy.settings.piece_timeouts)
+    queue.create({'cwd': command.cwd, 'argv': list(command.argv), 'env': dict(env),
+                  'timeouts': dict(timeouts, **piece_timeouts(timeouts, expected, units)),
                   'output_dir': output_dir, 'fingerprint': store.fingerprint, 'slots': max(1, int(parallel)),
                   'stale_after': stale_after, 'max_attempts': max_attempts,
                   'serial': [key for key in todo if harness.must_serial(pieces.Piece.parse(key).suite)],

@@ -43,7 +43,9 @@ UNKNOWN_SECONDS = 60  # what a suite without a previous time counts for, in the 
 
 
 def _timeout_of(spec: dict):
-    return lambda suite: spec['timeouts'].get(suite, spec['timeouts'][''])
+    """key (a suite or a piece) -> seconds: its own timeout, else its suite's, else the default."""
+    timeouts = spec['timeouts']
+    return lambda key: timeouts.get(key, timeouts.get(Piece.parse(key).suite, timeouts['']))
 
 
 def run_one(spec: dict, key: str, env: dict, gpu: Optional[str]) -> dict:
@@ -51,7 +53,7 @@ def run_one(spec: dict, key: str, env: dict, gpu: Optional[str]) -> dict:
     (suiterun's form, labelled with its piece)."""
     command = TestCommand(spec['cwd'], {}, list(spec['argv']))
     piece = Piece.parse(key)
-    return solo.run_suite(command, piece.suite, _timeout_of(spec)(piece.suite), spec['output_dir'], env, gpu, piece)
+    return solo.run_suite(command, piece.suite, _timeout_of(spec)(key), spec['output_dir'], env, gpu, piece)
 
 
 def run_together(spec: dict, suites: list, env: dict, gpu: Optional[str], output_path: str, log) -> dict:
