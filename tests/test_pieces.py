@@ -197,6 +197,15 @@ def test_a_real_run_writes_its_tests_times_into_the_results_json_and_the_next_ru
     assert main(['report', str(saved), '--max-failed-tests', '0']) == 1  # `report` reads and re-judges it
     out = capsys.readouterr().out
     assert 'verdict: FAIL' in out and 'unknown failure: test_known_failure::' in out
+    # a kept run re-judged (the easyblock's judge_kept, with the kept run's store) writes them again
+    from eb_pytorch_cuda.testsuite import service
+    from eb_pytorch_cuda.testsuite.policy.judging import Policy
+    from eb_pytorch_cuda.testsuite.run.store import ResultStore
+    with open(results / 'results.jsonl') as handle:
+        store = ResultStore(str(results / 'results.jsonl'), json.loads(handle.readline())['fingerprint'])
+    kept = service.judge_kept(store.result(['test_known_failure']), Policy(), service.scope_context((), False, {}),
+                              store)
+    assert json.loads(service.report_texts(kept)['pytorch-test-results.json'])['test_seconds'] == times
 
 
 @pytest.mark.parametrize('crafted', [{'a': {'t': 'x', 'u': 1.5}}, {'a': [1]}, ['a'], {'a': {'t': -1, 'u': True}}])

@@ -184,9 +184,13 @@ def run_and_judge(command: TestCommand, env: dict, store: ResultStore, output_di
     return StepOutcome(result, verdict, context, notes(store), test_seconds(store))
 
 
-def judge_kept(result: RunResult, policy: Policy, context: ScopeContext) -> StepOutcome:
-    """A kept run's result (ResultStore.load_final) under the policy in force now: nothing runs."""
-    return StepOutcome(result, judge(result, policy), context)
+def judge_kept(result: RunResult, policy: Policy, context: ScopeContext,
+               store: Optional[ResultStore] = None) -> StepOutcome:
+    """A kept run's result (ResultStore.load_final) under the policy in force now: nothing runs.  store (the
+    kept run's, still there): its notes and its tests' times go into the reports as a run's would, so the
+    installation's results JSON still lets the next build split its long suites."""
+    return StepOutcome(result, judge(result, policy), context, notes(store) if store else {},
+                       test_seconds(store) if store else {})
 
 
 def report_texts(outcome: StepOutcome, title: str = 'PyTorch test suite') -> Dict[str, str]:
