@@ -8,7 +8,7 @@ from environment import missing
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite.results.pieces import PIECE_SECONDS, Piece, expected_of, key_of, piece_count, split
 from eb_pytorch_cuda.testsuite.results.pieces import with_merged
-from eb_pytorch_cuda.testsuite.results.testtimes import case_times, piece_times, pieces_for, shard_of
+from eb_pytorch_cuda.testsuite.results.testtimes import case_times, node_prefix, piece_times, pieces_for, shard_of
 
 
 def test_a_plain_suite_name_is_the_whole_suite():
@@ -160,3 +160,168 @@ def test_the_times_file_goes_where_the_real_harness_reads_it_and_never_over_some
     why = piece_times.write_times(str(tmp_path / 'test'), harness, units)
     assert why.endswith('exists and was not written by this plugin: suites run whole')
     assert (tmp_path / expected).read_text() == '{"default": {"default": {}}}'
+
+
+def test_a_real_run_writes_its_tests_times_into_the_results_json_and_the_next_run_reads_them_back(
+        tmp_path, monkeypatch, capsys):
+    """`test-suite` on the stand-in harness (its XML has pytest's `file` and measured times), in this process so
+    that KEPT_FROM (a size rule: only suites of 300 s and more keep their tests' times) can be 0 for its
+    one-second suite; then `report` reads the JSON, and the spread's reader gets the times back."""
+    import json
+    import shutil
+    import sys
+    from eb_pytorch_cuda import standins
+    from eb_pytorch_cuda.cli import main
+    from eb_pytorch_cuda.testsuite.results import testtimes
+    from eb_pytorch_cuda.testsuite.spread import controller
+    tree = tmp_path / 'src'
+    shutil.copytree(os.path.join(standins.TORCH_SOURCES, 'test'), tree / 'test')
+    monkeypatch.setattr(testtimes, 'KEPT_FROM', 0)
+    results = tmp_path / 'results'
+    assert main(['test-suite', str(tree), '--python', sys.executable, '--results', str(results), '--format', 'json',
+                 '--runtest', 'cd test && %(python)s run_test.py --continue-through-error -i test_known_failure']) == 0
+    written = json.loads(capsys.readouterr().out)
+    assert written['verdict'] == 'pass' and written['failed_tests'] == 1  # the default budget holds it
+    saved = results / 'pytorch-test-results.json'
+    assert json.loads(saved.read_text()) == written
+    times = written['test_seconds']
+    assert sorted(times) == ['test_known_failure']
+    assert sorted(times['test_known_failure']) == [  # every test case of its XML report, by pytest's node id
+        f'test_known_failure.py::__main__.TestKnown::{name}'
+        for name in ('test_always_fails', 'test_new_regression', 'test_passes')]
+    assert all(0 <= seconds < 60 for seconds in times['test_known_failure'].values())
+    assert controller.previous_test_seconds(str(saved)) == times  # the next build's times source
+    # a suite expected to take 10,000 s is cut by its tests' times (well under 600 s: whole), not into 17
+    assert len(split(['test_known_failure'], {'test_known_failure': 10000.0})) == 17
+    assert len(split(['test_known_failure'], {'test_known_failure': 10000.0}, PIECE_SECONDS, times)) == 1
+    assert main(['report', str(saved), '--max-failed-tests', '0']) == 1  # `report` reads and re-judges it
+    out = capsys.readouterr().out
+    assert 'verdict: FAIL' in out and 'unknown failure: test_known_failure::' in out
+    # a kept run re-judged (the easyblock's judge_kept, with the kept run's store) writes them again
+    from eb_pytorch_cuda.testsuite import service
+    from eb_pytorch_cuda.testsuite.policy.judging import Policy
+    from eb_pytorch_cuda.testsuite.run.store import ResultStore
+    with open(results / 'results.jsonl') as handle:
+        store = ResultStore(str(results / 'results.jsonl'), json.loads(handle.readline())['fingerprint'])
+    kept = service.judge_kept(store.result(['test_known_failure']), Policy(), service.scope_context((), False, {}),
+                              store)
+    assert json.loads(service.report_texts(kept)['pytorch-test-results.json'])['test_seconds'] == times
+
+
+@pytest.mark.parametrize('crafted', [{'a': {'t': 'x', 'u': 1.5}}, {'a': [1]}, ['a'], {'a': {'t': -1, 'u': True}}])
+def test_test_times_of_a_crafted_results_json_are_kept_only_where_well_formed(tmp_path, crafted):
+    import json
+    from eb_pytorch_cuda.testsuite.spread import controller
+    (tmp_path / 'r.json').write_text(json.dumps({'test_seconds': crafted}))
+    found = controller.previous_test_seconds(str(tmp_path / 'r.json'))
+    assert found == ({'a': {'u': 1.5}} if crafted == {'a': {'t': 'x', 'u': 1.5}} else {})
+
+
+DATA21 = os.path.join(os.path.dirname(DATA), 'pytorch21-pieces')
+
+
+def _recorded21(name):
+    with open(os.path.join(DATA21, f'{name}.log')) as handle:
+        text = handle.read()
+    directory = os.path.join(DATA21, f'{name}-xml', 'test_native_functions')
+    return text, [os.path.join(directory, file) for file in sorted(os.listdir(directory))]
+
+
+def _shard_listing(text):
+    """The node ids pytest-shard says it runs (`Running N items in this shard: id, id, ...`, -v)."""
+    import re
+    return sorted(re.search(r'^Running \d+ items in this shard: (.*)$', text, re.M).group(1).split(', '))
+
+
+def test_the_21_lines_node_ids_carry_the_test_directory_and_then_put_each_test_in_its_real_piece():
+    """The 2.1-line tree's real outputs (tests/data/pytorch21-pieces, record.py): its pytest.ini makes the tree
+    the rootdir, so pytest-shard hashes `test/test_native_functions.py::...` while the XML's file= is
+    `test_native_functions.py`; node_prefix finds `test/` in the run's own `rootdir:` line."""
+    import re
+    text, reports = _recorded21('whole')
+    rootdir = re.search(r'^rootdir: (.*)$', text, re.M).group(1)
+    prefix = node_prefix(text, os.path.join(rootdir, 'test'))
+    assert prefix == 'test/' and node_prefix(text, rootdir) == ''
+    whole = case_times(reports, prefix)
+    assert sorted(whole) == _shard_listing(text) and len(whole) == 11
+    for index in (1, 2):
+        piece_text, piece_reports = _recorded21(f'piece{index}of2')
+        ran = case_times(piece_reports, node_prefix(piece_text, os.path.join(rootdir, 'test')))
+        assert sorted(ran) == _shard_listing(piece_text) == sorted(n for n in whole if shard_of(n, 2) == index)
+    assert [len(case_times(_recorded21(f'piece{i}of2')[1])) for i in (1, 2)] == [7, 4]
+    # without the prefix the hash is of another string: 3 of the 11 tests predicted in the wrong piece
+    unprefixed = case_times(reports)
+    ran_in = {node[len(prefix):]: shard_of(node, 2) for node in whole}
+    assert sum(shard_of(node, 2) != ran_in[node] for node in unprefixed) == 3
+
+
+def test_a_pieces_timeout_is_its_share_of_its_suites_by_the_same_rule_with_its_floor():
+    from eb_pytorch_cuda.testsuite.policy.settings import LEAST_TIMEOUT, piece_timeouts, rule_timeout
+    from eb_pytorch_cuda.testsuite.spread.worker import _timeout_of
+    previous = {'long': 6000.0, 'middling': 1500.0, 'short': 10.0}
+    timeouts = {'': 10800, **{suite: rule_timeout(seconds) for suite, seconds in previous.items()}}
+    units = split(['long', 'middling', 'short', 'new'], previous)
+    assert sum(not unit.whole for unit in units) == 10 + 3
+    # equal shares: the rule applied to the piece's expected time (4 x 600 s; 4 x 500 s); whole suites: none
+    assert piece_timeouts(timeouts, expected_of(units, previous), units) == {
+        **{f'long#shard{i}/10': 2400 for i in range(1, 11)}, **{f'middling#shard{i}/3': 2000 for i in (1, 2, 3)}}
+    assert (rule_timeout(600), rule_timeout(500), rule_timeout(100)) == (2400, 2000, LEAST_TIMEOUT)
+    # shares by the tests' times (results.pieces.expected_of): a piece with more of them gets more, a tiny one
+    # the floor
+    three = [Piece('long', i, 3) for i in (1, 2, 3)]
+    by_tests = {piece.key: seconds for piece, seconds in zip(three, [5000.0, 900.0, 100.0])}
+    assert piece_timeouts(timeouts, by_tests, three) == {
+        'long#shard1/3': 20000, 'long#shard2/3': 3600, 'long#shard3/3': LEAST_TIMEOUT}
+    # an explicit test_suite_timeout is shared the same way, with the floor, never above itself
+    equal = expected_of(three, previous)
+    assert piece_timeouts({'': 7200}, equal, three) == dict.fromkeys(by_tests, 2400)
+    assert piece_timeouts({'': 1000}, equal, three) == dict.fromkeys(by_tests, LEAST_TIMEOUT)
+    assert piece_timeouts({'': 500}, equal, three) == dict.fromkeys(by_tests, 500)
+    # what a job's worker runs a key with: the piece's own timeout, else its suite's, else the default
+    spec = {'timeouts': {'': 10800, 'long': 24000, 'long#shard2/3': 3600}}
+    assert [_timeout_of(spec)(key) for key in ('long#shard2/3', 'long#shard1/3', 'long', 'other')] == [
+        3600, 24000, 24000, 10800]
+
+
+def test_a_jobs_worker_kills_a_hung_piece_at_the_pieces_own_timeout_not_its_suites(tmp_path):
+    """The stand-in harness's test_hang (it sleeps for ever) run as a spread job's worker runs a piece: the
+    spec's timeouts give the suite 600 s and the piece 2 s (what piece_timeouts writes there, scaled down)."""
+    import shutil
+    import sys
+    import time
+    from eb_pytorch_cuda import standins
+    from eb_pytorch_cuda.testsuite.spread.worker import run_one
+    shutil.copytree(os.path.join(standins.TORCH_SOURCES, 'test'), tmp_path / 'test')
+    (tmp_path / 'out').mkdir()
+    spec = {'cwd': str(tmp_path / 'test'), 'argv': [sys.executable, 'run_test.py'], 'output_dir': str(tmp_path / 'out'),
+            'timeouts': {'': 10800, 'test_hang': 600, 'test_hang#shard1/2': 2}}
+    started = time.time()
+    record = run_one(spec, 'test_hang#shard1/2', dict(os.environ), None)
+    assert time.time() - started < 60
+    assert record['suite']['status'] == 'timed out' and record['suite']['signal'] == 'timeout after 2s'
+    assert record['piece'] == {'suite': 'test_hang', 'index': 1, 'count': 2}
+
+
+def test_without_a_rootdir_line_the_prefix_follows_pytests_rootdir_rules(tmp_path):
+    """The 2.6 harness prints a passing suite's pytest header nowhere (measured: its `-i test_native_functions`
+    output has no `rootdir:` line), so the rootdir comes from the tree: a pytest.ini above test/ (the 2.1-line
+    tree), an ini file with a pytest section, a setup.py; else test/ itself (the Debian 2.6.0 copy the tests use)."""
+    import shutil
+    for version, tree in REAL_TREES.items():  # their top-level files, in a place without a config above it
+        if not os.path.isdir(os.path.join(tree, 'test')):
+            missing(f'the {version} harness (tools/setup.sh)')
+        copy = tmp_path / version.replace(' ', '-')
+        (copy / 'test').mkdir(parents=True)
+        for name in os.listdir(tree):
+            if os.path.isfile(os.path.join(tree, name)):
+                shutil.copy(os.path.join(tree, name), copy)
+    assert node_prefix('no header', str(tmp_path / '2.1-line' / 'test')) == 'test/'
+    assert node_prefix('no header', str(tmp_path / '2.6.0' / 'test')) == ''
+    tmp_path = tmp_path / 'made'
+    (tmp_path / 'test').mkdir(parents=True)
+    assert node_prefix('', str(tmp_path / 'test')) == ''
+    (tmp_path / 'setup.cfg').write_text('[metadata]\nname = x\n')  # no pytest section: not a config
+    (tmp_path / 'setup.py').write_text('')
+    assert node_prefix('', str(tmp_path / 'test')) == 'test/'
+    (tmp_path / 'test' / 'tox.ini').write_text('[pytest]\n')
+    assert node_prefix('', str(tmp_path / 'test')) == ''

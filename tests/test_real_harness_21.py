@@ -240,3 +240,41 @@ def test_a_rerun_runs_exactly_the_failed_test_the_pytest_summary_named(tree):
     passed, output = reruns.rerun_isolated(command, PYTHON, 'test_license', FAILURE, harness, env, timeout=600)
     assert not passed and re.search(r'^Ran 1 test in', output, re.M), output
     assert 'test_license_for_wheel' not in output
+
+
+def test_a_suite_run_as_two_pieces_merges_to_the_whole_suites_result(tmp_path):
+    """test_native_functions whole and as 2 pieces (issue 23) on this harness, each through the step's own
+    solo.run_suite (what a spread job's worker runs for a piece): the harness's `--shard i 2` over the times file
+    run/piece_times writes becomes pytest-shard's 0-based `--shard-id=i-1 --num-shards=2`; the pieces' records,
+    merged by the store, give the whole run's status, counts and test ids, and their kept per-test times carry
+    the node ids pytest-shard hashed (`test/...`: this tree's pytest.ini makes its top the rootdir)."""
+    from eb_pytorch_cuda.testsuite.results.pieces import Piece
+    from eb_pytorch_cuda.testsuite.results.testtimes import shard_of
+    from eb_pytorch_cuda.testsuite.run import piece_times, solo
+    from eb_pytorch_cuda.testsuite.run.harness import harness_of
+    from eb_pytorch_cuda.testsuite.run.store import ResultStore
+    if not (os.path.isfile(os.path.join(TREE, 'test', 'run_test.py')) and os.access(PYTHON, os.X_OK)):
+        missing('the 2.1-line harness is missing')
+    shutil.copytree(TREE, tmp_path / 'pytorch', ignore=shutil.ignore_patterns('test-reports'))
+    test_dir = str(tmp_path / 'pytorch' / 'test')
+    command = Command(test_dir, {}, [PYTHON, 'run_test.py', '--continue-through-error'])
+    env = harness_environment({k: v for k, v in os.environ.items() if k not in ('PYTHONPATH', 'CI')}, command)
+    suite = 'test_native_functions'
+    whole = ResultStore(str(tmp_path / 'whole' / 'r.jsonl'), 'f')
+    whole.append(solo.run_suite(command, suite, 900, str(tmp_path), env))
+    pieces = [Piece(suite, index, 2) for index in (1, 2)]
+    assert piece_times.write_times(test_dir, harness_of(test_dir), pieces) is None
+    split = ResultStore(str(tmp_path / 'split' / 'r.jsonl'), 'f')
+    records = [solo.run_suite(command, suite, 900, str(tmp_path), env, None, piece) for piece in pieces]
+    for piece, record in zip(pieces, records):
+        with open(record['output_file']) as handle:
+            text = handle.read()
+        assert f'Running {suite} {piece.index}/2 ' in text and f'--shard-id={piece.index - 1}' in text, text[-3000:]
+        assert record['test_seconds'] and all(node.startswith('test/test_native_functions.py::TestNativeFunctions::')
+                                              and shard_of(node, 2) == piece.index for node in record['test_seconds'])
+        split.append(record)
+    merged, unsplit = split.result([suite]).suites[suite], whole.result([suite]).suites[suite]
+    assert (merged.status, merged.counts, merged.failed_tests) == (unsplit.status, unsplit.counts, unsplit.failed_tests)
+    assert merged.status == 'passed' and merged.counts['passed'] == LIVE_PASSED[suite] == 11
+    assert [record['suite']['counts']['passed'] for record in records] == [7, 4]
+    assert sum(len(record['test_seconds']) for record in records) == 11

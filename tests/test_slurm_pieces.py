@@ -9,6 +9,7 @@ the unsplit serial run's: same statuses, counts and failing test ids, the same t
 reports; the known failure is still known; only the cancelled piece ran twice.
 """
 
+import json
 import os
 import shutil
 import subprocess
@@ -139,6 +140,10 @@ def test_suites_split_into_pieces_on_jobs_give_the_unsplit_result_and_a_cancelle
     assert verdict.passed and [(suite, test) for suite, test, _ in verdict.known] == \
         [('test_piece_standin', 'TestPieces.test_zz_known_failure')]
 
+    with open(os.path.join(queue_dir, 'spec.json')) as handle:
+        timeouts = json.load(handle)['timeouts']
+    assert timeouts == {'': 900, **{f'test_native_functions{SEPARATOR}{i}/3': 600 for i in (1, 2, 3)},  # 900 / 3,
+                        **{f'test_piece_standin{SEPARATOR}{i}/2': 600 for i in (1, 2)}}  # 900 / 2: the floor
     assert killed, 'no job was seen running a piece'
     claims = [urllib.parse.unquote(name) for name in os.listdir(os.path.join(queue_dir, 'claims'))
               if not name.startswith('.')]

@@ -250,7 +250,7 @@ class EB_PyTorch(UpstreamPyTorch):
             self._dry_run_test_plan(settings, context, excluded, policy)
             return
         if self._reusable_build():
-            self._judge(service.judge_kept(self._reuse, policy, context))
+            self._judge(service.judge_kept(self._reuse, policy, context, self._store))
             return
         runtest = self._raw_runtest()
         if not runtest or runtest is True:

@@ -25,9 +25,10 @@ from eb_pytorch_cuda.testsuite.run.harness import harness_of
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite.policy.judging import Policy, ScopeContext, Verdict, detect_context, judge
 from eb_pytorch_cuda.testsuite.policy.report import RESULTS_JSON, RESULTS_MARKDOWN, to_json, to_markdown
-from eb_pytorch_cuda.testsuite.policy.settings import (DEFAULT_SUITE_TIMEOUT, JUDGING, LEAST_TIMEOUT,
-                                                       TIMEOUT_FACTOR, TestSettings, timeout_of)
+from eb_pytorch_cuda.testsuite.policy.settings import (DEFAULT_SUITE_TIMEOUT, JUDGING, TestSettings, rule_timeout,
+                                                       timeout_of)
 from eb_pytorch_cuda.testsuite.results.model import RunResult
+from eb_pytorch_cuda.testsuite.results.pieces import with_merged
 from eb_pytorch_cuda.testsuite.run.command import TestCommand, parse_runtest
 from eb_pytorch_cuda.testsuite.run.gpus import gpu_compute_capabilities
 from eb_pytorch_cuda.testsuite.run.store import ResultStore
@@ -53,7 +54,7 @@ def suite_timeouts(explicit, previous_results):
     try:
         with open(previous_results) as handle:
             for suite, seconds in json.load(handle).get('suite_seconds', {}).items():
-                timeouts[suite] = max(LEAST_TIMEOUT, int(TIMEOUT_FACTOR * seconds))
+                timeouts[suite] = rule_timeout(seconds)
     except (OSError, ValueError, AttributeError, TypeError):
         pass
     return timeouts
@@ -111,6 +112,14 @@ def notes(store) -> dict:
     return {suite: record['notes'] for suite, record in sorted(store.load().items()) if record.get('notes')}
 
 
+def test_seconds(store) -> Dict[str, Dict[str, float]]:
+    """{suite: {node id: seconds}} its long suites' records kept (results/testtimes; a suite run as pieces:
+    all its pieces'), for the results JSON, where the next build of the target reads them to split."""
+    return {suite: dict(sorted(record['test_seconds'].items()))
+            for suite, record in sorted(with_merged(store.load()).items())
+            if not record.get('piece') and record.get('test_seconds')}
+
+
 def judge_and_keep(store, result, policy, tested_installation):
     """The verdict of result; when the policy fails the run, its result and tested installation are kept
     for a re-judging that neither runs a suite nor rebuilds."""
@@ -144,6 +153,7 @@ class StepOutcome:
     verdict: Verdict
     context: ScopeContext
     notes: Dict[str, List[str]] = field(default_factory=dict)
+    test_seconds: Dict[str, Dict[str, float]] = field(default_factory=dict)  # see test_seconds()
 
 
 def scope_context(built_capabilities: Sequence, on_this_node: bool, env, target: Optional[str] = None,
@@ -172,12 +182,16 @@ def run_and_judge(command: TestCommand, env: dict, store: ResultStore, output_di
                         tested_installation=tested_installation, **kwargs)
     verdict = judge_and_keep(store, result, policy, tested_installation) if tested_installation \
         else judge(result, policy)
-    return StepOutcome(result, verdict, context, notes(store))
+    return StepOutcome(result, verdict, context, notes(store), test_seconds(store))
 
 
-def judge_kept(result: RunResult, policy: Policy, context: ScopeContext) -> StepOutcome:
-    """A kept run's result (ResultStore.load_final) under the policy in force now: nothing runs."""
-    return StepOutcome(result, judge(result, policy), context)
+def judge_kept(result: RunResult, policy: Policy, context: ScopeContext,
+               store: Optional[ResultStore] = None) -> StepOutcome:
+    """A kept run's result (ResultStore.load_final) under the policy in force now: nothing runs.  store (the
+    kept run's, still there): its notes and its tests' times go into the reports as a run's would, so the
+    installation's results JSON still lets the next build split its long suites."""
+    return StepOutcome(result, judge(result, policy), context, notes(store) if store else {},
+                       test_seconds(store) if store else {})
 
 
 def report_texts(outcome: StepOutcome, title: str = 'PyTorch test suite') -> Dict[str, str]:
@@ -185,6 +199,8 @@ def report_texts(outcome: StepOutcome, title: str = 'PyTorch test suite') -> Dic
     scope and the store's notes; `eb-pytorch-cuda report` reads it back) and the Markdown summary."""
     data = to_json(outcome.result, outcome.verdict, outcome.context)
     data['notes'] = outcome.notes
+    if outcome.test_seconds:
+        data['test_seconds'] = outcome.test_seconds  # the next build's split (spread.controller.previous_test_seconds)
     return {RESULTS_JSON: json.dumps(data, indent=1) + '\n',
             RESULTS_MARKDOWN: to_markdown(outcome.result, outcome.verdict, title=title, context=outcome.context)}
 

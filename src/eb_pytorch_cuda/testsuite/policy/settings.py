@@ -10,21 +10,50 @@ excluded tests is split into letters), so it is refused in one line naming the p
 """
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Tuple, Union
 
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite.policy.judging import Policy, ScopeContext, excluded_tests, known_failures
+from eb_pytorch_cuda.testsuite.results.pieces import Piece
 
 DEFAULT_SUITE_TIMEOUT = 3 * 3600  # s a suite may run without a previous time: PyTorch's slowest take under 1 h
 TIMEOUT_FACTOR, LEAST_TIMEOUT = 4, 600  # else: 4x its time in the previous results, at least 10 minutes
 TIMEOUT_RULE = (f'{TIMEOUT_FACTOR}x its time in the previous results (at least {LEAST_TIMEOUT} s), '
-                f'else {DEFAULT_SUITE_TIMEOUT} s')
+                f'else {DEFAULT_SUITE_TIMEOUT} s; a piece of a split suite its share of that')
+
+
+def rule_timeout(seconds: float) -> int:
+    """TIMEOUT_RULE's timeout of a suite expected to take `seconds`."""
+    return max(LEAST_TIMEOUT, int(TIMEOUT_FACTOR * seconds))
+
+
+def piece_timeouts(timeouts: Mapping[str, int], expected: Mapping[str, float], pieces: Iterable) -> Dict[str, int]:
+    """{piece key: seconds} for the pieces (results.pieces.Piece) of split suites: the suite's timeout
+    (timeouts: {suite: s, '': s}) times the piece's share of the suite's expected time (expected: {piece
+    key: s}, by its tests' times or an equal share), at least LEAST_TIMEOUT, at most the suite's own.  For a
+    suite whose timeout came from the rule this is the rule applied to the piece's expected time (4x it);
+    an explicit test_suite_timeout is shared out the same way.  Why: a hung piece of a 20-hour suite
+    would otherwise hold its job for the whole suite's 80 hours."""
+    pieces = [piece for piece in pieces if not piece.whole]
+    totals: Dict[tuple, float] = {}
+    for piece in pieces:
+        totals[piece.suite, piece.count] = totals.get((piece.suite, piece.count), 0.0) + expected.get(piece.key, 0.0)
+    found = {}
+    for piece in pieces:
+        whole = int(timeouts.get(piece.suite, timeouts['']))
+        total = totals[piece.suite, piece.count]
+        if piece.key not in expected or total <= 0:
+            continue
+        found[piece.key] = min(whole, max(LEAST_TIMEOUT, int(whole * expected[piece.key] / total)))
+    return found
 
 
 def timeout_of(timeouts: Mapping[str, float]) -> Callable[[str], float]:
-    """Each suite's timeout from {suite: seconds, '': every other suite} (service.suite_timeouts' form, and
-    the Slurm queue spec's): one lookup for the serial step, the spread's reruns and every Slurm job."""
-    return lambda suite: timeouts.get(suite, timeouts[''])
+    """Each suite's or piece's timeout from {suite or piece key: seconds, '': every other suite}
+    (service.suite_timeouts' form, and the Slurm queue spec's, where piece_timeouts adds the pieces): a
+    piece's own, else its suite's, else the default; one lookup for the serial step, the spread's reruns and
+    every Slurm job."""
+    return lambda key: timeouts.get(key, timeouts.get(Piece.parse(key).suite, timeouts['']))
 
 
 # (name, default, decides how a run is judged or scheduled rather than what is built and tested)

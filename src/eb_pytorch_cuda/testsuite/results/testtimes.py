@@ -5,14 +5,20 @@ Why: a suite split into k pieces is split by the harness, by a hash of each test
 holding the remainder i - 1; the 2.1 line's pytest-shard does the same, 0-based).  With each test's time
 from an earlier run, the time of every piece is known before it runs, so the number of pieces can be
 chosen so that the longest piece fits, and the queue can hand out pieces longest first.  The node id is
-`file::classname::name` of the <testcase> (measured on Debian's 2.6.0 with the tree's own rootdir: the
-XML of 11 tests of test_native_functions put each one in the shard the harness ran it in).  The reports
-are read with xmlparse's own checks (no DTD, well-formed); a report it refuses gives no times.
+`file::classname::name` of the <testcase>, after the test directory's path from pytest's rootdir
+(node_prefix): the XML's `file` is relative to the test directory, the hashed node id to the rootdir.
+Measured: Debian's 2.6.0 (no pytest.ini, rootdir test/) and the 2.1-line tree (pytest.ini at its top,
+rootdir the tree, node ids `test/test_native_functions.py::...`) each put all 11 tests of
+test_native_functions in the shard the harness ran them in, the 2.1 line only with the `test/` prefix
+(without it 3 of 11 land in the other of 2 pieces).  The reports are read with xmlparse's own checks (no
+DTD, well-formed); a report it refuses gives no times.
 """
 
 import hashlib
+import math
+import os
 import re
-from typing import Dict, Iterable, List
+from typing import Dict, Iterable, List, Mapping
 
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite.results import xmlparse
@@ -22,11 +28,52 @@ KEPT_FROM = 300.0  # seconds: a suite at least this long keeps its tests' times 
 # ~500,000 tests; only the long suites, the ones that may be split, are worth their bytes)
 
 _CASE = re.compile(rb'<testcase[\s/>]')
+_ROOTDIR = re.compile(r'^rootdir: (.+?)(?:, (?:configfile|inifile): .*)?$', re.M)  # pytest's session header
 
 
-def case_times(paths: Iterable[str]) -> Dict[str, float]:
+# the files that make a directory pytest's rootdir, in the order it looks at them in one directory, and the
+# section each must hold (pytest.ini counts even empty)
+_CONFIGS = (('pytest.ini', ''), ('pyproject.toml', '[tool.pytest.ini_options]'), ('tox.ini', '[pytest]'),
+            ('setup.cfg', '[tool:pytest]'))
+
+
+def tree_rootdir(test_dir: str) -> str:
+    """pytest's rootdir for a suite of test_dir, by pytest's documented rules, for a run whose output does not
+    print it (the 2.6 harness shows a passing suite's pytest header nowhere): the first directory from test_dir
+    up with a file of _CONFIGS that configures pytest, else the first with a setup.py, else test_dir."""
+    start = os.path.realpath(test_dir)
+    directories = [start]
+    while os.path.dirname(directories[-1]) != directories[-1]:
+        directories.append(os.path.dirname(directories[-1]))
+    for directory in directories:
+        for name, section in _CONFIGS:
+            path = os.path.join(directory, name)
+            try:
+                with open(path, 'rb') as handle:
+                    if not section or section.encode() in handle.read(1 << 20):
+                        return directory
+            except OSError:
+                continue
+    return next((directory for directory in directories if os.path.isfile(os.path.join(directory, 'setup.py'))),
+                start)
+
+
+def node_prefix(output: str, test_dir: str) -> str:
+    """What comes before the XML's `file` in the node ids pytest shards by: the test directory's path
+    from pytest's rootdir, the one it printed in output (its `rootdir:` line) or else tree_rootdir's
+    ('test/' in the 2.1-line tree, '' where the rootdir is the test directory itself)."""
+    found = _ROOTDIR.findall(output or '')
+    rootdir = found[-1].strip() if found else tree_rootdir(test_dir)
+    relative = os.path.relpath(os.path.realpath(test_dir), os.path.realpath(rootdir))
+    if relative == '.' or relative == '..' or relative.startswith('..' + os.sep) or os.path.isabs(relative):
+        return ''
+    return relative.replace(os.sep, '/') + '/'
+
+
+def case_times(paths: Iterable[str], prefix: str = '') -> Dict[str, float]:
     """{node id: seconds} of every test case in the report files (a test in several files, e.g. rerun:
-    its times added); files that are not trustworthy reports are left out."""
+    its times added), each id after prefix (node_prefix); files that are not trustworthy reports are
+    left out."""
     times: Dict[str, float] = {}
     for path in paths:
         try:
@@ -39,8 +86,8 @@ def case_times(paths: Iterable[str]) -> Dict[str, float]:
             values = xmlparse._attributes(data, match.start())  # noqa: SLF001
             if not values.get('file') or not values.get('name'):
                 continue
-            node = f"{values['file']}::{values['classname']}::{values['name']}" if values.get('classname') \
-                else f"{values['file']}::{values['name']}"
+            node = prefix + (f"{values['file']}::{values['classname']}::{values['name']}" if values.get('classname')
+                             else f"{values['file']}::{values['name']}")
             try:
                 seconds = float(values.get('time') or 0)
             except ValueError:
@@ -49,11 +96,29 @@ def case_times(paths: Iterable[str]) -> Dict[str, float]:
     return times
 
 
-def kept_times(suite_seconds, paths: Iterable[str]) -> Dict[str, float]:
-    """The times a record keeps: case_times(paths) for a suite of at least KEPT_FROM seconds, else none."""
+def kept_times(suite_seconds, paths: Iterable[str], prefix: str = '') -> Dict[str, float]:
+    """The times a record keeps: case_times(paths, prefix) for a suite of at least KEPT_FROM seconds,
+    else none."""
     if suite_seconds is None or float(suite_seconds) < KEPT_FROM:
         return {}
-    return case_times(paths)
+    return case_times(paths, prefix)
+
+
+def times_of_results(data) -> Dict[str, Dict[str, float]]:
+    """{suite: {node id: seconds}} of a results JSON's `test_seconds` (what the test step wrote from its
+    records), keeping only well-formed entries (finite, non-negative numbers under string keys): the file
+    is the previous installation's, read to plan, never trusted to be ours."""
+    times = data.get('test_seconds') if isinstance(data, Mapping) else None
+    found: Dict[str, Dict[str, float]] = {}
+    for suite, tests in (times.items() if isinstance(times, Mapping) else ()):
+        if not isinstance(suite, str) or not isinstance(tests, Mapping):
+            continue
+        kept = {node: float(seconds) for node, seconds in tests.items()
+                if isinstance(node, str) and isinstance(seconds, (int, float)) and not isinstance(seconds, bool)
+                and math.isfinite(seconds) and seconds >= 0}
+        if kept:
+            found[suite] = kept
+    return found
 
 
 def shard_of(node: str, count: int) -> int:

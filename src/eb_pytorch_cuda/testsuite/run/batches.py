@@ -21,7 +21,7 @@ from dataclasses import asdict
 from eb_pytorch_cuda import process
 from eb_pytorch_cuda.testsuite.run import discovery
 from eb_pytorch_cuda.testsuite.results.splitting import announced_runs, split_batch_output
-from eb_pytorch_cuda.testsuite.results.testtimes import kept_times
+from eb_pytorch_cuda.testsuite.results.testtimes import kept_times, node_prefix
 from eb_pytorch_cuda.testsuite.results.outcome import build_outcome, remove_reports, report_files
 from eb_pytorch_cuda.testsuite.results.records import StoreRecord
 
@@ -92,7 +92,8 @@ def _stored(result, exit_code, notes, suite_seconds, batch_seconds, code, gpu, t
 def _record(suite, out, seconds, code, gpu, output_path, test_dir):
     result, exit_code, notes = build_outcome(suite, out.text, True, out.failed, out.signal, test_dir=test_dir)
     record = _stored(result, exit_code, notes, result.seconds, seconds, code, gpu, out.text, output_path)
-    times = kept_times(result.seconds, report_files(test_dir, suite)) if test_dir else {}
+    times = (kept_times(result.seconds, report_files(test_dir, suite), node_prefix(out.text, test_dir))
+             if test_dir else {})
     if times:
         record['test_seconds'] = times  # per-test times: how the next build splits this suite (results/testtimes)
     return record

@@ -21,7 +21,7 @@ from eb_pytorch_cuda.testsuite.run.command import harness_environment
 from eb_pytorch_cuda.testsuite.run.harness import harness_of
 from eb_pytorch_cuda.testsuite.results.model import SUITE_INCOMPLETE
 from eb_pytorch_cuda.testsuite.results.outcome import build_outcome, remove_reports, report_files
-from eb_pytorch_cuda.testsuite.results.testtimes import KEPT_FROM, kept_times
+from eb_pytorch_cuda.testsuite.results.testtimes import KEPT_FROM, kept_times, node_prefix
 from eb_pytorch_cuda.testsuite.results.pieces import mark
 from eb_pytorch_cuda.testsuite.results.records import StoreRecord
 
@@ -63,7 +63,8 @@ def run_suite(command, suite, timeout, output_dir, env, gpu=None, piece=None):
     record: StoreRecord = {'suite': asdict(result), 'exit_code': code if timed_out is None else None,
                            'seconds': result.seconds, 'gpu': gpu, 'notes': notes, 'output_tail': text[-OUTPUT_KEPT:],
                            'output_file': output_path}
-    times = kept_times(result.seconds if not piece else KEPT_FROM, report_files(command.cwd, suite, reports_dir))
+    times = kept_times(result.seconds if not piece else KEPT_FROM, report_files(command.cwd, suite, reports_dir),
+                       node_prefix(text, command.cwd))
     if times:
         record['test_seconds'] = times  # per-test times: how the next build splits this suite (results/testtimes)
     return mark(record, piece) if piece else record

@@ -28,14 +28,14 @@ import time
 from dataclasses import asdict
 from typing import Callable, Dict, List, Mapping, Optional, Sequence
 
-from eb_pytorch_cuda.testsuite.results import pieces
+from eb_pytorch_cuda.testsuite.results import pieces, testtimes
 from eb_pytorch_cuda.testsuite.run import discovery, piece_times
 from eb_pytorch_cuda.testsuite.spread import slurm
+from eb_pytorch_cuda.testsuite.policy.settings import piece_timeouts, timeout_of
 from eb_pytorch_cuda.testsuite.run.store import ResultStore
 from eb_pytorch_cuda.testsuite.run.command import harness_environment
 from eb_pytorch_cuda.testsuite.run.harness import harness_of
 from eb_pytorch_cuda.testsuite.run.reruns import rerun_failures
-from eb_pytorch_cuda.testsuite.policy.settings import timeout_of
 from eb_pytorch_cuda.testsuite.results.records import StoreRecord
 from eb_pytorch_cuda.testsuite.results.model import SUITE_INCOMPLETE, SUITE_PASSED, RunResult, Suite
 from eb_pytorch_cuda.testsuite.spread.workqueue import (DEFAULT_MAX_ATTEMPTS, DEFAULT_STALE_AFTER, RecordReader,
@@ -65,9 +65,8 @@ def previous_test_seconds(results_json: Optional[str]) -> Dict[str, Dict[str, fl
         return {}
     try:
         with open(results_json) as handle:
-            data = json.load(handle).get('test_seconds') or {}
-        return {str(suite): {str(node): float(s) for node, s in times.items()} for suite, times in data.items()}
-    except (OSError, ValueError, TypeError, AttributeError):
+            return testtimes.times_of_results(json.load(handle))
+    except (OSError, ValueError, TypeError, RecursionError):
         return {}
 
 
@@ -127,7 +126,9 @@ def run_spread(command, env: dict, store: ResultStore, output_dir: str, python: 
     expected = dict(previous_seconds or {}, **pieces.expected_of(units, previous_seconds or {}, previous_test_seconds))
     todo = longest_first([unit.key for unit in units if unit.key not in done], expected)
     spec: QueueSpec = {
-        'cwd': command.cwd, 'argv': list(command.argv), 'env': dict(env), 'timeouts': dict(timeouts),
+        'cwd': command.cwd, 'argv': list(command.argv), 'env': dict(env),
+        # a piece's timeout: its share of its suite's (policy.settings.piece_timeouts)
+        'timeouts': dict(timeouts, **piece_timeouts(timeouts, expected, units)),
         'output_dir': output_dir, 'fingerprint': store.fingerprint, 'suites': todo, 'slots': max(1, int(parallel)),
         'stale_after': stale_after, 'max_attempts': max_attempts,
         'serial': [key for key in todo if harness.must_serial(pieces.Piece.parse(key).suite)],

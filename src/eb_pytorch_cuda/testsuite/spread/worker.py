@@ -45,6 +45,7 @@ UNKNOWN_SECONDS = 60  # what a suite without a previous time counts for, in the 
 
 
 def _timeout_of(spec: QueueSpec):
+    """key (a suite or a piece) -> seconds: its own timeout, else its suite's, else the default."""
     return timeout_of(spec['timeouts'])
 
 
@@ -53,7 +54,7 @@ def run_one(spec: QueueSpec, key: str, env: dict, gpu: Optional[str]) -> StoreRe
     (suiterun's form, labelled with its piece)."""
     command = TestCommand(spec['cwd'], {}, list(spec['argv']))
     piece = Piece.parse(key)
-    return solo.run_suite(command, piece.suite, _timeout_of(spec)(piece.suite), spec['output_dir'], env, gpu, piece)
+    return solo.run_suite(command, piece.suite, _timeout_of(spec)(key), spec['output_dir'], env, gpu, piece)
 
 
 def run_together(spec: QueueSpec, suites: list, env: dict, gpu: Optional[str], output_path: str,

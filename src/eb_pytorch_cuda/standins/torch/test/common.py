@@ -1,6 +1,7 @@
 """Shared runner of the stand-in test files: unittest console output plus a JUnit XML report.
 
-The XML goes to test-reports/python-unittest/<suite>/TEST-<suite>-<stamp>.xml, as PyTorch writes it.
+The XML goes to test-reports/python-unittest/<suite>/TEST-<suite>-<stamp>.xml, as PyTorch writes it; each
+<testcase> has its measured `time` and, as pytest's junitxml writes them, its `file` (relative to test/).
 """
 
 import os
@@ -16,6 +17,16 @@ class _Recorder(unittest.TextTestResult):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.outcomes = []
+        self.seconds = {}
+        self._started = 0.0
+
+    def startTest(self, test):
+        self._started = time.monotonic()
+        super().startTest(test)
+
+    def stopTest(self, test):
+        super().stopTest(test)
+        self.seconds[test.id()] = time.monotonic() - self._started
 
     def addSuccess(self, test):
         super().addSuccess(test)
@@ -48,7 +59,8 @@ def run_tests(suite_file):
     runner = unittest.TextTestRunner(stream=sys.stdout, verbosity=2, resultclass=_Recorder)
     result = runner.run(tests)
     cases = ''.join(f'<testcase classname={quoteattr(type(t).__module__ + "." + type(t).__name__)} '
-                    f'name={quoteattr(t._testMethodName)} time="0.001">{child}</testcase>'
+                    f'name={quoteattr(t._testMethodName)} time="{result.seconds.get(t.id(), 0):.3f}" '
+                    f'file={quoteattr(suite_name + ".py")}>{child}</testcase>'
                     for t, child in result.outcomes)
     report_dir = os.path.join(HERE, 'test-reports', 'python-unittest', suite_name.replace(os.sep, '.'))
     os.makedirs(report_dir, exist_ok=True)
