@@ -262,3 +262,48 @@ def test_a_file_the_loader_cannot_read_ends_its_search_for_doctor_too(tmp_path, 
     answer = json.loads(cli('doctor', '--format', 'json', tmp_path / 'libmain.so', check_rc=1).stdout)
     found = [(f['kind'], f['details']['path']) for f in answer['findings']]
     assert found == [('needed-corrupt', str(first / 'libdep.so'))], found
+
+
+OPENER = r'''
+#include <dlfcn.h>
+#include <stdio.h>
+int torch_cuda(void) { return 1; }
+__attribute__((constructor)) static void open_plugin(void) {
+    void *handle = dlopen("libc10_plugin.so", RTLD_NOW);
+    if (!handle) { fprintf(stderr, "DLOPENFAIL %s\n", dlerror()); return; }
+    if (!dlsym(handle, "plugin")) fprintf(stderr, "DLSYMFAIL %s\n", dlerror());
+}
+'''
+
+
+@pytest.fixture(scope='module')
+def opener_tree(tmp_path_factory):
+    """libtorch_cuda.so (stand-in) whose constructor dlopen()s libc10_plugin.so next to it and looks up `plugin`,
+    as cuDNN opens its sub-libraries."""
+    root = tmp_path_factory.mktemp('opener')
+    (root / 'opener.c').write_text(OPENER)
+    (root / 'plugin.c').write_text('int plugin(void) { return 2; }\n')
+    subprocess.run(['gcc', '-shared', '-fPIC', '-o', str(root / 'libc10_plugin.so'), str(root / 'plugin.c'),
+                    '-Wl,-soname,libc10_plugin.so'], check=True)
+    subprocess.run(['gcc', '-shared', '-fPIC', '-o', str(root / 'libtorch_cuda.so'), str(root / 'opener.c'),
+                    '-Wl,-soname,libtorch_cuda.so', '-Wl,-rpath,$ORIGIN', '-Wl,--enable-new-dtags', '-ldl'], check=True)
+    return root
+
+
+@pytest.mark.parametrize('seed', range(len(EDITS) + 3))
+def test_doctor_agrees_with_the_loader_on_a_corrupt_dlopen_target(tmp_path, harness, opener_tree, seed):
+    rng = random.Random(seed)
+    edit, value = EDITS[seed % len(EDITS)] if seed < len(EDITS) else ('truncate', None)
+    for name in ('libtorch_cuda.so', 'libc10_plugin.so'):
+        shutil.copy(opener_tree / name, tmp_path / name)
+    what = _corrupt_copy(opener_tree / 'libc10_plugin.so', tmp_path / 'libc10_plugin.so', edit, value, rng)
+    done = subprocess.run([harness, str(tmp_path / 'libtorch_cuda.so')], env=CLEAN_ENV, capture_output=True, text=True)
+    output = done.stdout + done.stderr
+    loads = done.returncode == 0 and 'ROOTOK' in done.stdout and 'FAIL' not in done.stderr
+    answer = json.loads(cli('doctor', '--format', 'json', tmp_path / 'libtorch_cuda.so').stdout)
+    failing = [f for f in answer['findings'] if f['severity'] == 'fails']
+    context = (what, done.returncode, output, answer['findings'])
+    assert answer['blocking'] == (not loads), context
+    if not loads:
+        assert [f['kind'] for f in failing] == ['dlopen-corrupt'], context
+        assert str(tmp_path / 'libc10_plugin.so') in failing[0]['message'], context

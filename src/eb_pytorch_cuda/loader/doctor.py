@@ -14,9 +14,9 @@ It simulates, without running the loader, what glibc does when a process loads e
   to a system cuDNN of another version); names that exist nowhere are optional probes;
 - undefined non-weak dynamic symbols that no object of the process defines (with the version the
   object requires from a named library);
-- a NEEDED library the loader fails on (truncated, not ELF, a corrupt dynamic table: what read_elf refuses,
-  elf/tables.py), 'needed-corrupt'; one it loads although its section headers contradict its dynamic
-  section is loaded here too, its symbols unread ('symbols-unread', info);
+- a NEEDED library or dlopen() target the loader fails on (truncated, not ELF, a corrupt dynamic table:
+  what read_elf refuses, elf/tables.py), 'needed-corrupt' or 'dlopen-corrupt'; one it loads although its
+  section headers contradict its dynamic section is loaded here too, its symbols unread ('symbols-unread');
 - a soname that two objects would resolve to different files: only the first loaded is used;
 - order hazards: an object loaded by dlopen() whose NEEDED entries it cannot find itself, only as objects
   an earlier dlopen() left loaded (cuDNN 8's sub-libraries in an RPATH-only layout: which order cuDNN
@@ -87,7 +87,7 @@ def _read_elf(path, check_sections=True):
 _SYSTEM_VIA = ('ld.so.cache', 'system directories')
 
 SEVERITY_OF_KIND = {'needed-unresolved': 'fails', 'dlopen-unresolved': 'fails', 'undefined-symbol': 'fails',
-                    'needed-corrupt': 'fails', 'symbols-unread': 'info',
+                    'needed-corrupt': 'fails', 'dlopen-corrupt': 'fails', 'symbols-unread': 'info',
                     'dlopen-shadowed': 'wrong-copy', 'soname-conflict': 'wrong-copy', 'order-hazard': 'order',
                     'sublibrary-elsewhere': 'wrong-copy',
                     'execstack': 'fails', 'skipped': 'info'}
@@ -278,8 +278,12 @@ class Process:
                     and own.via in _SYSTEM_VIA else None
                 if main:
                     self.findings.append(self._elsewhere_finding(soname, current, own, main))
-                info, unread = self._read_needed(current, soname, own.path, audited)
+                info, unread = self._read_object(own.path, soname, audited, lambda problem, path=own.path: Finding(
+                    'needed-corrupt', self.root.path, current.info.path,
+                    f'{current.info.path}: NEEDED {soname} resolves to {path}, which {problem}: the load fails',
+                    {'soname': soname, 'path': path, 'problem': problem}))
                 if info is None:
+                    current.broken = True  # it cannot load: its symbols are not checked
                     continue
                 entry = self._load(info, chain, f'needed by {current.info.path}', load_needed=False, parent=current)
                 entry.optional, entry.transaction = current.optional, start.transaction
@@ -287,14 +291,15 @@ class Process:
                 entry.context = current.context or own.via in _SYSTEM_VIA
                 queue.append(entry)
 
-    def _read_needed(self, current, soname, path, audited):
-        """(ElfInfo, symbols unread) of the NEEDED library at path, or (None, False) when the loader fails on it.
+    def _read_object(self, path, soname, audited, failure):
+        """(ElfInfo, symbols unread) of the object at path that the process would load, or (None, False) when
+        the loader fails on it (then the Finding failure(problem) is recorded, if audited).
 
         What read_elf refuses, the real loader fails on too (truncated: SIGBUS or "cannot read file data",
-        a corrupt dynamic table: SIGSEGV, an assertion or undefined symbols; docs/design.md section 11), so
-        loading current fails: a 'needed-corrupt' finding.  The one exception is section headers that
-        contradict the dynamic section (CorruptElf.loader_fails False): the loader never reads them and loads
-        the file; it is loaded here too, its symbols unread (the sections are all there is to read them by)."""
+        a corrupt dynamic table: SIGSEGV, an assertion or undefined symbols; docs/design.md section 11).
+        The one exception is section headers that contradict the dynamic section (CorruptElf.loader_fails
+        False): the loader never reads them and loads the file; it is loaded here too, its symbols unread
+        (the sections are all there is to read them by), with a 'symbols-unread' note."""
         try:
             return _read_elf(path), False
         except CorruptElf as err:
@@ -309,12 +314,8 @@ class Process:
             problem = err.problem
         except PluginError as err:
             problem = err.problem
-        current.broken = True  # it cannot load: its symbols are not checked
         if audited:
-            self.findings.append(Finding(
-                'needed-corrupt', self.root.path, current.info.path,
-                f'{current.info.path}: NEEDED {soname} resolves to {path}, which {problem}: the load fails',
-                {'soname': soname, 'path': path, 'problem': problem}))
+            self.findings.append(failure(problem))
         return None, False
 
     def _request(self, probes, opener):
@@ -339,7 +340,7 @@ class Process:
             index += 1
             if not self.audited_entry(opener) or opener.symbols_unread:
                 continue  # what the driver or a system library dlopen()s is not ours to audit; unreadable
-            pending, vias = [], {}
+            pending, vias, unreadable = [], {}, set()
             for target, probes in dlopen_requests(opener.info, self.cache.names, self.cache.notes, self.cuda_major()):
                 after = cudnn.OPENED_AFTER.get(target)
                 if after and not any(name in self.by_soname for name in after):
@@ -360,15 +361,21 @@ class Process:
                 if own_copy is None and self._foreign_sublibrary(target, opener, value):
                     self.findings.append(self._elsewhere_finding(target, opener, value))
                     continue  # cuDNN refuses the copy of another version; a copy of this one is still not ours
-                try:
-                    pending.append(_read_elf(value.path))
-                except PluginError:
+                info, unread = self._read_object(value.path, target, True, lambda problem, path=value.path: Finding(
+                    'dlopen-corrupt', self.root.path, opener.info.path,
+                    f'{opener.info.path}: dlopen() of {target} would load {path}, which {problem}: it fails',
+                    {'soname': target, 'path': path, 'problem': problem}))
+                if info is None:
                     continue
+                pending.append(info)
+                if unread:
+                    unreadable.add(self._key(value.path))
                 vias[self._key(value.path)] = value.via
             for info in _dependencies_first(pending):
                 if self._key(info.path) not in self.by_path and (info.soname or '') not in self.by_soname:
-                    self._load(info, [], f'dlopen() by {opener.info.path}', load_needed=True, parent=opener,
-                               context=vias.get(self._key(info.path)) in _SYSTEM_VIA)
+                    entry = self._load(info, [], f'dlopen() by {opener.info.path}', load_needed=True, parent=opener,
+                                       context=vias.get(self._key(info.path)) in _SYSTEM_VIA)
+                    entry.symbols_unread = self._key(info.path) in unreadable
         self._hazard_findings()
 
     def _hazard_findings(self):
