@@ -9,20 +9,22 @@ becomes a one-line PluginError.  PT_GNU_STACK is read too: glibc >= 2.41 refuses
 asks for an executable stack; and PT_INTERP (the executable's loader, whose glibc doctor judges for).
 
 The names (NEEDED, SONAME, RPATH, RUNPATH) are read as the loader reads them: at DT_STRTAB, mapped
-through the PT_LOAD segments, never through the section headers, which the loader ignores
-(check_string_tables, issue 28).  A DT_STRTAB outside every loaded segment (glibc segfaults on it), a
-name past DT_STRSZ or without its NUL, and section headers whose `.dynstr` is not where DT_STRTAB is
-(the loader loads the file, but patchelf and the symbol reader of doctor read names from the section
-and would write or report wrong ones) are refused here, the one reader check-needed, add-needed and
-doctor share, with one message each.
+through the PT_LOAD segments, up to their NUL (DT_STRSZ, which the loader ignores, is not used), never
+through the section headers, which the loader ignores.  What the loader would crash on or refuse (a
+DT_STRTAB, DT_SYMTAB or hash table outside every loaded segment, and the rest elf/tables.py lists) and
+section headers that contradict the dynamic section (the loader loads the file, but patchelf and the
+symbol reader of doctor read the sections and would write or report something else) are refused here,
+the one reader check-needed, add-needed and doctor share, as CorruptElf, one message each (issue 28).
 """
 
+import mmap
 import os
 import struct
 from typing import Optional, Tuple, Union
 from dataclasses import dataclass
 
-from eb_pytorch_cuda.errors import PluginError
+from eb_pytorch_cuda.elf import tables
+from eb_pytorch_cuda.errors import CorruptElf, PluginError
 
 ELF_MAGIC = b'\x7fELF'
 # text a GNU ld linker script (e.g. libc.so, or libfoo.so -> "INPUT(libfoo.so.1)") starts with
@@ -31,8 +33,7 @@ LINKER_SCRIPT_MARKERS = (b'/*', b'INPUT', b'GROUP', b'OUTPUT_FORMAT', b'SEARCH_D
 DF_1_NODEFLIB = 0x800
 ET_EXEC, ET_DYN = 2, 3
 PT_LOAD, PT_DYNAMIC, PT_INTERP, PT_GNU_STACK = 1, 2, 3, 0x6474e551
-DT_NULL, DT_NEEDED, DT_STRTAB, DT_STRSZ, DT_SONAME, DT_RPATH, DT_RUNPATH, DT_FLAGS_1 = \
-    0, 1, 5, 10, 14, 15, 29, 0x6ffffffb
+DT_NULL, DT_NEEDED, DT_STRTAB, DT_SONAME, DT_RPATH, DT_RUNPATH, DT_FLAGS_1 = 0, 1, 5, 14, 15, 29, 0x6ffffffb
 _TYPE_NAMES = {0: 'ET_NONE', 1: 'ET_REL', 2: 'ET_EXEC', 3: 'ET_DYN', 4: 'ET_CORE'}
 _SEGMENT_NAMES = {PT_LOAD: 'PT_LOAD', PT_DYNAMIC: 'PT_DYNAMIC', PT_INTERP: 'PT_INTERP', PT_GNU_STACK: 'PT_GNU_STACK'}
 # e_machine values of the machines this project meets (names as pyelftools gives them); others: see machine_name
@@ -102,16 +103,22 @@ def _sniff(path):
     return head
 
 
-def _read_at(stream, offset, size, path, what):
+def _read_at(stream, offset, size, path, what, mapped=None):
+    """size bytes at offset; up to `mapped` (the file's size rounded up to a page), bytes past the end read
+    as zeros, as the loader's mapping of the file shows them."""
     stream.seek(offset)
     data = stream.read(size)
     if len(data) != size:
-        raise PluginError(path, f'is a truncated ELF file ({what} past the end)')
+        if mapped is None or offset + size > mapped:
+            raise PluginError(path, f'is a truncated ELF file ({what} past the end)')
+        data += bytes(size - len(data))
     return data
 
 
-def read_elf(path: Union[str, 'os.PathLike[str]']) -> ElfInfo:
-    """Return the ElfInfo of the shared object or executable at path, or raise PluginError."""
+def read_elf(path: Union[str, 'os.PathLike[str]'], check_sections: bool = True) -> ElfInfo:
+    """Return the ElfInfo of the shared object or executable at path, or raise PluginError (CorruptElf for
+    corrupt dynamic tables).  check_sections=False skips only the comparison with the section headers (what
+    the loader never reads): doctor, for a dependency the loader loads although its sections disagree."""
     path = os.fspath(path)
     head = _sniff(path)
     is64, little = head[4] == 2, head[5] == 1
@@ -129,6 +136,9 @@ def read_elf(path: Union[str, 'os.PathLike[str]']) -> ElfInfo:
     if e_type not in (ET_DYN, ET_EXEC):
         raise PluginError(path, f"is an ELF file of type {_TYPE_NAMES.get(e_type, e_type)}, not a shared object")
     size = os.path.getsize(path)
+    # the loader mmap()s segments: bytes past the end of the file up to the end of its last page read as
+    # zeros (a copy cut there loads, measured); a page wholly past the end is SIGBUS when touched
+    mapped = -(-size // mmap.PAGESIZE) * mmap.PAGESIZE
     if phoff + phnum * phentsize > size:
         raise PluginError(path, 'is a truncated ELF file (program headers past the end)')
     # (p_type, p_flags, p_offset, p_vaddr, p_filesz) of each program header
@@ -144,7 +154,7 @@ def read_elf(path: Union[str, 'os.PathLike[str]']) -> ElfInfo:
                 p_type, p_flags, p_offset, p_vaddr, _paddr, p_filesz = fields[:6]
             else:
                 p_type, p_offset, p_vaddr, _paddr, p_filesz, _memsz, p_flags = fields[:7]
-            if p_offset + p_filesz > size:
+            if p_offset + p_filesz > mapped:
                 raise PluginError(path, f'is a truncated ELF file ({_SEGMENT_NAMES.get(p_type, hex(p_type))} '
                                         f'past the end)')
             segments.append((p_type, p_flags, p_offset, p_vaddr, p_filesz))
@@ -156,68 +166,36 @@ def read_elf(path: Union[str, 'os.PathLike[str]']) -> ElfInfo:
         interpreter = _read_at(stream, interp[2], interp[4], path, 'PT_INTERP').split(b'\0')[0].decode(
             'utf-8', 'surrogateescape') if interp else None
         entry = struct.Struct(order + ('qQ' if is64 else 'iI'))
-        data = _read_at(stream, dynamic[2], dynamic[4], path, 'PT_DYNAMIC')
+        data = _read_at(stream, dynamic[2], dynamic[4], path, 'PT_DYNAMIC', mapped)
         tags = []
         for d_tag, d_val in entry.iter_unpack(data[:len(data) - len(data) % entry.size]):
             if d_tag == DT_NULL:
                 break
             tags.append((d_tag, d_val))
         values = dict(tags)
-        strtab, strsz = values.get(DT_STRTAB), values.get(DT_STRSZ, 0)
+        image = tables.Image(path, stream, tables.loads_of(segments), is64, order, mapped)
+        strtab = values.get(DT_STRTAB)
         named = [(t, v) for t, v in tags if t in (DT_NEEDED, DT_SONAME, DT_RPATH, DT_RUNPATH)]
-        strings = b''
-        if named:
-            load = next((s for s in segments if s[0] == PT_LOAD and strtab is not None
-                         and s[3] <= strtab < s[3] + s[4]), None)
-            if load is None:
-                where = f'{strtab:#x} is' if strtab is not None else 'is missing, so it is'
-                raise PluginError(path, f'has a corrupt dynamic section: DT_STRTAB {where} outside every loaded '
-                                        f'segment (the loader would crash reading its names)')
-            offset = strtab - load[3] + load[2]
-            if strsz and offset + strsz > load[2] + load[4]:
-                raise PluginError(path, f'has a corrupt dynamic section: DT_STRSZ {strsz} runs past the segment '
-                                        f'DT_STRTAB {strtab:#x} is in')
-            strings = _read_at(stream, offset, min(strsz, size - offset), path, 'DT_STRTAB')
-            if shnum and shoff:
-                _check_sections_agree(path, stream, order, is64, shoff, shentsize, shnum, size, offset, strtab)
-
-    def text(offset):
-        end = strings.find(b'\0', offset) if offset < len(strings) else -1
-        if end < 0:
-            raise PluginError(path, f'has a corrupt dynamic section: a name at {offset} points past its string table '
-                                    f'(DT_STRSZ {len(strings)}) or has no end')
-        return strings[offset:end].decode('utf-8', 'surrogateescape')
-    needed = tuple(text(v) for t, v in named if t == DT_NEEDED)
-    soname = next((text(v) for t, v in named if t == DT_SONAME), None)
-    rpath = next((text(v) for t, v in named if t == DT_RPATH), None)
-    runpath = next((text(v) for t, v in named if t == DT_RUNPATH), None)
+        if named or strtab is not None:
+            tables.located(image, values, DT_STRTAB, 'DT_STRTAB', 'the loader would crash reading its names')
+        if e_type == ET_DYN or interp is not None:  # what ld.so relocates (a static executable has no symbols)
+            tables.check_symbol_tables(image, values)
+        names: dict = {}  # offset in DT_STRTAB -> the name there
+        for _tag, offset in named:
+            name = image.string(strtab + offset)
+            if name is None:
+                raise CorruptElf(path, f'has a corrupt dynamic section: a name at {offset} of DT_STRTAB has no end '
+                                       f'within its segment', loader_fails=True)
+            names[offset] = name.decode('utf-8', 'surrogateescape')
+        if check_sections and shnum and shoff:
+            tables.check_sections(image, values, shoff, shentsize, shnum, size)
+    needed = tuple(names[v] for t, v in named if t == DT_NEEDED)
+    soname = next((names[v] for t, v in named if t == DT_SONAME), None)
+    rpath = next((names[v] for t, v in named if t == DT_RPATH), None)
+    runpath = next((names[v] for t, v in named if t == DT_RUNPATH), None)
     return ElfInfo(path=path, elf_class=64 if is64 else 32, little_endian=little, machine=machine_name(e_machine),
                    soname=soname, needed=needed, rpath=_split_path_list(rpath), runpath=_split_path_list(runpath),
                    flags_1=values.get(DT_FLAGS_1, 0), stack_flags=stack_flags, interpreter=interpreter)
-
-
-SHT_DYNAMIC, SHT_DYNSYM = 6, 11  # sections whose sh_link is the dynamic string table
-
-
-def _check_sections_agree(path, stream, order, is64, shoff, shentsize, shnum, size, offset, strtab):
-    """Refuse section headers whose dynamic string table is not at DT_STRTAB (none at all is fine: sstrip):
-    the loader reads DT_STRTAB, patchelf and symbol readers the section, so the two answers would differ."""
-    # (sh_name, sh_type, sh_flags, sh_addr, sh_offset, sh_size, sh_link) of each section header
-    section_format = order + ('IIQQQQI' if is64 else 'IIIIIII')
-    if shentsize < struct.calcsize(section_format) or shoff + shnum * shentsize > size:
-        raise PluginError(path, 'has corrupt section headers (past the end of the file, or too small)')
-    table = _read_at(stream, shoff, shnum * shentsize, path, 'section headers')
-    sections = [struct.unpack_from(section_format, table, index * shentsize) for index in range(shnum)]
-    for index in sorted({link for _name, kind, _f, _a, _o, _s, link in sections if kind in (SHT_DYNAMIC, SHT_DYNSYM)}):
-        if index >= shnum:
-            raise PluginError(path, f'has corrupt section headers: a dynamic section links to section {index} of '
-                                    f'{shnum}')
-        _name, _kind, _flags, address, file_offset, _size, _link = sections[index]
-        if file_offset != offset or address != strtab:
-            raise PluginError(path, f"has section headers that disagree with its dynamic section: .dynstr at file "
-                                    f"offset {file_offset:#x} (address {address:#x}; section {index}), "
-                                    f"DT_STRTAB at file offset {offset:#x} (address {strtab:#x}); the loader reads "
-                                    f"DT_STRTAB, patchelf and symbol readers the section: refused as corrupt")
 
 
 def decode_ident(head: bytes) -> Optional[Tuple[bool, bool]]:

@@ -14,6 +14,9 @@ It simulates, without running the loader, what glibc does when a process loads e
   to a system cuDNN of another version); names that exist nowhere are optional probes;
 - undefined non-weak dynamic symbols that no object of the process defines (with the version the
   object requires from a named library);
+- a NEEDED library or dlopen() target the loader fails on (truncated, not ELF, a corrupt dynamic table:
+  what read_elf refuses, elf/tables.py), 'needed-corrupt' or 'dlopen-corrupt'; one it loads although its
+  section headers contradict its dynamic section is loaded here too, its symbols unread ('symbols-unread');
 - a soname that two objects would resolve to different files: only the first loaded is used;
 - order hazards: an object loaded by dlopen() whose NEEDED entries it cannot find itself, only as objects
   an earlier dlopen() left loaded (cuDNN 8's sub-libraries in an RPATH-only layout: which order cuDNN
@@ -53,7 +56,7 @@ from typing import Callable, Iterable, List, Mapping, Optional, Sequence, Set, T
 from eb_pytorch_cuda import cudnn
 from eb_pytorch_cuda.elf.reader import ElfInfo, read_elf
 from eb_pytorch_cuda.elf.symbols import ElfSymbols, SymbolTable
-from eb_pytorch_cuda.errors import PluginError
+from eb_pytorch_cuda.errors import CorruptElf, PluginError
 from eb_pytorch_cuda.inputs import require_regular
 from eb_pytorch_cuda.loader import execstack
 from eb_pytorch_cuda.loader.dlopen_note import dlopen_note_sonames
@@ -69,21 +72,22 @@ def _realpath(path):
     return os.path.realpath(path)
 
 
-def _read_elf(path):
+def _read_elf(path, check_sections=True):
     """read_elf, once per file and run (a 739 MB library is read by several roots and resolutions)."""
     try:
         stat_key = os.stat(path)
     except OSError:
         return read_elf(path)  # raises the one-line error
-    key = (_realpath(path), path, stat_key.st_mtime_ns, stat_key.st_size)
+    key = (_realpath(path), path, stat_key.st_mtime_ns, stat_key.st_size, check_sections)
     if key not in _INFO_CACHE:
-        _INFO_CACHE[key] = read_elf(path)
+        _INFO_CACHE[key] = read_elf(path, check_sections=check_sections)
     return _INFO_CACHE[key]
 
 
 _SYSTEM_VIA = ('ld.so.cache', 'system directories')
 
 SEVERITY_OF_KIND = {'needed-unresolved': 'fails', 'dlopen-unresolved': 'fails', 'undefined-symbol': 'fails',
+                    'needed-corrupt': 'fails', 'dlopen-corrupt': 'fails', 'symbols-unread': 'info',
                     'dlopen-shadowed': 'wrong-copy', 'soname-conflict': 'wrong-copy', 'order-hazard': 'order',
                     'sublibrary-elsewhere': 'wrong-copy',
                     'execstack': 'fails', 'skipped': 'info'}
@@ -117,6 +121,7 @@ class Loaded:
     parent: Optional['Loaded'] = None  # the Loaded entry that needed or dlopen()ed it
     transaction: int = 0  # 0: loaded at start-up; n: by the n-th simulated dlopen()
     context: bool = False  # found through ld.so.cache/system directories (or loaded by such an object)
+    symbols_unread: bool = False  # loads, but its section headers contradict its dynamic section: symbols unknown
 
 
 def _major_suffix(soname):
@@ -273,14 +278,45 @@ class Process:
                     and own.via in _SYSTEM_VIA else None
                 if main:
                     self.findings.append(self._elsewhere_finding(soname, current, own, main))
-                try:
-                    info = _read_elf(own.path)
-                except PluginError:
+                info, unread = self._read_object(own.path, soname, audited, lambda problem, path=own.path: Finding(
+                    'needed-corrupt', self.root.path, current.info.path,
+                    f'{current.info.path}: NEEDED {soname} resolves to {path}, which {problem}: the load fails',
+                    {'soname': soname, 'path': path, 'problem': problem}))
+                if info is None:
+                    current.broken = True  # it cannot load: its symbols are not checked
                     continue
                 entry = self._load(info, chain, f'needed by {current.info.path}', load_needed=False, parent=current)
                 entry.optional, entry.transaction = current.optional, start.transaction
+                entry.symbols_unread = unread
                 entry.context = current.context or own.via in _SYSTEM_VIA
                 queue.append(entry)
+
+    def _read_object(self, path, soname, audited, failure):
+        """(ElfInfo, symbols unread) of the object at path that the process would load, or (None, False) when
+        the loader fails on it (then the Finding failure(problem) is recorded, if audited).
+
+        What read_elf refuses, the real loader fails on too (truncated: SIGBUS or "cannot read file data",
+        a corrupt dynamic table: SIGSEGV, an assertion or undefined symbols; docs/design.md section 11).
+        The one exception is section headers that contradict the dynamic section (CorruptElf.loader_fails
+        False): the loader never reads them and loads the file; it is loaded here too, its symbols unread
+        (the sections are all there is to read them by), with a 'symbols-unread' note."""
+        try:
+            return _read_elf(path), False
+        except CorruptElf as err:
+            if not err.loader_fails:
+                info = _read_elf(path, check_sections=False)
+                if audited:
+                    self.findings.append(Finding(
+                        'symbols-unread', self.root.path, path,
+                        f'{path}: loads (the loader reads only its dynamic section), but its symbols were not '
+                        f'checked: it {err.problem}', {'soname': soname, 'problem': err.problem}))
+                return info, True
+            problem = err.problem
+        except PluginError as err:
+            problem = err.problem
+        if audited:
+            self.findings.append(failure(problem))
+        return None, False
 
     def _request(self, probes, opener):
         """Ask for each name in turn, as cuDNN does: ('loaded', Loaded) | ('found', Resolution) | ('missing', tried)."""
@@ -302,9 +338,9 @@ class Process:
         while index < len(self.objects):
             opener = self.objects[index]
             index += 1
-            if not self.audited_entry(opener):
-                continue  # what the driver or a system library dlopen()s is not ours to audit
-            pending, vias = [], {}
+            if not self.audited_entry(opener) or opener.symbols_unread:
+                continue  # what the driver or a system library dlopen()s is not ours to audit; unreadable
+            pending, vias, unreadable = [], {}, set()
             for target, probes in dlopen_requests(opener.info, self.cache.names, self.cache.notes, self.cuda_major()):
                 after = cudnn.OPENED_AFTER.get(target)
                 if after and not any(name in self.by_soname for name in after):
@@ -325,15 +361,21 @@ class Process:
                 if own_copy is None and self._foreign_sublibrary(target, opener, value):
                     self.findings.append(self._elsewhere_finding(target, opener, value))
                     continue  # cuDNN refuses the copy of another version; a copy of this one is still not ours
-                try:
-                    pending.append(_read_elf(value.path))
-                except PluginError:
+                info, unread = self._read_object(value.path, target, True, lambda problem, path=value.path: Finding(
+                    'dlopen-corrupt', self.root.path, opener.info.path,
+                    f'{opener.info.path}: dlopen() of {target} would load {path}, which {problem}: it fails',
+                    {'soname': target, 'path': path, 'problem': problem}))
+                if info is None:
                     continue
+                pending.append(info)
+                if unread:
+                    unreadable.add(self._key(value.path))
                 vias[self._key(value.path)] = value.via
             for info in _dependencies_first(pending):
                 if self._key(info.path) not in self.by_path and (info.soname or '') not in self.by_soname:
-                    self._load(info, [], f'dlopen() by {opener.info.path}', load_needed=True, parent=opener,
-                               context=vias.get(self._key(info.path)) in _SYSTEM_VIA)
+                    entry = self._load(info, [], f'dlopen() by {opener.info.path}', load_needed=True, parent=opener,
+                                       context=vias.get(self._key(info.path)) in _SYSTEM_VIA)
+                    entry.symbols_unread = self._key(info.path) in unreadable
         self._hazard_findings()
 
     def _hazard_findings(self):
@@ -557,11 +599,15 @@ class Process:
         Without a named executable, a symbol nothing defines, that carries no version and matches no
         library the object needs, is taken to come from the host program (a plugin's symbols: perl's
         re.so, Slurm plugins, Python extensions) and not reported."""
-        tables = [(entry, self.cache.symbols(entry.path)) for entry in self.objects]
+        tables = [(entry, SymbolTable() if entry.symbols_unread else self.cache.symbols(entry.path))
+                  for entry in self.objects]
         every_name = set().union(*(table.defined for _, table in tables))
         by_library = {id(entry): table for entry, table in tables}
+        unread = {entry.info.soname or os.path.basename(entry.path) for entry in self.objects if entry.symbols_unread}
 
         def provided(name: bytes, version: str, library: str) -> bool:
+            if unread and (library in unread or not library):
+                return True  # it may come from an object whose symbols could not be read: not claimed missing
             if name not in every_name:
                 return False
             if not (version and library):
@@ -571,8 +617,8 @@ class Process:
                 return True  # the usual case, checked first: the library the version belongs to defines it
             return any(version in table.defined.get(name, ()) for _, table in tables)
         for entry, table in tables:
-            if entry.broken or not self.audited_entry(entry):
-                continue  # a NEEDED library is missing (that is the failure), or context
+            if entry.broken or entry.symbols_unread or not self.audited_entry(entry):
+                continue  # a NEEDED library is missing or corrupt (that is the failure), unreadable, or context
             for name, version, library in table.undefined:
                 if provided(name, version, library):
                     continue

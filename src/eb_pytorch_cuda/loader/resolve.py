@@ -12,8 +12,12 @@ default because RPATH-linked EasyBuild installs (and EESSI) never rely on it:
 4. the requester's own DT_RUNPATH (never inherited);
 5. /etc/ld.so.cache, then 6. the system directories (both skipped for -z nodeflib).
 
-A candidate file whose ELF class/endianness/machine differs from the requester's is skipped, as glibc
-does.  Not modelled: glibc-hwcaps/legacy hwcap subdirectories, $PLATFORM-specific variants.
+A candidate file whose ELF class or machine differs from the requester's is skipped, as glibc does; a
+candidate glibc cannot read as an ELF header at all (shorter than one: "file too short", bad magic:
+"invalid ELF header", the other byte order) ends the search there, as glibc's open_verify does (measured:
+a text file first in RUNPATH fails the load although a good copy lies in the next directory), so it is
+returned as the resolution and its reader names the problem.  Not modelled: glibc-hwcaps/legacy hwcap
+subdirectories, $PLATFORM-specific variants.
 """
 
 import os
@@ -24,7 +28,7 @@ from dataclasses import dataclass, field
 
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
-from eb_pytorch_cuda.elf.reader import ElfInfo, read_abi_key
+from eb_pytorch_cuda.elf.reader import ELF_MAGIC, ElfInfo, read_abi_key
 from eb_pytorch_cuda.loader.ldcache import load_ld_so_cache
 
 _TOKEN = re.compile(r'\$(ORIGIN|LIB|PLATFORM)\b|\$\{(ORIGIN|LIB|PLATFORM)\}')
@@ -102,6 +106,21 @@ def system_dirs(info: ElfInfo) -> List[str]:
     return list(FALLBACK_SYSTEM_DIRS.get(info.machine, ('/lib64', '/usr/lib64', '/lib', '/usr/lib')))
 
 
+def _stops_glibc(path: str, requester: ElfInfo) -> bool:
+    """True when glibc's open_verify fails the load on this file instead of skipping it: shorter than an ELF
+    header of the requester's class, bad magic, or the same class in the other byte order (a file of the
+    other class, or of another machine, is skipped)."""
+    try:
+        with open(path, 'rb') as handle:
+            head = handle.read(64)
+    except OSError:
+        return False  # unreadable: glibc's open() fails and it searches on
+    if len(head) < (64 if requester.elf_class == 64 else 52) or head[:4] != ELF_MAGIC:
+        return True
+    same_class = head[4] == (2 if requester.elf_class == 64 else 1)
+    return same_class and head[5] != (1 if requester.little_endian else 2)
+
+
 class Resolver:
     """Resolve sonames like glibc; holds the ld.so.cache and the file-compatibility checks it needs."""
 
@@ -112,9 +131,13 @@ class Resolver:
         self._abi = {}
 
     def _compatible(self, candidate, requester):
+        """True for a file glibc takes (its ELF class and machine match), or one it stops on (not a readable
+        ELF header for it: the load fails there); False for one it skips, or no file."""
         if candidate not in self._abi:
             self._abi[candidate] = read_abi_key(candidate) if os.path.isfile(candidate) else None
-        return self._abi[candidate] == requester.abi_key
+        if self._abi[candidate] == requester.abi_key:
+            return True
+        return os.path.isfile(candidate) and _stops_glibc(candidate, requester)
 
     def _try_dirs(self, soname, dirs, requester, via, result):
         for directory in dirs:
