@@ -10,9 +10,9 @@ only one of the two shows still counts.
 """
 
 import os
-import re
 
 from eb_pytorch_cuda.errors import PluginError
+from eb_pytorch_cuda.testsuite.results import grammar
 from eb_pytorch_cuda.testsuite.results.logparse import parse_log_text
 from eb_pytorch_cuda.testsuite.results.model import (COUNT_KEYS, SUITE_FAILED, SUITE_INCOMPLETE, SUITE_PASSED,
                                                      SUITE_TERMINATED, SUITE_TIMED_OUT, SUITE_UNCOUNTED, Suite)
@@ -61,20 +61,16 @@ def remove_reports(test_dir: str, suite: str, runner=None) -> None:
                     os.unlink(os.path.join(directory, name))
 
 
-_SUMMARY_SECONDS = re.compile(r'^(?:Ran \d+ tests? in (?P<unittest>[\d.]+)s'
-                              r'|=+ .*? in (?P<pytest>[\d.]+)s(?: \([\d:]+\))? =+)[ \t]*$', re.M)
-
-
 def summary_seconds(text: str):
     """Seconds the suite's tests took by its own summaries (start-up excluded), None without any."""
-    times = [float(m.group('unittest') or m.group('pytest')) for m in _SUMMARY_SECONDS.finditer(text)]
+    times = [float(m.group('unittest') or m.group('pytest')) for m in grammar.SUMMARY_SECONDS.finditer(text)]
     return round(sum(times), 2) if times else None
 
 
 def _from_log(suite: str, text: str, piece=None):
-    shard = f'{piece.index}/{piece.count}' if piece else '1/1'
+    shard = (piece.index, piece.count) if piece else (1, 1)
     try:
-        return parse_log_text(f'Running {suite} {shard} ... [\n{text}',
+        return parse_log_text(f'{grammar.running_line(suite, *shard)}\n{text}',
                               only_shard={suite: piece.index} if piece else None).suites.get(suite)
     except PluginError:
         return None

@@ -20,6 +20,7 @@ from dataclasses import asdict
 
 from eb_pytorch_cuda import process
 from eb_pytorch_cuda.testsuite.run import discovery
+from eb_pytorch_cuda.testsuite.results import grammar
 from eb_pytorch_cuda.testsuite.results.splitting import announced_runs, split_batch_output
 from eb_pytorch_cuda.testsuite.results.testtimes import kept_times
 from eb_pytorch_cuda.testsuite.results.outcome import build_outcome, remove_reports, report_files
@@ -72,7 +73,6 @@ def batch_env(env, gpu=None):
 
 POLL_SECONDS = 0.25  # how often a running batch's output is looked at for suites that have ended
 WATCH_SECONDS = 5  # how often a running batch's started suites are checked against their own timeouts
-_SETTLING_WORDS = ('failed!', 'was successful', 'Running ')  # only output with these can settle a suite
 
 
 def _stored(result, exit_code, notes, suite_seconds, batch_seconds, code, gpu, text, output_path):
@@ -125,7 +125,7 @@ def run_batch(command, suites, timeout, output_path, env, options, gpu=None, har
             handle.seek(max(0, seen[0] - 100))
             new = handle.read().decode('utf-8', 'replace')
             seen[0] = handle.tell()
-        return any(word in new for word in _SETTLING_WORDS)
+        return any(word in new for word in grammar.SETTLING_TEXTS)
 
     def settle(text, code=None):
         outputs = split_batch_output(text, suites, command.cwd, inline_is_serial,

@@ -15,6 +15,7 @@ from dataclasses import asdict
 from eb_pytorch_cuda import process
 from eb_pytorch_cuda.testsuite.run import batches
 from eb_pytorch_cuda.testsuite.run import discovery
+from eb_pytorch_cuda.testsuite.results import grammar
 from eb_pytorch_cuda.testsuite.run.gpus import gpu_count
 from eb_pytorch_cuda.testsuite.results.splitting import split_batch_output
 from eb_pytorch_cuda.testsuite.run.command import harness_environment
@@ -55,7 +56,7 @@ def run_suite(command, suite, timeout, output_dir, env, gpu=None, piece=None):
     failed = out.failed or (code != 0 and timed_out is None)
     result, exit_code, notes = build_outcome(suite, out.text or text, True, failed, out.signal, timed_out,
                                              command.cwd, piece)
-    if piece and timed_out is None and f'Running {suite} {piece.index}/{piece.count} ' not in text:
+    if piece and timed_out is None and grammar.running_prefix(suite, piece.index, piece.count) not in text:
         result.status = SUITE_INCOMPLETE  # the harness split the suite otherwise (another THRESHOLD, no times file)
         result.note = f'the harness did not run shard {piece.index}/{piece.count} of {suite}'
     result.seconds = round(time.time() - start, 1)
