@@ -61,6 +61,15 @@ def suite_of_report(path: str, root: str) -> Optional[str]:
     return name.rsplit('-', 1)[0].replace('.', '/')
 
 
+VARIANT_PREFIX = 'dist-'  # run_test.py's overrides for the distributed configurations (dist-gloo, dist-nccl, ...)
+
+
+def variant_of(key: str) -> Optional[str]:
+    """The suite a backend variant's name stands for ('dist-gloo/distributed/test_c10d' -> 'distributed/test_c10d'),
+    None for a plain suite name."""
+    return key.split('/', 1)[1] if key.startswith(VARIANT_PREFIX) and '/' in key else None
+
+
 def all_report_files(root: str) -> list:
     """Every *.xml below root, sorted (regular or not: reading refuses what is not a regular file)."""
     return sorted(os.path.join(d, f) for d, _, names in os.walk(root) for f in names if f.endswith('.xml'))
