@@ -15,6 +15,8 @@ from eb_pytorch_cuda.testsuite.run import discovery
 from eb_pytorch_cuda.testsuite.run import solo
 from eb_pytorch_cuda.testsuite.policy.settings import DEFAULT_SUITE_TIMEOUT
 from eb_pytorch_cuda.testsuite.run.store import ResultStore
+from eb_pytorch_cuda.testsuite.results.reportdirs import Attempt
+from eb_pytorch_cuda.testsuite.results.xmlparse import parse_report_dir
 from eb_pytorch_cuda.testsuite.run.command import TestCommand as Command  # not a pytest test class
 
 
@@ -305,3 +307,20 @@ def test_a_report_an_earlier_attempt_writes_late_never_counts(tree, tmp_path, al
     assert not late  # the harness's place holds this attempt's report alone
     assert list(reports.iterdir()) and all(path.stat().st_mtime >= start for path in reports.iterdir())
     assert sorted(os.listdir(tree / 'test-reports')) == ['python-unittest']  # no attempt directory is left
+
+
+def test_a_killed_attempts_reports_never_count_in_a_read_of_the_tree(tree, tmp_path):
+    """An attempt killed before its outcome was recorded leaves its own report directory (never published);
+    `report test-reports` (parse_report_dir) reads the harness's places only.  Its report here is the
+    stand-in suite's own, written into that attempt's directory as common_utils does with the override."""
+    (tmp_path / 'out').mkdir()
+    command = Command(str(tree), {}, [sys.executable, 'run_test.py', '-i', 'test_known_failure'])
+    record = solo.run_suite(command, 'test_known_failure', 120, str(tmp_path / 'out'), dict(os.environ))
+    assert record['suite']['counts']['failed'] == 1
+    killed = Attempt.new(str(tree))
+    done = subprocess.run([sys.executable, 'test_known_failure.py'], cwd=tree, capture_output=True, text=True,
+                          env=dict(os.environ, STANDIN_UNKNOWN_FAILURE='1', **killed.env), timeout=120)
+    assert done.returncode == 1 and killed.files('test_known_failure')  # its report is there
+    suite = parse_report_dir(str(tree / 'test-reports')).suites['test_known_failure']
+    assert suite.counts['failed'] == 1 and suite.counts['skipped'] == 1
+    assert [test.test_id for test in suite.failed_tests] == ['TestKnown.test_always_fails']

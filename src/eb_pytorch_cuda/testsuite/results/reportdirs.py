@@ -10,8 +10,10 @@ The test step adds runner directories of its own, each holding OWN, which the ha
   fresh one (Attempt: the override) and its outcome is read from that one only, so a report written late by
   an earlier, killed attempt (a process that outlived its group, a job on another node) is never counted
   (issue 28).  Once the attempt's outcome is recorded, its files are moved to the harness's own place
-  (publish), so the tree ends as the harness leaves it.  The distributed suites' dist-<backend> directories
-  are the harness's override, not ours: they are cleared before each attempt, as the harness's are.
+  (publish), so the tree ends as the harness leaves it; a read of the whole tree (`report test-reports`)
+  skips an attempt's directory that is still there (never published: killed, or running now).  The
+  distributed suites' dist-<backend> directories are the harness's override, not ours: they are cleared
+  before each attempt, as the harness's are.
 """
 
 import os
@@ -71,8 +73,13 @@ def variant_of(key: str) -> Optional[str]:
 
 
 def all_report_files(root: str) -> list:
-    """Every *.xml below root, sorted (regular or not: reading refuses what is not a regular file)."""
-    return sorted(os.path.join(d, f) for d, _, names in os.walk(root) for f in names if f.endswith('.xml'))
+    """Every *.xml below root, sorted (regular or not: reading refuses what is not a regular file), except in
+    an attempt's directory: one that is still there was never published (its run was killed, or runs now)."""
+    files = []
+    for directory, subdirectories, names in os.walk(root):
+        subdirectories[:] = [name for name in subdirectories if ATTEMPT_MARK not in name]
+        files += [os.path.join(directory, name) for name in names if name.endswith('.xml')]
+    return sorted(files)
 
 
 def harness_runners(test_dir: str) -> List[str]:
