@@ -3,6 +3,7 @@
 import json
 import os
 import shutil
+import subprocess
 import sys
 import time
 
@@ -14,6 +15,8 @@ from eb_pytorch_cuda.testsuite.run import discovery
 from eb_pytorch_cuda.testsuite.run import solo
 from eb_pytorch_cuda.testsuite.policy.settings import DEFAULT_SUITE_TIMEOUT
 from eb_pytorch_cuda.testsuite.run.store import ResultStore
+from eb_pytorch_cuda.testsuite.results.reportdirs import Attempt
+from eb_pytorch_cuda.testsuite.results.xmlparse import parse_report_dir
 from eb_pytorch_cuda.testsuite.run.command import TestCommand as Command  # not a pytest test class
 
 
@@ -247,3 +250,77 @@ def test_dropping_ci_mode_keeps_what_the_caller_set_over_the_runtest_line(tmp_pa
     env['PYTHONPATH'] = '/install/lib/python3.11/site-packages:/src'
     assert harness_environment(env, command)['PYTHONPATH'] == '/install/lib/python3.11/site-packages:/src'
     assert harness_environment(env, command)['CI'] == '1'
+
+
+LATE_SUITE = '''import os, time, unittest
+from common import run_tests
+
+
+class TestLate(unittest.TestCase):
+    def test_waits(self):
+        time.sleep(float(os.environ.get("LATE_SLEEP", "0")))
+
+    @unittest.skipUnless(os.environ.get("LATE_FAILS"), "fails in the earlier attempt only")
+    def test_regression(self):
+        self.fail("the earlier attempt failed")
+
+
+if __name__ == "__main__":
+    run_tests(__file__)
+'''
+
+
+@pytest.mark.parametrize('alone', [True, False], ids=['alone', 'in a batch'])
+def test_a_report_an_earlier_attempt_writes_late_never_counts(tree, tmp_path, alone):
+    """Issue 28: a process of an earlier, killed attempt that outlived it (here: the stand-in harness run by
+    hand, in a session of its own, as a job on another node or an escaped child would go on) writes its
+    XML report while this attempt of the same suite runs.  This attempt reads only its own report directory
+    (results/reportdirs.Attempt), so the late report's failure is not counted; before, it was (a failure in
+    one file beats a skip in another: "1 failed" and a false "log and XML reports differ" note, measured).
+    Afterwards the harness's place holds this attempt's report only."""
+    (tree / 'test_late.py').write_text(LATE_SUITE)
+    (tmp_path / 'out').mkdir()
+    command = Command(str(tree), {}, [sys.executable, 'run_test.py', '-i', 'test_late'])
+    earlier = subprocess.Popen([sys.executable, 'run_test.py', '-i', 'test_late'], cwd=tree, start_new_session=True,
+                               env=dict(os.environ, LATE_SLEEP='1.5', LATE_FAILS='1'),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        start = time.time()
+        env = dict(os.environ, LATE_SLEEP='6')
+        if alone:
+            record = solo.run_suite(command, 'test_late', 120, str(tmp_path / 'out'), env)
+        else:
+            store = ResultStore(str(tmp_path / 'r' / 'r.jsonl'), 'build')
+            solo.run_all(command, ['test_late'], store, str(tmp_path / 'out'), env, lambda suite: 120)
+            record = store.load()['test_late']
+        assert earlier.wait(timeout=60) == 1  # it ran, and failed
+    finally:
+        if earlier.poll() is None:
+            earlier.kill()
+            earlier.wait()
+    assert record['suite']['status'] == 'passed' and record['suite']['counts']['passed'] == 1
+    assert record['suite']['counts']['skipped'] == 1
+    assert record['suite']['counts']['failed'] == 0 and 'xml' in record['suite']['sources']
+    assert record['notes'] == []
+    reports = tree / 'test-reports' / 'python-unittest' / 'test_late'
+    late = [path for path in reports.iterdir() if '<failure' in path.read_text()]
+    assert not late  # the harness's place holds this attempt's report alone
+    assert list(reports.iterdir()) and all(path.stat().st_mtime >= start for path in reports.iterdir())
+    assert sorted(os.listdir(tree / 'test-reports')) == ['python-unittest']  # no attempt directory is left
+
+
+def test_a_killed_attempts_reports_never_count_in_a_read_of_the_tree(tree, tmp_path):
+    """An attempt killed before its outcome was recorded leaves its own report directory (never published);
+    `report test-reports` (parse_report_dir) reads the harness's places only.  Its report here is the
+    stand-in suite's own, written into that attempt's directory as common_utils does with the override."""
+    (tmp_path / 'out').mkdir()
+    command = Command(str(tree), {}, [sys.executable, 'run_test.py', '-i', 'test_known_failure'])
+    record = solo.run_suite(command, 'test_known_failure', 120, str(tmp_path / 'out'), dict(os.environ))
+    assert record['suite']['counts']['failed'] == 1
+    killed = Attempt.new(str(tree))
+    done = subprocess.run([sys.executable, 'test_known_failure.py'], cwd=tree, capture_output=True, text=True,
+                          env=dict(os.environ, STANDIN_UNKNOWN_FAILURE='1', **killed.env), timeout=120)
+    assert done.returncode == 1 and killed.files('test_known_failure')  # its report is there
+    suite = parse_report_dir(str(tree / 'test-reports')).suites['test_known_failure']
+    assert suite.counts['failed'] == 1 and suite.counts['skipped'] == 1
+    assert [test.test_id for test in suite.failed_tests] == ['TestKnown.test_always_fails']

@@ -10,6 +10,7 @@ from conftest import cli
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite.results.logparse import parse_log_text
 from eb_pytorch_cuda.testsuite.policy.judging import (Policy, ScopeContext, excluded_tests, judge, known_failures)
+from eb_pytorch_cuda.testsuite.policy.suggest import budget_left
 
 HASWELL = ScopeContext('x86_64', 'x86_64/intel/haswell', ('8.0', '9.0'))
 GRACE = ScopeContext('aarch64', 'aarch64/nvidia/grace', ('9.0',))
@@ -85,6 +86,21 @@ def test_flaky_failures_are_shown_and_consume_the_budget_only_when_asked():
     assert judge(result, Policy(0, [])).passed
     assert len(judge(result, Policy(0, [])).flaky) == 2
     assert not judge(result, Policy(0, [], flaky_consumes_budget=True)).passed
+
+
+def test_the_verdict_and_the_suggestion_count_the_budget_alike():
+    """judging.budget_of is the one rule: the verdict's reason and the suggestion's "N left" read it (before,
+    each counted unknown + flaky failures on its own)."""
+    result = parse_log_text(out.FAILING_UNITTEST)
+    result.suites['test_nn'].failed_tests[0].rerun_outcome = 'flaky'
+    for flaky_counts, counted in ((False, 1), (True, 2)):
+        for allowed in (1, 2, 3):
+            policy = Policy(allowed, [], flaky_consumes_budget=flaky_counts)
+            verdict = judge(result, policy)
+            assert budget_left(result, policy) == (verdict.passed, counted, allowed)
+            assert verdict.passed == (counted <= allowed)
+            assert verdict.spent.left == max(allowed - counted, 0)
+            assert (f'{counted} unknown failure(s), budget {allowed}' in verdict.reasons) == (counted > allowed)
 
 
 @pytest.mark.parametrize('bad', [{'': ['no reason']}, {'': [('test_x', '')]}, {'': 'test_x'}])

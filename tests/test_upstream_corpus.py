@@ -37,7 +37,8 @@ from eb_pytorch_cuda.testsuite.results import xmlparse
 from eb_pytorch_cuda.testsuite.results.model import (SUITE_BAD_REPORT, SUITE_FAILED, SUITE_PASSED,
                                                      SUITE_REPORT_INCOMPLETE)
 from eb_pytorch_cuda.testsuite.policy.judging import KnownFailure, Policy, judge
-from eb_pytorch_cuda.testsuite.results.xmlparse import parse_report_dir, parse_report_files, report_files
+from eb_pytorch_cuda.testsuite.results.reportdirs import all_report_files as report_files
+from eb_pytorch_cuda.testsuite.results.xmlparse import parse_report_dir, parse_report_files
 
 CORPUS = os.path.join(os.path.dirname(__file__), 'data', 'pytorch_corpus')
 REPORTS = os.path.join(CORPUS, 'test-reports')

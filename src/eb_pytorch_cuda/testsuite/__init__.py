@@ -14,12 +14,15 @@ checked in CI):
                      serial lists and switches), discovery + selection_probe (the selection asked of
                      the harness itself), batches (run_test.py calls), solo (a suite alone), store (the
                      results of one build, resumable), gpus, reruns (one failed test alone)
-    policy/          judging (scopes, known failures, the verdict), settings (the test parameters, one
-                     list), suggest (policy entries from failed runs), report (JSON, text, Markdown)
-    results/         model, grammar (run_test.py's marker lines), logparse (console logs, streamed),
-                     xmlparse (JUnit XML), splitting (a batch's output per suite), outcome (one suite's
-                     result from its log and XML), saved (results JSON: load, validate, merge), records
-                     (the typed store record), pieces (shards of a long suite)
+    policy/          judging (scopes, known failures, the budget, the verdict), settings (the test
+                     parameters, one list), suggest (policy entries from failed runs), report (JSON, text,
+                     Markdown)
+    results/         model, grammar (every pattern that reads run_test.py's and its suites' output),
+                     logparse (console logs, streamed), xmlparse (JUnit XML), reportdirs (the
+                     test-reports layout; each attempt's own report directory), splitting (a batch's
+                     output per suite), outcome (one suite's result from its log and XML), pieces and
+                     testtimes (a long suite cut into shards), saved (results JSON: load, validate, merge),
+                     records (the typed store record)
 
 Every process the step starts goes through eb_pytorch_cuda.process (own group, dies with us).
 """

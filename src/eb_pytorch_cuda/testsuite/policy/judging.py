@@ -163,6 +163,31 @@ class Failure(NamedTuple):
     test_id: Optional[str]
 
 
+class Budget(NamedTuple):
+    """How a run stands against max_failed_tests: the one place that says what counts and when it is exceeded
+    (judge's verdict and suggest's "N left" both read it, so they cannot disagree)."""
+    counted: int  # unknown failures, plus flaky ones where the policy says flaky failures consume the budget
+    allowed: int  # max_failed_tests
+
+    @property
+    def exceeded(self) -> bool:
+        return self.counted > self.allowed
+
+    @property
+    def left(self) -> int:
+        return max(self.allowed - self.counted, 0)
+
+    @property
+    def reason(self) -> str:
+        """The verdict's reason line when exceeded."""
+        return f'{self.counted} unknown failure(s), budget {self.allowed}'
+
+
+def budget_of(policy: 'Policy', unknown: list, flaky: list) -> Budget:
+    """The Budget of a run whose failures sorted into unknown and flaky under policy."""
+    return Budget(len(unknown) + (len(flaky) if policy.flaky_consumes_budget else 0), policy.max_failed_tests)
+
+
 class Unjudgeable(NamedTuple):
     """A suite whose outcome cannot be counted (crash, timeout, missing): why, and the entry that covers it."""
     suite: str
@@ -186,6 +211,11 @@ class Verdict:
     reasons: list
     policy: Optional[Policy] = None  # the policy it was judged by (report's suggestion re-judges with entries added)
     tolerated: list = field(default_factory=list)  # what allow_missing_failures let pass, one line each
+
+    @property
+    def spent(self) -> Budget:
+        """Where the run stands against its budget (budget_of; without a policy flaky failures do not count)."""
+        return budget_of(self.policy or Policy(self.budget), self.unknown, self.flaky)
 
 
 def _first(entries, predicate, used=None):
@@ -236,7 +266,7 @@ def judge(result, policy):
     stale = [e for e in policy.known
              if e not in used and any(fnmatchcase(name, e.suite_pattern) for name in result.suites)]
     not_run = [e for e in policy.known if e not in used and e not in stale]
-    counted = len(unknown) + (len(flaky) if policy.flaky_consumes_budget else 0)
+    budget = budget_of(policy, unknown, flaky)
     # a suite that failed uncountably (killed, crashed, no summary) fails the build unless a known failure
     # names it or, as upstream's allow_missing_failures says, no more such suites than allowed are left: then
     # all of them pass with a line each (upstream: a warning), else all of them are reasons
@@ -249,7 +279,7 @@ def judge(result, policy):
                      for line in unnamed]
     else:
         reasons += unnamed
-    if counted > policy.max_failed_tests:
-        reasons.append(f'{counted} unknown failure(s), budget {policy.max_failed_tests}')
-    return Verdict(not reasons, known, unknown, flaky, unjudgeable, stale, not_run, policy.max_failed_tests, reasons,
+    if budget.exceeded:
+        reasons.append(budget.reason)
+    return Verdict(not reasons, known, unknown, flaky, unjudgeable, stale, not_run, budget.allowed, reasons,
                    policy, tolerated)

@@ -20,12 +20,12 @@ import json
 import os
 import re
 from dataclasses import dataclass, field, replace
-from typing import Callable, Optional
+from typing import Callable, Optional, Tuple
 
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.escape import printable_lines
 from eb_pytorch_cuda.testsuite.results.model import RunResult
-from eb_pytorch_cuda.testsuite.policy.judging import (FAMILIES, KnownFailure, Policy, ScopeContext, Verdict,
+from eb_pytorch_cuda.testsuite.policy.judging import (FAMILIES, Budget, KnownFailure, Policy, ScopeContext, Verdict,
                                                       detect_context, judge, is_compute_capability, known_failures)
 from eb_pytorch_cuda.testsuite.results.saved import load_results, load_saved
 
@@ -104,11 +104,11 @@ def with_entries(policy: Policy, entries: list, scope: str) -> Policy:
     return replace(policy, known=list(policy.known) + added)
 
 
-def budget_left(result: RunResult, policy: Policy) -> tuple:
-    """(passes, unknown failures counted against the budget, budget) of result judged by policy."""
+def budget_left(result: RunResult, policy: Policy) -> Tuple[bool, int, int]:
+    """(passes, unknown failures counted against the budget, budget) of result judged by policy (the last two
+    are its judging.Budget)."""
     verdict = judge(result, policy)
-    counted = len(verdict.unknown) + (len(verdict.flaky) if policy.flaky_consumes_budget else 0)
-    return verdict.passed, counted, policy.max_failed_tests
+    return (verdict.passed, *verdict.spent)
 
 
 def _levels(scope):
@@ -207,11 +207,12 @@ def render(runs: list, merged: dict, outcome: list) -> str:
             lines.append(f'        {entry.as_tuple()!r},{comment}')
         lines.append('    ],')
     lines.append('}')
-    for run, (passes, counted, budget) in zip(runs, outcome):
+    for run, (passes, *spent) in zip(runs, outcome):
+        budget = Budget(*spent)
         now = '' if run.passes_now is None else f"{'PASS' if run.passes_now else 'FAIL'} now; "
         lines.append(f"# {run.label} [{run.scope or 'all'}]: {now}with these entries: "
-                     f"{'PASS' if passes else 'still FAIL'}, {counted} unknown failure(s) against max_failed_tests = "
-                     f'{budget} ({max(budget - counted, 0)} left)')
+                     f"{'PASS' if passes else 'still FAIL'}, {budget.counted} unknown failure(s) against "
+                     f'max_failed_tests = {budget.allowed} ({budget.left} left)')
         if run.not_run:
             lines.append('#   its known failures naming suites missing from its results (did they run?): '
                          + ', '.join(run.not_run))
@@ -228,10 +229,14 @@ def to_data(runs: list, merged: dict, outcome: list) -> dict:
     return {'known_test_failures': {scope: [{'test': e.pattern, 'reason': PLACEHOLDER, 'max': e.limit,
                                              'unjudgeable': e.unjudgeable} for e in entries]
                                     for scope, entries in merged.items()},
-            'runs': [{'source': run.label, 'scope': run.scope, 'target': run.context.target,
-                      'passes_now': run.passes_now, 'passes': passes, 'unknown_failures': counted,
-                      'max_failed_tests': budget, 'budget_left': max(budget - counted, 0)}
-                     for run, (passes, counted, budget) in zip(runs, outcome)]}
+            'runs': [_run_data(run, passes, Budget(*spent)) for run, (passes, *spent) in zip(runs, outcome)]}
+
+
+def _run_data(run, passes: bool, budget: Budget) -> dict:
+    """One run's entry of to_data."""
+    return {'source': run.label, 'scope': run.scope, 'target': run.context.target, 'passes_now': run.passes_now,
+            'passes': passes, 'unknown_failures': budget.counted, 'max_failed_tests': budget.allowed,
+            'budget_left': budget.left}
 
 
 def suggest_runs(runs: list, scope: Optional[str] = None) -> tuple:

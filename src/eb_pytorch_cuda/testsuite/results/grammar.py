@@ -1,29 +1,124 @@
-"""The lines PyTorch's test/run_test.py prints about its suites, in one table.
+"""What PyTorch's test/run_test.py and the suites it runs print, in one table: every pattern that reads it.
 
-Both readers of run_test.py's console output build their patterns from these: logparse (a whole log,
-counts per suite) and batchlog (one batch's output cut into each suite's part).  Each fragment matches
-the line from its start and is anchored (`^`, re.M) by the reader, which adds what it needs after it.
-`X` below is a suite with an optional shard, `suite i/n`; see logparse's docstring for which harness
-version prints which line.
+One place, so that a line a new harness prints is added once and every reader sees it: logparse (a whole
+log, counts per suite), splitting (one batch's output cut into each suite's part), outcome (a suite's own
+times), run/batches (which new output can settle a suite), run/discovery (the dry run's printed selection)
+and run/harness (which of these lines a run_test.py's source prints at all).  See logparse's docstring for
+which harness version prints which line (measured on the real 2.1-line harness, tests/data/pytorch21, and
+on 2.6.0, tests/data/pytorch_corpus).  `X` below is a suite with an optional shard, `suite i/n`.
+
+The fragments (upper case, str) match a line from its start; the compiled patterns are anchored (`^`,
+re.M) and add what their reader needs after a fragment.  Every pattern is linear in the line length (no
+nested or adjacent unbounded quantifiers that can backtrack over one line): a 160 KB summary line parses
+in milliseconds.
 """
+
+import re
 
 SUITE = r'(?P<name>[\w./-]+)(?: (?P<shard>\d+)/(?P<shards>\d+))?'
 SUITE_UNNAMED = r'[\w./-]+(?: \d+/\d+)?'  # the same, without groups, to be used inside other patterns
+
+# --- the harness's own lines about its suites -------------------------------------------------------------
 
 # `Running X ... [date]`: a run of a suite starts
 RUNNING = rf'Running {SUITE} \.\.\. \['
 # `[##[group]]PRINTING [BEGINNING OF ]LOG FILE of X (path)`: a suite's replayed log starts
 LOG_START = rf'(?:##\[group\])?PRINTING (?P<beginning>BEGINNING OF )?LOG FILE of {SUITE} \('
 # `FINISHED PRINTING LOG FILE of X[ (path)]`: a suite's replayed log ends
-LOG_END = rf'FINISHED PRINTING LOG FILE of {SUITE}'
+LOG_END_TEXT = 'FINISHED PRINTING LOG FILE of '
+LOG_END = rf'{LOG_END_TEXT}{SUITE}'
 # `X failed![ Received signal: SIGx]`: a run of a suite failed (also inside `RuntimeError: ` when run_test.py
 # stops there, which is the same failure again)
-FAILED = rf'{SUITE} failed!(?: Received signal: (?P<signal>\w+))?'
+FAILED_TEXT = 'failed!'
+FAILED = rf'{SUITE} {FAILED_TEXT}(?: Received signal: (?P<signal>\w+))?'
 FAILED_RAISED_PREFIX = r'RuntimeError: '
 # `X was successful, full logs can be found in artifacts with path P` (2.6 with --pipe-logs)
-SUCCESS = rf'{SUITE} was successful, full logs can be found'
+SUCCESS_TEXT = 'was successful, full logs can be found'
+SUCCESS = rf'{SUITE} {SUCCESS_TEXT}'
 SUCCESS_LOG_PATH = r' in artifacts with path (?P<path>\S+)'
-# lines only the harness prints, whatever the suite (batchlog finds where a replayed short log begins)
+# lines only the harness prints, whatever the suite (splitting finds where a replayed short log begins)
 # (not `Running N items in this shard`: pytest-shard prints it inside every 2.1 suite's own log)
-HARNESS_ONLY = (rf'Running {SUITE_UNNAMED} \.\.\. \[|Executing |FINISHED PRINTING LOG FILE of |Expand the folded group|'
-                rf'{SUITE_UNNAMED} failed!|{SUITE_UNNAMED} was successful')
+HARNESS_ONLY = (rf'Running {SUITE_UNNAMED} \.\.\. \[|Executing |{LOG_END_TEXT}|Expand the folded group|'
+                rf'{SUITE_UNNAMED} {FAILED_TEXT}|{SUITE_UNNAMED} was successful')
+
+# what a run_test.py's source holds when it replays logs, and when it replays a failed suite's log as its
+# beginning only (so that a whole replay is a passed suite's: 2.1); read by run/harness
+LOG_REPLAY_SOURCE_TEXT = 'PRINTING LOG FILE'
+LOG_BEGINNING_SOURCE_TEXT = 'PRINTING BEGINNING OF LOG FILE'
+
+# as splitting reads them: a whole line each
+LOG_START_LINE = re.compile(rf'^{LOG_START}[^)\n]*\)[ \t]*$', re.M)
+LOG_END_LINE = re.compile(rf'^{LOG_END}(?: \([^)\n]*\))?[ \t]*$', re.M)
+HARNESS_LINE = re.compile(rf'^(?:{HARNESS_ONLY}).*$', re.M)
+SUCCESS_WITH_PATH = re.compile(rf'^{SUCCESS}{SUCCESS_LOG_PATH}', re.M)
+FAILED_LINE = re.compile(rf'^{FAILED}', re.M)  # not `RuntimeError: X failed!`: the same end again
+RUNNING_LINE = re.compile(rf'^{RUNNING}', re.M)
+
+# as logparse reads them: (kind, pattern), a suite's run starts with either start line
+START_MARKERS = (re.compile(rf'^{RUNNING}', re.M), re.compile(rf'^{LOG_START}', re.M))
+FINISHED_MARKER = re.compile(rf'^{LOG_END} \(', re.M)
+FAILED_MARKER = re.compile(rf'^(?:{FAILED_RAISED_PREFIX})?{FAILED}', re.M)
+SUCCESS_MARKER = re.compile(rf'^{SUCCESS}', re.M)
+
+# output that can settle a suite of a running batch (run/batches looks for these in what is new)
+SETTLING_TEXTS = (FAILED_TEXT, 'was successful', 'Running ')
+
+
+def running_prefix(suite: str, shard: int = 1, shards: int = 1) -> str:
+    """`Running X i/n `: how the harness starts announcing shard i of n of suite (run/solo checks it ran)."""
+    return f'Running {suite} {shard}/{shards} '
+
+
+def running_line(suite: str, shard: int = 1, shards: int = 1) -> str:
+    """The start of the harness's `Running X i/n ... [date]` line (outcome reads a suite's own output as a log)."""
+    return f'{running_prefix(suite, shard, shards)}... ['
+
+
+# --- the suites' own summaries and failed tests (unittest, pytest, run_test.py's lists) ----------------------
+
+UNITTEST_SUMMARY_HEAD = r'Ran (?P<total>\d+) tests? in [\d.]+s[ \t]*\n'
+BLANK_LINES_TEXT = r'(?:[ \t]*\n)*'  # between `Ran N tests` and `OK`/`FAILED (...)`
+UNITTEST_SUMMARY = re.compile(rf'^{UNITTEST_SUMMARY_HEAD}{BLANK_LINES_TEXT}'
+                              r'(?P<status>OK|FAILED)(?: \((?P<details>[^)\n]*)\))?[ \t]*$', re.M)
+UNITTEST_SUMMARY_START = re.compile(UNITTEST_SUMMARY_HEAD)  # the summary up to its first newline
+BLANK_LINES = re.compile(BLANK_LINES_TEXT)
+PYTEST_LINE = re.compile(r'^=+ [^\n]*', re.M)  # candidate lines; the summary is checked with str methods
+PYTEST_TAIL = re.compile(r' in [\d.]+s(?: \([\d:]+\))? =+[ \t]*$')
+PYTEST_ITEM = re.compile(r'(\d+) (\w+)')
+PYTEST_KEYS = {'failed': 'failed', 'passed': 'passed', 'skipped': 'skipped', 'xfailed': 'xfailed',
+               'xpassed': 'xpassed', 'rerun': 'rerun', 'error': 'errors', 'errors': 'errors'}
+PYTEST_END_WORDS = set(PYTEST_KEYS) | {'deselected', 'warning', 'warnings'}  # a session's last line has one
+# the seconds a suite's tests took by its own summaries (unittest's `Ran N tests in Ss`, pytest's last line)
+SUMMARY_SECONDS = re.compile(r'^(?:Ran \d+ tests? in (?P<unittest>[\d.]+)s'
+                             r'|=+ .*? in (?P<pytest>[\d.]+)s(?: \([\d:]+\))? =+)[ \t]*$', re.M)
+UNITTEST_FAILED_TEST = re.compile(r'^(?P<kind>FAIL|ERROR): (?P<test>\w+) \((?P<where>[\w.]+)\)', re.M)
+PYTEST_FAILED_TEST = re.compile(r'^(?P<kind>FAILED|ERROR) (?:\[[^\]\n]*\] )?(?P<path>[\w/.-]+?\.py)::'
+                                r'(?:(?P<cls>\w+)::)?(?P<test>[^\s:]+)', re.M)
+ASSERTION_HEAD = r'AssertionError: (?P<count>\d+) unit test\(s\) failed:[ \t]*\n'
+ASSERTION_LIST = re.compile(rf'^{ASSERTION_HEAD}(?P<names>(?:[ \t]+\S[^\n]*\n?)+)', re.M)
+ASSERTION_START = re.compile(ASSERTION_HEAD)  # the list up to its first newline
+ASSERTION_NAMES = re.compile(r'(?:[ \t]+\S[^\n]*\n)*')  # its names so far (whole lines)
+# 2.3+ (run_test_retries): a failing test is retried alone in new processes, each printing its own `1 failed`
+# summary, and the suite's log ends with the tests that failed every time (measured on 2.6.0 with torch 2.11 on
+# the H200: 10 failing tests, 30 `1 failed` summaries): that list, not the sum, is what failed
+CONSISTENT_FAILURES = re.compile(r"^The following tests failed consistently: \[(?P<tests>[^\]\n]*)\]", re.M)
+QUOTED_TEST = re.compile(r"'(?P<path>[\w/.-]+?\.py)::(?:(?P<cls>\w+)::)?(?P<test>[^':]+)'")
+TEST_FILE_MENTION = '.py::'  # a pytest node id names its test file before this
+PATH_CHARS = re.compile(r'[\w/.-]*')  # the characters of a test file path (before TEST_FILE_MENTION)
+
+# the first characters of every line above that starts a line (logparse looks only at such lines, and at
+# those holding ANYWHERE_TEXTS, which the suite and shard before them may push anywhere): a new pattern
+# starting with another character must be added here
+LINE_FIRST_CHARS = 'RFEAT=#P'
+CANDIDATE_LINE = re.compile(rf'\n[{re.escape(LINE_FIRST_CHARS)}]')
+ANYWHERE_TEXTS = (FAILED_TEXT, SUCCESS_TEXT)  # `X failed!`, `X was successful`
+
+# --- the dry run's printed selection (run/discovery's cross-check) -------------------------------------------
+
+# 2.0 with --verbose: `Selected tests:` and one indented name a line
+DRY_RUN_SELECTED = re.compile(r'^Selected tests:[ \t]*\n((?:[ \t]+\S.*\n?)*)', re.M)
+# 2.6: its batch, `Name: tests to run ...`, `  Serial tests (N):`, `    test_x 1/1`, `  Parallel tests (N):`
+DRY_RUN_BATCH = re.compile(r'^Name: tests to run\b.*\n((?:[ \t]+.*\n?)*)', re.M)
+DRY_RUN_BATCH_LINE = re.compile(r'^[ \t]{4,}(?P<name>[\w./-]+)(?: \d+/\d+)?[ \t]*$')
+DRY_RUN_SERIAL_HEADER = re.compile(r'^[ \t]+Serial tests \(\d+\):')
+DRY_RUN_PARALLEL_HEADER = re.compile(r'^[ \t]+Parallel tests \(\d+\):')

@@ -51,7 +51,6 @@ every log the tests keep, at many block sizes.
 """
 
 import os
-import re
 from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 from eb_pytorch_cuda.errors import PluginError
@@ -63,30 +62,12 @@ from eb_pytorch_cuda.testsuite.results.model import (ERROR, FAILED, SUITE_FAILED
 START, REPLAY, FINISHED, FAILED_LINE, SUCCESS = 'start', 'replay', 'finished', 'failed', 'success'
 STARTS = (START, REPLAY)  # REPLAY: a whole log replayed (`PRINTING LOG FILE of X`, not `BEGINNING OF`)
 MARKERS = [  # (kind, pattern): a suite's run starts with either start line
-    (START, re.compile(rf'^{grammar.RUNNING}', re.M)),
-    (START, re.compile(rf'^{grammar.LOG_START}', re.M)),
-    (FINISHED, re.compile(rf'^{grammar.LOG_END} \(', re.M)),
-    (FAILED_LINE, re.compile(rf'^(?:{grammar.FAILED_RAISED_PREFIX})?{grammar.FAILED}', re.M)),
-    (SUCCESS, re.compile(rf'^{grammar.SUCCESS}', re.M)),
+    (START, grammar.START_MARKERS[0]),
+    (START, grammar.START_MARKERS[1]),
+    (FINISHED, grammar.FINISHED_MARKER),
+    (FAILED_LINE, grammar.FAILED_MARKER),
+    (SUCCESS, grammar.SUCCESS_MARKER),
 ]
-UNITTEST_SUMMARY = re.compile(r'^Ran (?P<total>\d+) tests? in [\d.]+s[ \t]*\n(?:[ \t]*\n)*'
-                              r'(?P<status>OK|FAILED)(?: \((?P<details>[^)\n]*)\))?[ \t]*$', re.M)
-PYTEST_LINE = re.compile(r'^=+ [^\n]*', re.M)  # candidate lines; the summary is checked with str methods
-PYTEST_TAIL = re.compile(r' in [\d.]+s(?: \([\d:]+\))? =+[ \t]*$')
-PYTEST_ITEM = re.compile(r'(\d+) (\w+)')
-UNITTEST_FAILED_TEST = re.compile(r'^(?P<kind>FAIL|ERROR): (?P<test>\w+) \((?P<where>[\w.]+)\)', re.M)
-PYTEST_FAILED_TEST = re.compile(r'^(?P<kind>FAILED|ERROR) (?:\[[^\]\n]*\] )?(?P<path>[\w/.-]+?\.py)::'
-                                r'(?:(?P<cls>\w+)::)?(?P<test>[^\s:]+)', re.M)
-ASSERTION_LIST = re.compile(r'^AssertionError: (?P<count>\d+) unit test\(s\) failed:[ \t]*\n'
-                            r'(?P<names>(?:[ \t]+\S[^\n]*\n?)+)', re.M)
-PYTEST_KEYS = {'failed': 'failed', 'passed': 'passed', 'skipped': 'skipped', 'xfailed': 'xfailed',
-               'xpassed': 'xpassed', 'rerun': 'rerun', 'error': 'errors', 'errors': 'errors'}
-PYTEST_END_WORDS = set(PYTEST_KEYS) | {'deselected', 'warning', 'warnings'}  # a session's last line has one
-# 2.3+ (run_test_retries): a failing test is retried alone in new processes, each printing its own `1 failed`
-# summary, and the suite's log ends with the tests that failed every time (measured on 2.6.0 with torch 2.11 on
-# the H200: 10 failing tests, 30 `1 failed` summaries): that list, not the sum, is what failed
-CONSISTENT_FAILURES = re.compile(r"^The following tests failed consistently: \[(?P<tests>[^\]\n]*)\]", re.M)
-_QUOTED_TEST = re.compile(r"'(?P<path>[\w/.-]+?\.py)::(?:(?P<cls>\w+)::)?(?P<test>[^':]+)'")
 
 
 def _pytest_test_id(cls, test):
@@ -198,14 +179,14 @@ class _Runs:
         """The suite of the last test file mention (`dir/test_x.py::`) in text[low:high] that names an announced
         suite, or None.  low is a line start; searched backwards for `.py::`, the path is the run of
         [\\w/.-] before it (what `(?<![\\w/.-])([\\w/.-]+?\\.py)::` would match, one char at least)."""
-        found = text.rfind('.py::', low, high)
+        found = text.rfind(grammar.TEST_FILE_MENTION, low, high)
         while found >= 0:
             begin = found - _run_before(text, low, found)
             if begin < found:
                 name = self.suite_of_cached(text[begin:found + 3])
                 if name is not None:
                     return name
-            found = text.rfind('.py::', low, begin)
+            found = text.rfind(grammar.TEST_FILE_MENTION, low, begin)
         return None
 
     def feed(self, piece: '_Piece', text: str, low: int, high: int, lines: List[int], final: bool) -> int:
@@ -220,31 +201,31 @@ class _Runs:
             first = text[start]
             summary = None
             if first == 'R':
-                match = UNITTEST_SUMMARY.match(text, start, stop)
+                match = grammar.UNITTEST_SUMMARY.match(text, start, stop)
                 if match:
                     summary = _unittest_counts(match)
             elif first == '=':
                 summary = _pytest_counts(text, start, stop)
             elif first in 'FE':
-                match = UNITTEST_FAILED_TEST.match(text, start, stop)
+                match = grammar.UNITTEST_FAILED_TEST.match(text, start, stop)
                 if match:
                     piece.add(0, owner[0] if owner else None, _test_id(match.group('test'), match.group('where')),
                               ERROR if match.group('kind') == 'ERROR' else FAILED)
-                match = PYTEST_FAILED_TEST.match(text, start, stop)
+                match = grammar.PYTEST_FAILED_TEST.match(text, start, stop)
                 if match:
                     name = self.suite_of(match.group('path')) or (owner[0] if owner else None)
                     piece.add(1, name, _pytest_test_id(match.group('cls'), match.group('test')),
                               ERROR if match.group('kind') == 'ERROR' else FAILED)
             elif first == 'T':
-                match = CONSISTENT_FAILURES.match(text, start, stop)
+                match = grammar.CONSISTENT_FAILURES.match(text, start, stop)
                 if match:
-                    for test in _QUOTED_TEST.finditer(match.group('tests')):
+                    for test in grammar.QUOTED_TEST.finditer(match.group('tests')):
                         name = self.suite_of(test.group('path')) or (owner[0] if owner else None)
                         if name is not None:
                             self.consistent.setdefault(name, set()).add(
                                 _pytest_test_id(test.group('cls'), test.group('test')))
             elif first == 'A':
-                match = ASSERTION_LIST.match(text, start, stop)
+                match = grammar.ASSERTION_LIST.match(text, start, stop)
                 if match:
                     count = int(match.group('count'))
                     piece.assertions.append((self.credit(piece, text, low, start), count))
@@ -327,13 +308,6 @@ class _Runs:
 
 
 BLOCK = 1 << 23  # characters (bytes) read at a time: 8 MiB, the largest part of the memory a log takes
-_CANDIDATE = re.compile(r'\n[RFEAT=#P]')  # lines starting as a marker, summary or failed test does
-_ANYWHERE = ('failed!', 'was successful, full logs can be found')  # `X failed!`, `X was successful`
-_RAN_HEAD = re.compile(r'Ran \d+ tests? in [\d.]+s[ \t]*\n')  # UNITTEST_SUMMARY up to its first newline
-_BLANK_LINES = re.compile(r'(?:[ \t]*\n)*')
-_ASSERTION_HEAD = re.compile(r'AssertionError: (?P<count>\d+) unit test\(s\) failed:[ \t]*\n')
-_INDENTED_LINES = re.compile(r'(?:[ \t]+\S[^\n]*\n)*')
-_PATH_CHARS = re.compile(r'[\w/.-]*')
 
 
 class _Piece:
@@ -356,7 +330,7 @@ def _run_before(text, low, end):
     width = 64
     while True:
         begin = max(low, end - width)
-        match = _PATH_CHARS.match(text[begin:end][::-1])  # always matches, maybe empty
+        match = grammar.PATH_CHARS.match(text[begin:end][::-1])  # always matches, maybe empty
         length = match.end() if match else 0
         if length < end - begin or begin == low:
             return length
@@ -369,11 +343,11 @@ def _hold_point(text, lines, high):
     if not lines:
         return high
     start = lines[-1]
-    head = _RAN_HEAD.match(text, start, high)
-    if head and _BLANK_LINES.fullmatch(text, head.end(), high):
+    head = grammar.UNITTEST_SUMMARY_START.match(text, start, high)
+    if head and grammar.BLANK_LINES.fullmatch(text, head.end(), high):
         return start
-    head = _ASSERTION_HEAD.match(text, start, high)
-    if head and _INDENTED_LINES.fullmatch(text, head.end(), high) and \
+    head = grammar.ASSERTION_START.match(text, start, high)
+    if head and grammar.ASSERTION_NAMES.fullmatch(text, head.end(), high) and \
             text.count('\n', head.end(), high) < max(1, int(head.group('count'))):
         return start
     return high
@@ -381,26 +355,26 @@ def _hold_point(text, lines, high):
 
 def _pytest_counts(text, start, stop):
     """{count key: n} of a pytest session's last line (`=== 2 failed, 128 passed in 3.4s ===`) at start, or None."""
-    line = PYTEST_LINE.match(text, start, stop)
+    line = grammar.PYTEST_LINE.match(text, start, stop)
     if not line:
         return None
     found = line.group()
-    tail = PYTEST_TAIL.search(found)
-    items = PYTEST_ITEM.findall(found[:tail.start()].lstrip('= ')) if tail else ()
-    if not any(word in PYTEST_END_WORDS for _, word in items):
+    tail = grammar.PYTEST_TAIL.search(found)
+    items = grammar.PYTEST_ITEM.findall(found[:tail.start()].lstrip('= ')) if tail else ()
+    if not any(word in grammar.PYTEST_END_WORDS for _, word in items):
         return None
     counts: dict = {}
     for number, word in items:
-        if word in PYTEST_KEYS:
-            counts[PYTEST_KEYS[word]] = counts.get(PYTEST_KEYS[word], 0) + int(number)
+        if word in grammar.PYTEST_KEYS:
+            counts[grammar.PYTEST_KEYS[word]] = counts.get(grammar.PYTEST_KEYS[word], 0) + int(number)
     return counts
 
 
 def _lines(text):
     """Starts of the lines of text (which starts with a newline) that may be a marker, a summary or a failed
     test, in order."""
-    starts = {match.start() + 1 for match in _CANDIDATE.finditer(text)}
-    for literal in _ANYWHERE:
+    starts = {match.start() + 1 for match in grammar.CANDIDATE_LINE.finditer(text)}
+    for literal in grammar.ANYWHERE_TEXTS:
         found = text.find(literal)
         while found >= 0:
             starts.add(text.rfind('\n', 0, found) + 1)
@@ -486,7 +460,7 @@ def parse_log_blocks(blocks: Blocks, source: str = 'log', only_shard: Optional[D
             pending = []
         stop = runs.feed(piece, text, low, len(text), pending, last)
         carry = text[stop:]
-        head = _RAN_HEAD.match(carry)
+        head = grammar.UNITTEST_SUMMARY_START.match(carry)
         if head:
             carry = carry[:head.end()]  # the blank lines after it change nothing
     runs.finish(piece)

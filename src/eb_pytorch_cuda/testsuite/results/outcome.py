@@ -9,72 +9,56 @@ and failed tests; the log is compared with them, a difference becomes a note, an
 only one of the two shows still counts.
 """
 
-import os
-import re
+from typing import Optional
 
 from eb_pytorch_cuda.errors import PluginError
+from eb_pytorch_cuda.testsuite.results import grammar, reportdirs
 from eb_pytorch_cuda.testsuite.results.logparse import parse_log_text
 from eb_pytorch_cuda.testsuite.results.model import (COUNT_KEYS, SUITE_FAILED, SUITE_INCOMPLETE, SUITE_PASSED,
                                                      SUITE_TERMINATED, SUITE_TIMED_OUT, SUITE_UNCOUNTED, Suite)
-from eb_pytorch_cuda.testsuite.results.pieces import SEPARATOR
+from eb_pytorch_cuda.testsuite.results.pieces import Piece
+from eb_pytorch_cuda.testsuite.results.reportdirs import Attempt
 from eb_pytorch_cuda.testsuite.results.xmlparse import parse_report_files
 
 
-def report_files(test_dir: str, suite: str, runner=None):
-    """The XML report files this suite wrote (test-reports/<runner>/<dotted.suite>/*.xml); runner: only that
-    runner's directory (a piece's own: results.pieces.Piece.reports_dir)."""
-    dotted = suite.replace('/', '.')
-    reports = os.path.join(test_dir, 'test-reports')
-    if not os.path.isdir(reports):
-        return []
-    runners = [runner] if runner else [name for name in sorted(os.listdir(reports)) if SEPARATOR not in name]
-    directories = [os.path.join(reports, name, dotted) for name in runners]
-    return [os.path.join(d, f) for d in directories if os.path.isdir(d) for f in sorted(os.listdir(d))
-            if f.endswith('.xml')]
+def report_files(test_dir: str, suite: str, attempt: Optional[Attempt] = None, with_variants: bool = False):
+    """The XML report files of suite: this attempt's own (results.reportdirs.Attempt; with_variants: and the
+    harness's variant directories'), or, without an attempt, those in the harness's own places."""
+    if attempt is not None:
+        return attempt.files(suite, with_variants)
+    return reportdirs.suite_report_files(test_dir, suite)
 
 
-def suite_reports(test_dir: str, suite: str, runner=None):
-    """The XML reports this suite wrote (report_files), as a Suite or None."""
-    files = report_files(test_dir, suite, runner)
+def suite_reports(test_dir: str, suite: str, attempt: Optional[Attempt] = None):
+    """The XML reports of suite (report_files: only this attempt's, when given), as a Suite or None."""
+    files = report_files(test_dir, suite, attempt)
     if not files:
         return None
-    reports = os.path.join(test_dir, 'test-reports')
+    root = attempt.parse_root(files) if attempt is not None else reportdirs.reports_root(test_dir)
     try:
-        # a piece's own directory is the root of its reports (its name is no runner xmlparse knows)
-        return parse_report_files(os.path.join(reports, runner) if runner else reports, files).suites.get(suite)
+        return parse_report_files(root, files).suites.get(suite)
     except PluginError:
         return None
 
 
-def remove_reports(test_dir: str, suite: str, runner=None) -> None:
-    """Drop a suite's XML reports of an earlier run, so that only this run's are read; runner: only that
-    runner's (a piece's own: the other pieces of its suite may be writing theirs now)."""
-    reports = os.path.join(test_dir, 'test-reports')
-    if not os.path.isdir(reports):
-        return
-    dotted = suite.replace('/', '.')
-    for runner in ([runner] if runner else [name for name in os.listdir(reports) if SEPARATOR not in name]):
-        directory = os.path.join(reports, runner, dotted)
-        if os.path.isdir(directory):
-            for name in os.listdir(directory):
-                if name.endswith('.xml'):
-                    os.unlink(os.path.join(directory, name))
-
-
-_SUMMARY_SECONDS = re.compile(r'^(?:Ran \d+ tests? in (?P<unittest>[\d.]+)s'
-                              r'|=+ .*? in (?P<pytest>[\d.]+)s(?: \([\d:]+\))? =+)[ \t]*$', re.M)
+def remove_reports(test_dir: str, suite: str, piece: Optional[Piece] = None) -> None:
+    """Drop a suite's XML reports of an earlier run in the harness's own places (a piece: in its own only, as
+    the other pieces of its suite may be writing theirs now).  What is read is the attempt's own directory
+    anyway; this keeps the tree the harness's and clears the variant directories it writes itself."""
+    runners = [reportdirs.piece_runner(piece.index, piece.count)] if piece else None
+    reportdirs.remove_suite_reports(test_dir, suite, runners)
 
 
 def summary_seconds(text: str):
     """Seconds the suite's tests took by its own summaries (start-up excluded), None without any."""
-    times = [float(m.group('unittest') or m.group('pytest')) for m in _SUMMARY_SECONDS.finditer(text)]
+    times = [float(m.group('unittest') or m.group('pytest')) for m in grammar.SUMMARY_SECONDS.finditer(text)]
     return round(sum(times), 2) if times else None
 
 
 def _from_log(suite: str, text: str, piece=None):
-    shard = f'{piece.index}/{piece.count}' if piece else '1/1'
+    shard = (piece.index, piece.count) if piece else (1, 1)
     try:
-        return parse_log_text(f'Running {suite} {shard} ... [\n{text}',
+        return parse_log_text(f'{grammar.running_line(suite, *shard)}\n{text}',
                               only_shard={suite: piece.index} if piece else None).suites.get(suite)
     except PluginError:
         return None
@@ -104,9 +88,9 @@ def _combined(log, xml):
 
 
 def build_outcome(suite: str, text: str, finished: bool, failed: bool, signal=None, timed_out=None,
-                  test_dir=None, piece=None):
+                  test_dir=None, piece=None, attempt: Optional[Attempt] = None):
     """(Suite, exit_code, notes) of one suite, or of one piece of it (results.pieces.Piece: its shard of
-    the log, its own XML reports).
+    the log) read from its XML reports of this attempt (results.reportdirs.Attempt; None: the harness's places).
 
     finished: the harness reported the suite done; failed: it printed `suite failed!` (its process
     exited non-zero); signal: the signal named there; timed_out: 'timeout after Ns' when it was killed.
@@ -114,7 +98,7 @@ def build_outcome(suite: str, text: str, finished: bool, failed: bool, signal=No
     notes = []
     log = _from_log(suite, text, piece)
     counted = log is not None and log.status != SUITE_INCOMPLETE
-    xml = suite_reports(test_dir, suite, piece.reports_dir if piece else None) if test_dir else None
+    xml = suite_reports(test_dir, suite, attempt) if test_dir else None
     if xml is not None and log is not None and counted:
         notes += _compare(log, xml)
         result = _combined(log, xml)

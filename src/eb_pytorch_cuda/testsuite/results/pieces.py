@@ -58,13 +58,6 @@ class Piece:
             raise PluginError(key, 'is not a piece of a suite (expected SUITE#shardI/K)')
         return cls(suite, int(index), int(count))
 
-    @property
-    def reports_dir(self) -> str:
-        """The directory under test-reports/ its XML reports go to (run_test.py's TEST_REPORT_SOURCE_OVERRIDE,
-        which common_utils honours in 2.1 and 2.6): pieces of one suite running at once in several jobs
-        write to one tree, and each must read and clear only its own."""
-        return f'python-pytest{SEPARATOR}{self.index}of{self.count}'
-
     def shard_args(self, zero_based: bool = False) -> List[str]:
         """The pytest options that select this piece: 1-based ids for pytest_shard_custom (2.2+), 0-based
         for the external pytest-shard of the 2.1 line."""

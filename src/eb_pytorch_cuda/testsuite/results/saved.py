@@ -23,6 +23,7 @@ from eb_pytorch_cuda.testsuite.results.logparse import parse_log_file
 from eb_pytorch_cuda.testsuite.results.model import (COUNT_KEYS, RERUN_OUTCOMES, SUITE_FAILED, SUITE_MISSING,
                                                      SUITE_STATES, SUITE_TERMINATED, TEST_STATES, UNJUDGEABLE,
                                                      RunResult, Suite)
+from eb_pytorch_cuda.testsuite.results.reportdirs import variant_of
 from eb_pytorch_cuda.testsuite.results.xmlparse import parse_report_dir
 
 RESULT_FORMAT = 'eb-pytorch-cuda-test-results'
@@ -34,8 +35,9 @@ def _variant_index(result):
     """{suite: [its XML backend variants `dist-<backend>.../<suite>`]} of result."""
     index: dict = {}
     for key, suite in result.suites.items():
-        if key.startswith('dist-') and '/' in key:
-            index.setdefault(key.split('/', 1)[1], []).append(suite)
+        plain = variant_of(key)
+        if plain is not None:
+            index.setdefault(plain, []).append(suite)
     return index
 
 

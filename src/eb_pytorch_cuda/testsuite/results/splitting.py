@@ -16,20 +16,10 @@ A suite that none of these mentions has not finished.
 """
 
 import os
-import re
 from dataclasses import dataclass, field
 from typing import Optional
 
 from eb_pytorch_cuda.testsuite.results import grammar
-
-_LOG_START = re.compile(rf'^{grammar.LOG_START}[^)\n]*\)[ \t]*$', re.M)
-_LOG_END = re.compile(rf'^{grammar.LOG_END}(?: \([^)\n]*\))?[ \t]*$', re.M)
-# lines only the harness prints (2.1 replays a failed suite's short log with no start marker: its log
-# then begins after the last of these)
-_HARNESS_LINE = re.compile(rf'^(?:{grammar.HARNESS_ONLY}).*$', re.M)
-_SUCCESS = re.compile(rf'^{grammar.SUCCESS}{grammar.SUCCESS_LOG_PATH}', re.M)
-_FAILED = re.compile(rf'^{grammar.FAILED}', re.M)  # not `RuntimeError: X failed!`: the same end again
-_RUNNING = re.compile(rf'^{grammar.RUNNING}', re.M)
 
 
 @dataclass
@@ -50,7 +40,7 @@ def announced_runs(text: str) -> dict:
     """{suite: how many times the harness announced a run of it (`Running X ... [`)}: with the end lines
     (SuiteOutput.ends), whether a run of it is in progress now."""
     counts: dict = {}
-    for match in _RUNNING.finditer(text):
+    for match in grammar.RUNNING_LINE.finditer(text):
         counts[match.group('name')] = counts.get(match.group('name'), 0) + 1
     return counts
 
@@ -74,15 +64,15 @@ def split_batch_output(text: str, suites, test_dir: str, inline_is_serial: bool 
     so that replay settles it."""
     outputs = {suite: SuiteOutput(suite) for suite in suites}
     repo_root = os.path.dirname(os.path.abspath(test_dir))
-    starts = list(_LOG_START.finditer(text))
-    harness_lines = list(_HARNESS_LINE.finditer(text))
-    for end in _LOG_END.finditer(text):
+    starts = list(grammar.LOG_START_LINE.finditer(text))
+    harness_lines = list(grammar.HARNESS_LINE.finditer(text))
+    for end in grammar.LOG_END_LINE.finditer(text):
         output = outputs.get(end.group('name'))
         if output is None:
             continue
         start = next((m for m in reversed(starts) if m.group('name') == output.name and m.end() <= end.start()), None)
         previous_end = max((m.end() for m in harness_lines if m.end() <= end.start()
-                            and m.group(0).startswith('FINISHED PRINTING')), default=0)
+                            and m.group(0).startswith(grammar.LOG_END_TEXT)), default=0)
         if start is not None and start.start() >= previous_end:
             body_start = start.end()
             if full_log_means_passed and not start.group('beginning'):
@@ -92,7 +82,7 @@ def split_batch_output(text: str, suites, test_dir: str, inline_is_serial: bool 
         output.text += text[body_start:end.start()]
         output.finished = True
         output.sources.append('log section')
-    for match in _SUCCESS.finditer(text):
+    for match in grammar.SUCCESS_WITH_PATH.finditer(text):
         output = outputs.get(match.group('name'))
         if output:
             path = match.group('path')
@@ -100,7 +90,7 @@ def split_batch_output(text: str, suites, test_dir: str, inline_is_serial: bool 
             output.finished = True
             output.ends += 1
             output.sources.append('log file')
-    for match in _FAILED.finditer(text):
+    for match in grammar.FAILED_LINE.finditer(text):
         output = outputs.get(match.group('name'))
         if output:
             output.finished = output.failed = True
@@ -108,7 +98,7 @@ def split_batch_output(text: str, suites, test_dir: str, inline_is_serial: bool 
             output.signal = output.signal or match.group('signal')
     for output in outputs.values():
         output.settled = output.ends >= (runs_of(output.name) if runs_of else 1)
-    runs = list(_RUNNING.finditer(text))
+    runs = list(grammar.RUNNING_LINE.finditer(text))
     for index, match in enumerate(runs):
         output = outputs.get(match.group('name'))
         if output is None or 'log section' in output.sources or 'log file' in output.sources:

@@ -1,9 +1,10 @@
 """Parse the JUnit XML reports PyTorch's run_test.py writes (test/test-reports/...) into the result model.
 
-Layout: <reports>/<runner or variant>/<dotted.suite.name>/<file>.xml, where the runner is
-python-pytest or python-unittest.  A variant such as dist-gloo-init-env runs the same suite in another
-configuration: it is kept as a suite of its own, `<variant>/<suite>` (upstream EB_PyTorch's name), so
-a pass under one backend never cancels a failure under another.  Reports in `python-unittest/-c/` come
+Layout (results/reportdirs owns it): <reports>/<runner or variant>/<dotted.suite.name>/<file>.xml, where the
+runner is python-pytest or python-unittest (or an attempt's own directory of one).  A variant such as
+dist-gloo-init-env runs the same suite in another configuration: it is kept as a suite of its own,
+`<variant>/<suite>` (upstream EB_PyTorch's name), so a pass under one backend never cancels a failure under
+another.  Reports in `python-unittest/-c/` come
 from `python -c` subprocesses that PyTorch tests spawn, not from a suite: ignored, as upstream does.
 
 What is refused, each with a one-line error naming the file (upstream easybuild-easyblocks' corpus,
@@ -39,12 +40,11 @@ from xml.sax.saxutils import unescape
 
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.inputs import read_bytes
+from eb_pytorch_cuda.testsuite.results.reportdirs import all_report_files, suite_of_report
 from eb_pytorch_cuda.testsuite.results.model import (ERROR, FAILED, PASSED, SKIPPED, SUITE_BAD_REPORT, SUITE_FAILED,
                                                      SUITE_PASSED, SUITE_REPORT_INCOMPLETE, XFAILED, RunResult,
                                                      TestCase)
 
-RUNNERS = ('python-pytest', 'python-unittest')
-IGNORED_SUITE_DIRS = ('-c',)  # python -c subprocesses spawned by tests write here
 STATE_COUNT_KEY = {PASSED: 'passed', FAILED: 'failed', ERROR: 'errors', SKIPPED: 'skipped', XFAILED: 'xfailed'}
 
 _EMPTY = 'empty'  # a file holding no element at all
@@ -52,22 +52,6 @@ _EMPTY = 'empty'  # a file holding no element at all
 
 class _Refused(Exception):
     """A report file that must not be trusted; str() is the problem."""
-
-
-def _suite_name(path, root):
-    """'dynamo/test_dynamic_shapes' from .../python-pytest/dynamo.test_dynamic_shapes/<file>.xml,
-    'dist-gloo/distributed/test_c10d_gloo' from .../dist-gloo/distributed.test_c10d_gloo/<file>.xml,
-    None for a report of a `python -c` subprocess."""
-    relative = os.path.relpath(path, root).split(os.sep)
-    if len(relative) >= 2:
-        if relative[-2] in IGNORED_SUITE_DIRS:
-            return None
-        name = relative[-2].replace('.', '/')
-        if len(relative) >= 3 and relative[-3] not in RUNNERS:
-            name = f'{relative[-3]}/{name}'
-        return name
-    name = os.path.basename(path)[:-len('.xml')]
-    return name.rsplit('-', 1)[0].replace('.', '/')
 
 
 _PROLOG_ONLY = re.compile(rb'\s*(?:<\?[^?]*(?:\?(?!>)[^?]*)*\?>\s*)?(?:<!--(?:[^-]|-(?!->))*-->\s*)*\Z')
@@ -282,16 +266,11 @@ def _add_cases(cases, anonymous, found):
                 previous[0] = state
 
 
-def report_files(root: str) -> list:
-    """Every *.xml below root, sorted (regular or not: reading refuses what is not a regular file)."""
-    return sorted(os.path.join(d, f) for d, _, names in os.walk(root) for f in names if f.endswith('.xml'))
-
-
 def parse_report_dir(root: str) -> RunResult:
     """RunResult of every *.xml below root; PluginError (naming the file) when there is none or one is bad."""
     if not os.path.isdir(root):
         raise PluginError(root, 'is not a directory of XML reports')
-    files = report_files(root)
+    files = all_report_files(root)
     if not files:
         raise PluginError(root, 'holds no XML test reports')
     return parse_report_files(root, files, strict=True)
@@ -320,7 +299,7 @@ def parse_report_files(root: str, files: list, strict: bool = False) -> RunResul
     """
     paths_of: dict = {}
     for path in files:
-        name = _suite_name(path, root)
+        name = suite_of_report(path, root)
         if name is not None:
             paths_of.setdefault(name, []).append(path)
     result, refused = RunResult(), {}  # type: RunResult, dict

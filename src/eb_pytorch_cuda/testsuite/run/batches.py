@@ -20,10 +20,12 @@ from dataclasses import asdict
 
 from eb_pytorch_cuda import process
 from eb_pytorch_cuda.testsuite.run import discovery
+from eb_pytorch_cuda.testsuite.results import grammar
 from eb_pytorch_cuda.testsuite.results.splitting import announced_runs, split_batch_output
 from eb_pytorch_cuda.testsuite.results.testtimes import kept_times, node_prefix
 from eb_pytorch_cuda.testsuite.results.outcome import build_outcome, remove_reports, report_files
 from eb_pytorch_cuda.testsuite.results.records import StoreRecord
+from eb_pytorch_cuda.testsuite.results.reportdirs import Attempt
 
 OUTPUT_KEPT = 20000  # characters of a suite's output kept in the results file
 DEFAULT_BATCH_SIZE = 50  # suites per run_test.py call: ~4 s of start-up per 50 suites, resume granularity
@@ -69,8 +71,11 @@ def call_options(harness, command, env, save_xml=True):
     return batch_options(harness, save_xml and xml_reports_safe(harness, command, env))
 
 
-def batch_env(env, gpu=None):
+def batch_env(env, gpu=None, attempt: Optional[Attempt] = None):
+    """The suites' environment: XML reports on (into attempt's own directory, when given), the GPU."""
     env = dict(env)
+    if attempt is not None:
+        env.update(attempt.env)
     env[XML_VARIABLE] = '1'  # test files of a torch built by EB_PyTorch >= 1.10 write XML reports with it
     if gpu is not None:
         env['CUDA_VISIBLE_DEVICES'] = str(gpu)
@@ -79,7 +84,6 @@ def batch_env(env, gpu=None):
 
 POLL_SECONDS = 0.25  # how often a running batch's output is looked at for suites that have ended
 WATCH_SECONDS = 5  # how often a running batch's started suites are checked against their own timeouts
-_SETTLING_WORDS = ('failed!', 'was successful', 'Running ')  # only output with these can settle a suite
 
 
 def _stored(result, exit_code, notes, suite_seconds, batch_seconds, code, gpu, text, output_path) -> StoreRecord:
@@ -89,10 +93,11 @@ def _stored(result, exit_code, notes, suite_seconds, batch_seconds, code, gpu, t
             'output_file': output_path}
 
 
-def _record(suite, out, seconds, code, gpu, output_path, test_dir):
-    result, exit_code, notes = build_outcome(suite, out.text, True, out.failed, out.signal, test_dir=test_dir)
+def _record(suite, out, seconds, code, gpu, output_path, test_dir, attempt):
+    result, exit_code, notes = build_outcome(suite, out.text, True, out.failed, out.signal, test_dir=test_dir,
+                                             attempt=attempt)
     record = _stored(result, exit_code, notes, result.seconds, seconds, code, gpu, out.text, output_path)
-    times = (kept_times(result.seconds, report_files(test_dir, suite), node_prefix(out.text, test_dir))
+    times = (kept_times(result.seconds, report_files(test_dir, suite, attempt, True), node_prefix(out.text, test_dir))
              if test_dir else {})
     if times:
         record['test_seconds'] = times  # per-test times: how the next build splits this suite (results/testtimes)
@@ -112,6 +117,7 @@ def run_batch(command, suites, timeout, output_path, env, options, gpu=None, har
     suite costs its own timeout, not the sum of the batch's."""
     for suite in suites:
         remove_reports(command.cwd, suite)
+    attempt = Attempt.new(command.cwd)  # its reports, and only they, are read (results/reportdirs)
     argv = discovery.run_argv(command.argv, suites, options)
     inline_is_serial = harness is not None and not harness.replays_logs
     start = time.time()
@@ -133,7 +139,7 @@ def run_batch(command, suites, timeout, output_path, env, options, gpu=None, har
             handle.seek(max(0, seen[0] - 100))
             new = handle.read().decode('utf-8', 'replace')
             seen[0] = handle.tell()
-        return any(word in new for word in _SETTLING_WORDS)
+        return any(word in new for word in grammar.SETTLING_TEXTS)
 
     def settle(text, code=None):
         outputs = split_batch_output(text, suites, command.cwd, inline_is_serial,
@@ -142,13 +148,14 @@ def run_batch(command, suites, timeout, output_path, env, options, gpu=None, har
         for suite in suites:
             if suite not in settled and outputs[suite].settled:
                 settled[suite] = _record(suite, outputs[suite], round(time.time() - start, 1), code, gpu,
-                                         output_path, command.cwd)
+                                         output_path, command.cwd, attempt)
                 if on_settled:
                     on_settled(suite, settled[suite])
         return outputs
 
     with open(output_path, 'w') as output:
-        child = process.start(argv, cwd=command.cwd, env=batch_env(env, gpu), stdout=output, stderr=subprocess.STDOUT)
+        child = process.start(argv, cwd=command.cwd, env=batch_env(env, gpu, attempt), stdout=output,
+                              stderr=subprocess.STDOUT)
         deadline = start + timeout
         while True:
             try:
@@ -178,28 +185,33 @@ def run_batch(command, suites, timeout, output_path, env, options, gpu=None, har
     for suite in suites:
         out = outputs[suite]
         if suite in settled:
-            final = _record(suite, out, seconds, code, gpu, output_path, command.cwd)
+            final = _record(suite, out, seconds, code, gpu, output_path, command.cwd, attempt)
             early = settled[suite]
             same = (final['exit_code'], final['suite']['status'], final['suite']['counts']) == \
                 (early['exit_code'], early['suite']['status'], early['suite']['counts'])
             records[suite] = early if same else dict(final, corrected=True)  # stored again: the last one counts
             continue
         if suite in overdue:  # hung: its own timeout passed inside the batch
-            result, _code, notes = build_outcome(suite, out.text, True, False, None, overdue[suite], command.cwd)
+            result, _code, notes = build_outcome(suite, out.text, True, False, None, overdue[suite], command.cwd,
+                                                 attempt=attempt)
             records[suite] = _stored(result, None, notes, None, seconds, code, gpu, out.text, output_path)
             continue
         # a batch that ended by itself finished every suite; a killed one only those it reported as ended
         if killed and not (out.settled or ('inline' in out.sources and started[-1] != suite)):
             records[suite] = None
             continue
-        records[suite] = _record(suite, out, seconds, code, gpu, output_path, command.cwd)
+        records[suite] = _record(suite, out, seconds, code, gpu, output_path, command.cwd, attempt)
     if not killed and code != 0 and not any(r and r['exit_code'] for r in records.values()):
         # the harness failed without naming a failed suite (bad option, import error): nothing can be judged
         for suite in suites:
             if not outputs[suite].sources and not outputs[suite].finished:
-                result, _code, _notes = build_outcome(suite, '', False, False, test_dir=command.cwd)
+                result, _code, _notes = build_outcome(suite, '', False, False, test_dir=command.cwd, attempt=attempt)
                 records[suite] = _stored(result, code, [f'run_test.py exited {code} without naming a failed suite'],
                                          None, seconds, code, gpu, text, output_path)
+    for suite in suites:
+        if records.get(suite) is not None:
+            attempt.publish(suite)
+    attempt.discard()  # what a killed batch's unfinished suites wrote: they run again, alone
     return records, killed
 
 

@@ -15,40 +15,35 @@ disagreement is an error naming both.  Selection options of the command (`-x`, `
 
 import json
 import os
-import re
 import subprocess
 import tempfile
 
 from eb_pytorch_cuda import process
 from eb_pytorch_cuda.errors import PluginError
+from eb_pytorch_cuda.testsuite.results import grammar
 
 _PROBE = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'selection_probe.py')
 
-_SELECTED = re.compile(r'^Selected tests:[ \t]*\n((?:[ \t]+\S.*\n?)*)', re.M)
-_BATCH = re.compile(r'^Name: tests to run\b.*\n((?:[ \t]+.*\n?)*)', re.M)
-_BATCH_LINE = re.compile(r'^[ \t]{4,}(?P<name>[\w./-]+)(?: \d+/\d+)?[ \t]*$')
-_SERIAL_HEADER = re.compile(r'^[ \t]+Serial tests \(\d+\):')
-_PARALLEL_HEADER = re.compile(r'^[ \t]+Parallel tests \(\d+\):')
 # options that select suites; they take values up to the next option
 SELECTION_OPTIONS = ('-i', '--include', '--shard')
 
 
 def _names_and_serial(output):
     """([suite names in order], {suites the harness lists as serial} or None when it does not say)."""
-    batch = _BATCH.search(output)
+    batch = grammar.DRY_RUN_BATCH.search(output)
     if batch:
         names, serial, in_serial = [], set(), False
         for line in batch.group(1).splitlines():
-            if _SERIAL_HEADER.match(line) or _PARALLEL_HEADER.match(line):
-                in_serial = bool(_SERIAL_HEADER.match(line))
+            if grammar.DRY_RUN_SERIAL_HEADER.match(line) or grammar.DRY_RUN_PARALLEL_HEADER.match(line):
+                in_serial = bool(grammar.DRY_RUN_SERIAL_HEADER.match(line))
                 continue
-            match = _BATCH_LINE.match(line)
+            match = grammar.DRY_RUN_BATCH_LINE.match(line)
             if match and match.group('name') not in names:
                 names.append(match.group('name'))
                 if in_serial:
                     serial.add(match.group('name'))
         return names, serial
-    selected = _SELECTED.search(output)
+    selected = grammar.DRY_RUN_SELECTED.search(output)
     if selected:
         return [line.strip() for line in selected.group(1).splitlines() if line.strip()], None
     return None, None

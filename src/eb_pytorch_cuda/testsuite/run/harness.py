@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from eb_pytorch_cuda.errors import PluginError
+from eb_pytorch_cuda.testsuite.results import grammar
 
 SERIAL_LISTS = ('RUN_PARALLEL_BLOCKLIST', 'CI_SERIAL_LIST', 'JIT_EXECUTOR_TESTS', 'ONNX_SERIAL_LIST')
 
@@ -72,9 +73,9 @@ def read_harness(run_test_py: str) -> Harness:
     harness = Harness(run_test_py, pipe_logs="'--pipe-logs'" in source or '"--pipe-logs"' in source,
                       forwards_unknown_args='parse_known_args' in source,
                       has_distributed_prefix_rule='DISTRIBUTED_TEST_PREFIX in file' in source,
-                      replays_logs='PRINTING LOG FILE' in source,
+                      replays_logs=grammar.LOG_REPLAY_SOURCE_TEXT in source,
                       serial_marked_pass='["-m", "serial"]' in source,
-                      full_log_means_passed='PRINTING BEGINNING OF LOG FILE' in source,
+                      full_log_means_passed=grammar.LOG_BEGINNING_SOURCE_TEXT in source,
                       positional_unittest_args='"additional_unittest_args"' in source,
                       pytest_by_default=any(isinstance(node, ast.FunctionDef) and node.name == 'can_run_in_pytest'
                                             for node in tree.body) and 'PYTORCH_TEST_DO_NOT_USE_PYTEST' in source)

@@ -15,6 +15,7 @@ from dataclasses import asdict
 from eb_pytorch_cuda import process
 from eb_pytorch_cuda.testsuite.run import batches
 from eb_pytorch_cuda.testsuite.run import discovery
+from eb_pytorch_cuda.testsuite.results import grammar
 from eb_pytorch_cuda.testsuite.run.gpus import slot_gpus
 from eb_pytorch_cuda.testsuite.results.splitting import split_batch_output
 from eb_pytorch_cuda.testsuite.run.command import harness_environment
@@ -24,6 +25,7 @@ from eb_pytorch_cuda.testsuite.results.outcome import build_outcome, remove_repo
 from eb_pytorch_cuda.testsuite.results.testtimes import KEPT_FROM, kept_times, node_prefix
 from eb_pytorch_cuda.testsuite.results.pieces import mark
 from eb_pytorch_cuda.testsuite.results.records import StoreRecord
+from eb_pytorch_cuda.testsuite.results.reportdirs import Attempt
 
 OUTPUT_KEPT = batches.OUTPUT_KEPT
 
@@ -31,19 +33,20 @@ OUTPUT_KEPT = batches.OUTPUT_KEPT
 def run_suite(command, suite, timeout, output_dir, env, gpu=None, piece=None):
     """Run one suite alone (`run_test.py -i suite`) in its own process group; return its record.  piece
     (results.pieces.Piece, not whole): run only that pytest shard of suite, the way the harness runs its own
-    (`--shard i k` over a times file that splits suite into k: run/piece_times), its XML reports in a
-    directory of its own; the record is labelled with the piece."""
+    (`--shard i k` over a times file that splits suite into k: run/piece_times); its XML reports go to a
+    directory of this run's own (results/reportdirs.Attempt: a late report of an earlier attempt never counts),
+    then to the harness's place (a piece's: its own); the record is labelled with the piece."""
     harness = harness_of(command.cwd)
     piece = piece if piece is not None and not piece.whole else None
-    reports_dir = piece.reports_dir if piece else None
-    remove_reports(command.cwd, suite, reports_dir)
+    remove_reports(command.cwd, suite, piece)
+    # its reports, and only they, are read (results/reportdirs)
+    attempt = Attempt.new(command.cwd, (piece.index, piece.count) if piece else None)
     extra = batches.call_options(harness, command, env)
-    run_env = batches.batch_env(env, gpu)
+    run_env = batches.batch_env(env, gpu, attempt)
     argv = discovery.run_argv(command.argv, [suite], extra)
     if piece:  # inserted, not passed as extra: run_argv drops extra words already on the line (a '2')
         at = max(index for index, word in enumerate(argv) if word == '-i' and argv[index + 1:index + 2] == [suite])
         argv[at:at] = ['--shard', str(piece.index), str(piece.count)]
-        run_env['TEST_REPORT_SOURCE_OVERRIDE'] = reports_dir
     output_path = os.path.join(output_dir, (piece.key if piece else suite).replace('/', '.') + '.log')
     start = time.time()
     with open(output_path, 'w') as output:
@@ -55,18 +58,20 @@ def run_suite(command, suite, timeout, output_dir, env, gpu=None, piece=None):
     out = split_batch_output(text, [suite], command.cwd)[suite]
     failed = out.failed or (code != 0 and timed_out is None)
     result, exit_code, notes = build_outcome(suite, out.text or text, True, failed, out.signal, timed_out,
-                                             command.cwd, piece)
-    if piece and timed_out is None and f'Running {suite} {piece.index}/{piece.count} ' not in text:
+                                             command.cwd, piece, attempt)
+    if piece and timed_out is None and grammar.running_prefix(suite, piece.index, piece.count) not in text:
         result.status = SUITE_INCOMPLETE  # the harness split the suite otherwise (another THRESHOLD, no times file)
         result.note = f'the harness did not run shard {piece.index}/{piece.count} of {suite}'
     result.seconds = round(time.time() - start, 1)
     record: StoreRecord = {'suite': asdict(result), 'exit_code': code if timed_out is None else None,
                            'seconds': result.seconds, 'gpu': gpu, 'notes': notes, 'output_tail': text[-OUTPUT_KEPT:],
                            'output_file': output_path}
-    times = kept_times(result.seconds if not piece else KEPT_FROM, report_files(command.cwd, suite, reports_dir),
+    times = kept_times(result.seconds if not piece else KEPT_FROM, report_files(command.cwd, suite, attempt, not piece),
                        node_prefix(text, command.cwd))
     if times:
         record['test_seconds'] = times  # per-test times: how the next build splits this suite (results/testtimes)
+    attempt.publish(suite)
+    attempt.discard()
     return mark(record, piece) if piece else record
 
 

@@ -1,7 +1,8 @@
 """Shared runner of the stand-in test files: unittest console output plus a JUnit XML report.
 
-The XML goes to test-reports/python-unittest/<suite>/TEST-<suite>-<stamp>.xml, as PyTorch writes it; each
-<testcase> has its measured `time` and, as pytest's junitxml writes them, its `file` (relative to test/).
+The XML goes to test-reports/python-unittest/<suite>/TEST-<suite>-<stamp>.xml, as PyTorch writes it (with
+$TEST_REPORT_SOURCE_OVERRIDE in place of python-unittest when set, as common_utils' _get_test_report_path);
+each <testcase> has its measured `time` and, as pytest's junitxml writes them, its `file` (relative to test/).
 """
 
 import os
@@ -62,7 +63,8 @@ def run_tests(suite_file):
                     f'name={quoteattr(t._testMethodName)} time="{result.seconds.get(t.id(), 0):.3f}" '
                     f'file={quoteattr(suite_name + ".py")}>{child}</testcase>'
                     for t, child in result.outcomes)
-    report_dir = os.path.join(HERE, 'test-reports', 'python-unittest', suite_name.replace(os.sep, '.'))
+    source = os.environ.get('TEST_REPORT_SOURCE_OVERRIDE') or 'python-unittest'
+    report_dir = os.path.join(HERE, 'test-reports', source, suite_name.replace(os.sep, '.'))
     os.makedirs(report_dir, exist_ok=True)
     with open(os.path.join(report_dir, f'TEST-{suite_name.replace(os.sep, ".")}-{time.time_ns()}.xml'), 'w') as out:
         out.write(f'<?xml version="1.0" encoding="UTF-8"?><testsuite name={quoteattr(suite_name)} '
