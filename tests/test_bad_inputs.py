@@ -202,7 +202,8 @@ def test_a_saved_result_of_the_wrong_shape_is_refused_in_one_line(tmp_path, suit
     ('{"format": "eb-pytorch-cuda-test-results", "suites": ' + '[' * 100000 + ']' * 100000 + '}', 'nested deeper'),
     ('{"format": "eb-pytorch-cuda-test-results", "suites": [], "x": ' + '[' * 20 + ']' * 20 + '}', 'nested deeper'),
     ('{"format": "other", "suites": []}', 'is not a saved eb-pytorch-cuda-test-results JSON file'),
-])
+], ids=['nan', 'inf', 'nested-100000', 'nested-20', 'other-format'])  # short ids: the test id is in every child's
+# environment (PYTEST_CURRENT_TEST), and a 200 kB one is more than one variable may hold (E2BIG, seen under xdist)
 def test_saved_json_with_non_finite_numbers_or_deep_nesting_is_refused(tmp_path, text, problem):
     path = tmp_path / 'saved.json'
     path.write_text(text)

@@ -108,14 +108,17 @@ def test_a_parent_killed_with_sigkill_takes_the_group_with_it(tmp_path, from_a_t
     assert none_left([grandchild], process.GRACE_SECONDS + 5)
 
 
+TWO_CHILDREN_WAITED_FOR = '''
+    with process.terminating_signals_stop_children():
+        children = [process.start(LEAVES + ['300'], stdout=out) for _ in range(2)]
+        for child in children:
+            child.wait()
+'''
+
+
 @pytest.mark.parametrize('signum', [signal.SIGTERM, signal.SIGHUP])
 def test_a_parent_told_to_stop_stops_its_children_before_it_exits(tmp_path, signum):
-    parent = _parent(tmp_path, '''
-        with process.terminating_signals_stop_children():
-            children = [process.start(LEAVES + ['300'], stdout=out) for _ in range(2)]
-            for child in children:
-                child.wait()
-    ''')
+    parent = _parent(tmp_path, TWO_CHILDREN_WAITED_FOR)
     grandchildren = _pids(tmp_path, 2)
     parent.send_signal(signum)
     assert parent.wait(timeout=60) == -signum  # it still ends by that signal
@@ -123,12 +126,7 @@ def test_a_parent_told_to_stop_stops_its_children_before_it_exits(tmp_path, sign
 
 
 def test_a_parent_under_nohup_keeps_ignoring_sighup_and_so_do_its_children(tmp_path):
-    parent = _parent(tmp_path, '''
-        with process.terminating_signals_stop_children():
-            children = [process.start(LEAVES + ['300'], stdout=out) for _ in range(2)]
-            for child in children:
-                child.wait()
-    ''', nohup=True)
+    parent = _parent(tmp_path, TWO_CHILDREN_WAITED_FOR, nohup=True)
     grandchildren = _pids(tmp_path, 2)
     parent.send_signal(signal.SIGHUP)
     with pytest.raises(subprocess.TimeoutExpired):
