@@ -233,6 +233,30 @@ def test_signal_during_patchelf_one_line_exit_code_and_no_temporary(big, tmp_pat
     assert _digest(target) == big.original_digest
 
 
+STOPS_AT_THE_TEMPORARY = 60
+
+
+def test_a_stop_the_moment_the_temporary_appears_leaves_nothing_behind(standin8, tmp_path):
+    """The narrowest window: SIGHUP, SIGTERM or SIGINT as soon as the temporary exists, patchelf not yet (or
+    just) started.  Before the start of patchelf was held until its `with` owned it, about 1 in 7 such stops
+    (22 of 150 measured) left the temporary, written whole by a patchelf nobody had stopped yet."""
+    left = []
+    for attempt in range(STOPS_AT_THE_TEMPORARY):
+        workdir = tmp_path / str(attempt)
+        workdir.mkdir()
+        target = workdir / 'libtorch_cuda.so'
+        shutil.copy2(standin8.torch_lib, target)
+        process = subprocess.Popen([_script(), 'add-needed', str(target), SONAME], stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True, preexec_fn=terminal_signals)
+        while process.poll() is None and not _temporaries(workdir):
+            pass
+        process.send_signal((signal.SIGHUP, signal.SIGTERM, signal.SIGINT)[attempt % 3])
+        process.communicate(timeout=60)
+        if sorted(os.listdir(workdir)) != ['libtorch_cuda.so']:
+            left.append((attempt, process.returncode, sorted(os.listdir(workdir))))
+    assert not left, left
+
+
 def test_under_nohup_sighup_during_patchelf_is_ignored_and_the_patch_completes(big, tmp_path):
     target = str(tmp_path / 'libtorch_cuda.so')
     shutil.copy2(big.original, target)

@@ -209,10 +209,17 @@ class Child:
         _check_program(argv[0], popen_options.get('cwd'), popen_options.get('env'))
         wrapped = [sys.executable, '-I', '-S', '-c', _SUPERVISOR, str(os.getpid()), str(grace), *argv]
         self.argv, self.grace = list(argv), grace
-        self.popen = subprocess.Popen(wrapped, start_new_session=True, **popen_options)
-        with _live_lock:
-            _live.add(self)
-        _record(self.popen.pid)
+        # started and registered with the stopping signals held, so a stop that arrives meanwhile finds it
+        # in stop_all's list (it arrives once they are unblocked); the supervisor starts with them blocked
+        # too and unblocks them once its handlers are in place
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, (signal.SIGINT,) + TERMINATING_SIGNALS)
+        try:
+            self.popen = subprocess.Popen(wrapped, start_new_session=True, **popen_options)
+            with _live_lock:
+                _live.add(self)
+            _record(self.popen.pid)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
     @property
     def pid(self) -> int:

@@ -275,9 +275,17 @@ def _run_patchelf(path, command, hold=()):
     """Run command (patchelf) so that it dies with us; raise PluginError when it fails.
 
     hold: descriptors the child inherits (the target's lock, so the lock lives as long as any writer)."""
-    with process.start(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                       close_fds=True, pass_fds=tuple(hold), text=True, errors='replace') as child:
-        _, stderr = child.communicate()  # an exception or signal here stops it (Child.__exit__)
+    # held from before the start until the `with` owns the child: a stop in between (seen in CI: SIGHUP the
+    # moment the temporary appeared) left patchelf running while the caller removed the temporary, and
+    # patchelf then wrote it again, whole, after we had exited
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, (signal.SIGINT,) + _TERMINATING_SIGNALS)
+    try:
+        with process.start(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                           close_fds=True, pass_fds=tuple(hold), text=True, errors='replace') as child:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
+            _, stderr = child.communicate()  # an exception or signal here stops it (Child.__exit__)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
     if child.returncode != 0:
         lines = stderr.strip().splitlines()
         message = lines[-1] if lines else 'no message'
@@ -310,7 +318,13 @@ def write_needed(path: str, sonames, before: Optional[ElfInfo] = None, break_har
     temporary = None
     with _terminating_signals_raise():
         try:
-            temporary = _create_temporary(path)
+            # created and named with the stopping signals held: one landing between the file's creation and
+            # this assignment left the file behind (seen once in CI, SIGHUP just as it appeared)
+            blocked = signal.pthread_sigmask(signal.SIG_BLOCK, (signal.SIGINT,) + _TERMINATING_SIGNALS)
+            try:
+                temporary = _create_temporary(path)
+            finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
             _run_patchelf(path, command + ['--output', temporary, path], () if lock_fd is None else (lock_fd,))
             after = read_elf(temporary)
             expected = tuple(before.needed) + tuple(sonames)
