@@ -33,10 +33,11 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Any, Dict, Iterator, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
 
 GRACE_SECONDS = 10  # between SIGTERM and SIGKILL of a group: run_test.py's pool needs a few seconds to stop
 TERMINATING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+STOPPING_SIGNALS = (signal.SIGINT,) + TERMINATING_SIGNALS
 
 
 # the one scan of a group in /proc: used here, and its source is compiled into the supervisor program (which
@@ -212,14 +213,11 @@ class Child:
         # started and registered with the stopping signals held, so a stop that arrives meanwhile finds it
         # in stop_all's list (it arrives once they are unblocked); the supervisor starts with them blocked
         # too and unblocks them once its handlers are in place
-        held = signal.pthread_sigmask(signal.SIG_BLOCK, (signal.SIGINT,) + TERMINATING_SIGNALS)
-        try:
+        with stops_held():
             self.popen = subprocess.Popen(wrapped, start_new_session=True, **popen_options)
             with _live_lock:
                 _live.add(self)
             _record(self.popen.pid)
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
     @property
     def pid(self) -> int:
@@ -296,6 +294,22 @@ def _check_program(program: str, cwd: Optional[str], env: Optional[dict]) -> Non
             raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), program)
     elif shutil.which(program, path=(os.environ if env is None else env).get('PATH', os.defpath)) is None:
         raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), program)
+
+
+@contextlib.contextmanager
+def stops_held() -> Iterator[Callable[[], None]]:
+    """While the block runs, SIGINT, SIGTERM and SIGHUP wait (blocked in this thread) and arrive after it.
+
+    For steps that must not be cut in two (a file created and its name kept, a child started and owned,
+    a rename); yields release(), which lets them arrive earlier, from inside the block."""
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, STOPPING_SIGNALS)
+
+    def release() -> None:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+    try:
+        yield release
+    finally:
+        release()
 
 
 def start(argv: Sequence[str], **popen_options) -> Child:

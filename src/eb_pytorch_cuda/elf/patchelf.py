@@ -47,7 +47,6 @@ from eb_pytorch_cuda.errors import PluginError, Terminated
 
 TEMPORARY_SUFFIX = '.patching'
 LOCK_TIMEOUT_S = 600  # another run patching the same file: patchelf rewrites 739 MB in ~3 s
-_TERMINATING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 _NO_LOCKS = (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS)
 
 
@@ -255,7 +254,7 @@ def _terminating_signals_raise():
     if threading.current_thread() is threading.main_thread():
         def handler(signum, frame):
             raise Terminated(signum)
-        for signum in _TERMINATING_SIGNALS:
+        for signum in process.TERMINATING_SIGNALS:
             if signal.getsignal(signum) == signal.SIG_DFL:
                 installed[signum] = signal.signal(signum, handler)
     try:
@@ -278,14 +277,11 @@ def _run_patchelf(path, command, hold=()):
     # held from before the start until the `with` owns the child: a stop in between (seen in CI: SIGHUP the
     # moment the temporary appeared) left patchelf running while the caller removed the temporary, and
     # patchelf then wrote it again, whole, after we had exited
-    held = signal.pthread_sigmask(signal.SIG_BLOCK, (signal.SIGINT,) + _TERMINATING_SIGNALS)
-    try:
+    with process.stops_held() as release:
         with process.start(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                            close_fds=True, pass_fds=tuple(hold), text=True, errors='replace') as child:
-            signal.pthread_sigmask(signal.SIG_SETMASK, held)
+            release()
             _, stderr = child.communicate()  # an exception or signal here stops it (Child.__exit__)
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, held)
     if child.returncode != 0:
         lines = stderr.strip().splitlines()
         message = lines[-1] if lines else 'no message'
@@ -319,12 +315,10 @@ def write_needed(path: str, sonames, before: Optional[ElfInfo] = None, break_har
     with _terminating_signals_raise():
         try:
             # created and named with the stopping signals held: one landing between the file's creation and
-            # this assignment left the file behind (seen once in CI, SIGHUP just as it appeared)
-            blocked = signal.pthread_sigmask(signal.SIG_BLOCK, (signal.SIGINT,) + _TERMINATING_SIGNALS)
-            try:
+            # this assignment would leave an empty file nobody removes (a narrower window than the one seen
+            # in CI, which was patchelf's start: _run_patchelf)
+            with process.stops_held():
                 temporary = _create_temporary(path)
-            finally:
-                signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
             _run_patchelf(path, command + ['--output', temporary, path], () if lock_fd is None else (lock_fd,))
             after = read_elf(temporary)
             expected = tuple(before.needed) + tuple(sonames)
@@ -333,16 +327,13 @@ def write_needed(path: str, sonames, before: Optional[ElfInfo] = None, break_har
                 raise PluginError(path, f'patchelf output failed verification: NEEDED {list(after.needed)}, '
                                         f'expected {list(expected)}; nothing modified')
             _keep_metadata(path, status, xattrs, temporary)
-            blocked = signal.pthread_sigmask(signal.SIG_BLOCK, (signal.SIGINT,) + _TERMINATING_SIGNALS)
-            try:
+            with process.stops_held():
                 try:
                     os.replace(temporary, path)
                 except OSError as err:
                     raise PluginError(path, f'cannot rename the patched copy over it: {err.strerror}; '
                                             f'nothing modified') from None
                 temporary = None
-            finally:
-                signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         finally:
             if temporary is not None:
                 _remove_quietly(temporary)
@@ -350,10 +341,8 @@ def write_needed(path: str, sonames, before: Optional[ElfInfo] = None, break_har
 
 
 def _remove_quietly(temporary):
-    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, (signal.SIGINT,) + _TERMINATING_SIGNALS)
-    try:
-        os.unlink(temporary)
-    except OSError:
-        pass  # already gone; any other failure must not hide the error being handled
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+    with process.stops_held():
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass  # already gone; any other failure must not hide the error being handled
