@@ -11,6 +11,10 @@ import pytest
 
 REQUIRE_ALL = 'EB_PYTORCH_CUDA_REQUIRE_ALL'
 
+# why a clone with nothing beside it has no 2.1-line harness (tools/setup-harness21.sh says the same in one line)
+HARNESS21_ABSENT = ('the 2.1-line harness (.venvs/pytorch-2.1-harness) is not there: tools/setup.sh copies it from '
+                    '../shared/pytorch-2.1-harness, which a clone with nothing beside it lacks')
+
 
 def missing(what: str) -> None:
     """Skip (or, under CI, fail) the test for lack of what, named with how to get it."""

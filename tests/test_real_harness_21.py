@@ -17,7 +17,7 @@ import subprocess
 import sys
 
 import pytest
-from environment import missing
+from environment import HARNESS21_ABSENT, missing
 
 from eb_pytorch_cuda.cli import main
 from eb_pytorch_cuda.testsuite.run import discovery
@@ -151,7 +151,7 @@ def test_unittest_mode_runs_nothing_in_this_harness_and_nothing_passes(capsys):
 def tree(tmp_path_factory):
     """A private copy of the 2.1-line tree (the harness writes test/test-reports into it)."""
     if not (os.path.isfile(os.path.join(TREE, 'test', 'run_test.py')) and os.access(PYTHON, os.X_OK)):
-        missing('the 2.1-line harness is missing')
+        missing(HARNESS21_ABSENT)
     copy = tmp_path_factory.mktemp('real21') / 'pytorch'
     shutil.copytree(TREE, copy, ignore=shutil.ignore_patterns('test-reports'))
     return copy
@@ -254,7 +254,7 @@ def test_a_suite_run_as_two_pieces_merges_to_the_whole_suites_result(tmp_path):
     from eb_pytorch_cuda.testsuite.run.harness import harness_of
     from eb_pytorch_cuda.testsuite.run.store import ResultStore
     if not (os.path.isfile(os.path.join(TREE, 'test', 'run_test.py')) and os.access(PYTHON, os.X_OK)):
-        missing('the 2.1-line harness is missing')
+        missing(HARNESS21_ABSENT)
     shutil.copytree(TREE, tmp_path / 'pytorch', ignore=shutil.ignore_patterns('test-reports'))
     test_dir = str(tmp_path / 'pytorch' / 'test')
     command = Command(test_dir, {}, [PYTHON, 'run_test.py', '--continue-through-error'])

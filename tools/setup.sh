@@ -195,20 +195,7 @@ fi
 # write test-reports/ there), and a venv with torch 2.1.2 from PyPI (CUDA build; imports on a CPU) plus the
 # plugins of upstream's PyTorch-2.1.2 easyconfigs (pytest-shard, no unittest-xml-reporting) and the three
 # packages this tree's tools/stats imports at module level (boto3, requests, rockset: PROVENANCE.md).
-HARNESS21_SHARED=${HARNESS21_SHARED:-../shared/pytorch-2.1-harness}
-HARNESS21_TREE=.venvs/pytorch-2.1-harness
-if [ ! -f "$HARNESS21_TREE/.complete" ]; then
-    [ -f "$HARNESS21_SHARED/test/run_test.py" ] || { echo "setup: $HARNESS21_SHARED/test/run_test.py is missing" >&2; exit 1; }
-    rm -rf "$HARNESS21_TREE"
-    cp -r "$HARNESS21_SHARED" "$HARNESS21_TREE"
-    chmod -R u+w "$HARNESS21_TREE"
-    # two more real suites, from Debian's pytorch 2.6.0 source (above): these two run unchanged under torch 2.1.2
-    # (15 and 11 tests, all passing on a CPU), as the shared tree's own test_license.py comes from there too
-    for suite in test_function_schema test_native_functions; do
-        cp "$HARNESS_TREE/test/$suite.py" "$HARNESS21_TREE/test/"
-    done
-    touch "$HARNESS21_TREE/.complete"
-fi
+HARNESS_TREE="$HARNESS_TREE" bash tools/setup-harness21.sh
 if ! .venvs/harness-2.1/bin/python -c "import torch, pytest, pytest_shard, expecttest, boto3, rockset
 assert torch.__version__.startswith('2.1.2')" 2>/dev/null; then
     [ -x .venvs/harness-2.1/bin/python ] || "$PYTHON" -m venv .venvs/harness-2.1
