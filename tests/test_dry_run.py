@@ -51,6 +51,10 @@ def test_dry_run_is_clean_and_shows_the_whole_plan(tmp_path, configfile, version
     # the failure policy for this target
     assert 'scope: x86_64, target x86_64/intel/haswell, compute capabilities 8.0, 9.0' in out
     assert 'budget for unknown failures: 0; reruns: 1' in out
+    # which CUDA device tests the step will run, and what decides it (issue 33): the main job has CUDA
+    assert ("cuda_device_tests='auto': where the test step sees a GPU (nvidia-smi, CUDA_VISIBLE_DEVICES): CUDA and "
+            "CPU device tests, SANDCASTLE=0; where it sees none: CPU device tests only, SANDCASTLE=1 "
+            "(cuda_compute_capabilities: 8.0, 9.0)") in out
     assert len(re.findall(r'^  known failure \[', out, re.M)) == 8  # cc 8.0 8; haswell has no public data
     assert 'known failure [8.0]: distributed/test_c10d_nccl (at most 1) -- PR 20156' in out
     # what the hooks will patch, with what, and the sanity checks

@@ -145,7 +145,8 @@ def test_the_times_file_goes_where_the_real_harness_reads_it_and_never_over_some
     tree = REAL_TREES[version]
     if not os.path.isfile(os.path.join(tree, 'test', 'run_test.py')):
         from environment import HARNESS21_ABSENT
-        missing(HARNESS21_ABSENT if version == '2.1 line' else f'the {version} harness (.venvs/pytorch-src of tools/setup.sh)')
+        missing(HARNESS21_ABSENT if version == '2.1 line'
+                else f'the {version} harness (.venvs/pytorch-src of tools/setup.sh)')
     (tmp_path / 'test').mkdir()
     (tmp_path / 'tools' / 'testing').mkdir(parents=True)
     shutil.copy(os.path.join(tree, 'test', 'run_test.py'), tmp_path / 'test')

@@ -278,3 +278,39 @@ def test_a_suite_run_as_two_pieces_merges_to_the_whole_suites_result(tmp_path):
     assert merged.status == 'passed' and merged.counts['passed'] == LIVE_PASSED[suite] == 11
     assert [record['suite']['counts']['passed'] for record in records] == [7, 4]
     assert sum(len(record['test_seconds']) for record in records) == 11
+
+
+def test_test_suite_with_an_easyconfig_runs_its_own_runtest_pretestopts_and_testopts(tree, tmp_path):
+    """Issue 32: `test-suite --easyconfig EC` runs EC's test command as the test step does (its `-i`, its
+    %(excluded_tests)s, pretestopts' assignments, testopts appended) and says which command it runs; before, it
+    ran the default command: every suite the harness knows (24 here)."""
+    easyconfig = tmp_path / 'own-runtest.eb'
+    easyconfig.write_text(
+        "easyblock = 'PyTorch'\nname = 'PyTorch'\nversion = '2.1.2'\nhomepage = 'x'\ndescription = 'x'\n"
+        "toolchain = SYSTEM\nmax_failed_tests = 0\n"
+        "runtest = 'cd test && PYTHONUNBUFFERED=1 %(python)s run_test.py --continue-through-error --verbose "
+        "-i test_type_info test_license test_show_pickle %(excluded_tests)s'\n"
+        "excluded_tests = {'': ['test_license']}\n"
+        "pretestopts = 'export EB_TEST_FROM_PRETESTOPTS=yes && '\ntestopts = '--shard 1 1'\n")
+    results = tmp_path / 'results'
+    done = subprocess.run([_cli(), 'test-suite', str(tree), '--python', PYTHON, '--easyconfig', str(easyconfig),
+                           '--results', str(results), '--format', 'json'], capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr
+    said = [line for line in done.stderr.splitlines() if 'test command (' in line]
+    assert len(said) == 1, done.stderr
+    assert f"{easyconfig}'s runtest, pretestopts, testopts" in said[0]
+    assert 'EB_TEST_FROM_PRETESTOPTS=yes PYTHONUNBUFFERED=1 ' in said[0]
+    assert said[0].endswith(f"run_test.py --continue-through-error --verbose -i test_type_info test_license "
+                            f"test_show_pickle -x test_license --shard 1 1  [in {tree / 'test'}]"), said[0]
+    data = json.loads(done.stdout)
+    assert data['verdict'] == 'pass'
+    suites = {suite['name']: suite for suite in data['suites']}
+    assert sorted(suites) == ['test_show_pickle', 'test_type_info']  # -i, less the excluded one
+    assert suites['test_type_info']['counts']['passed'] == PASSED['test_type_info']
+    default = subprocess.run([_cli(), 'test-suite', str(tree), '--python', PYTHON, '--easyconfig', str(easyconfig),
+                              '--runtest', 'cd test && %(python)s run_test.py -i test_type_info',
+                              '--results', str(tmp_path / 'given'), '--format', 'json'],
+                             capture_output=True, text=True, timeout=900)
+    assert default.returncode == 0, default.stderr
+    assert "test command (--runtest, no shell)" in default.stderr  # --runtest wins over the easyconfig's
+    assert [suite['name'] for suite in json.loads(default.stdout)['suites']] == ['test_type_info']

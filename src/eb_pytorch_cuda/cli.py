@@ -7,9 +7,10 @@ by signal N (SIGINT 130, SIGTERM 143, SIGHUP 129: one line, temporary files remo
 
 import argparse
 import os
+import shlex
 import signal
 import sys
-from typing import Optional, Sequence
+from typing import Dict, Optional, Sequence, Union
 
 from eb_pytorch_cuda import __version__
 from eb_pytorch_cuda.cudnn import CATALOG, DEFAULT_NEEDED, ENV_VARIABLE
@@ -138,8 +139,13 @@ def cmd_test_suite(args: argparse.Namespace) -> int:
                                     target=args.target, progress=progress)
     policy = settings.policy(context, ecpolicy.upstream_default_max_failed_tests(), args.easyconfig or 'policy')
     results = args.results or os.path.join(os.getcwd(), 'pytorch-test-suite')
-    outcome = service.test_source_tree(args.source, args.python, results, settings, policy, context, args.runtest,
-                                       settings.excluded(context), progress)
+    command = _test_suite_command(args, settings.excluded(context), progress)
+    modes: Dict[str, Union[bool, str]] = {'auto': 'auto', 'true': True, 'false': False}
+    requested = modes[args.cuda_device_tests] if args.cuda_device_tests else settings.cuda_device_tests
+    device_tests = service.device_test_mode(requested, lambda: service.torch_has_cuda(args.python), os.environ,
+                                            on_this_node=settings.test_suite_jobs <= 1)
+    outcome = service.test_source_tree(args.source, args.python, results, settings, policy, context, command,
+                                       progress, device_tests=device_tests)
     texts = service.report_texts(outcome)
     for name, text in texts.items():
         write_atomically(os.path.join(results, name), text)
@@ -152,6 +158,28 @@ def cmd_test_suite(args: argparse.Namespace) -> int:
         for suite, notes in outcome.notes.items():
             print(printable(f"note: {suite}: {'; '.join(notes)}"))
     return 0 if outcome.verdict.passed else 1
+
+
+def _test_suite_command(args: argparse.Namespace, excluded, progress):
+    """test-suite's command, said before it runs: --runtest, else the easyconfig's runtest with its pretestopts
+    and testopts (as the test step runs it), else the default."""
+    from eb_pytorch_cuda.eb import ecpolicy
+    from eb_pytorch_cuda.testsuite import service
+    from eb_pytorch_cuda.testsuite.run.command import with_test_options
+    runtest, pretest_env, origin = args.runtest, {}, '--runtest'
+    if runtest is None and args.easyconfig:
+        written, pretestopts, testopts = ecpolicy.read_test_command(args.easyconfig)
+        if written is not None:
+            runtest, pretest_env = with_test_options(written, pretestopts, testopts, args.easyconfig)
+            origin = f"{args.easyconfig}'s runtest" + (', pretestopts' if pretestopts.strip() else '') + \
+                (', testopts' if testopts.strip() else '')
+    if runtest is None:
+        origin = 'the default runtest' + (f' ({args.easyconfig} sets none)' if args.easyconfig else '')
+    command = service.source_tree_command(args.source, args.python, runtest, excluded, pretest_env)
+    assignments = ' '.join(f'{name}={shlex.quote(value)}' for name, value in sorted(command.env.items()))
+    progress(f"test command ({origin}, no shell): {assignments + ' ' if assignments else ''}"
+             f"{shlex.join(command.argv)}  [in {command.cwd}]")
+    return command
 
 
 def cmd_config(args: argparse.Namespace) -> int:
@@ -235,7 +263,8 @@ def build_parser() -> argparse.ArgumentParser:
                                               'judge and report them as the easyblock does')
     suite.add_argument('source', metavar='SRC', help='PyTorch source tree (its test/run_test.py is run)')
     suite.add_argument('--python', required=True, metavar='PY', help='a Python that imports the torch to test')
-    suite.add_argument('--runtest', metavar='CMD', help='test command as in an easyconfig (default: '
+    suite.add_argument('--runtest', metavar='CMD', help='test command as in an easyconfig (default: EC\'s runtest '
+                                                        'with its pretestopts and testopts, else '
                                                         '"cd test && %%(python)s run_test.py --continue-through-error '
                                                         '%%(excluded_tests)s")')
     suite.add_argument('--easyconfig', metavar='EC', help='take the policy (budget, known failures, excluded tests, '
@@ -254,6 +283,10 @@ def build_parser() -> argparse.ArgumentParser:
                                                              'test_suite_jobs of EC, else 1: here)')
     suite.add_argument('--results', metavar='DIR', help='where results and reports go (default: ./pytorch-test-'
                                                         'suite); the same command again runs only what is missing')
+    suite.add_argument('--cuda-device-tests', choices=('auto', 'true', 'false'),
+                       help="PyTorch's device-generic CUDA tests: auto (where a GPU is seen and the torch has CUDA), "
+                            "true (required: no GPU, or 0 CUDA tests run, fails), false (upstream's SANDCASTLE=1); "
+                            "default: cuda_device_tests of EC, else auto")
     suite.add_argument('--format', choices=('text', 'json', 'markdown'), default='text')
     suite.set_defaults(func=cmd_test_suite)
 

@@ -34,6 +34,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import tarfile
 import time
 from pathlib import Path
 
@@ -78,7 +79,7 @@ def lmod_prefix(debs: Path, prefix: Path) -> Path:
 
 
 def easyconfigs(directory: Path, torch_version: str, cudnn_version: str, python_tag: str, suites, pytest_args,
-                timeout: int):
+                timeout: int, unpatched_pytest_args=None):
     """The three easyconfigs (and the unpatched variant of PyTorch's); {name: path}."""
     cudnn_major = cudnn_version.split('.')[0]
     files = {
@@ -104,10 +105,9 @@ description = "Empty stand-in module for FlexiBLAS"
 toolchain = SYSTEM
 moduleclass = 'numlib'
 '''}
-    # SANDCASTLE=0: upstream EB_PyTorch's test step (and ours, which does what it does) sets SANDCASTLE=1, and in
-    # that mode PyTorch's device-generic tests are instantiated for the CPU only (common_device_type's
-    # get_device_type_test_bases): no *DeviceTypeCUDA test would run (measured on the H200: bases ['cpu'])
-    runtest = ('cd test && SANDCASTLE=0 %(python)s run_test.py --continue-through-error -i ' + ' '.join(suites)
+    # our easyblock's own test command: nothing set by hand (before issue 33 this line carried SANDCASTLE=0, without
+    # which upstream's SANDCASTLE=1 left no CUDA device test); cuda_device_tests='auto' (the default) now decides
+    runtest = ('cd test && %(python)s run_test.py --continue-through-error -i ' + ' '.join(suites)
                + ''.join(' ' + shlex.quote(arg) for arg in pytest_args))
     pytorch = f'''# PyTorch {torch_version} through our EB_PyTorch and hooks: the machine's own torch wheel,
 # repacked with DT_RPATH into the cuDNN module (tools/validate-gpu/binary_torch.py), installed with pip; its
@@ -142,7 +142,12 @@ sanity_check_paths = {{'files': [], 'dirs': ['lib']}}
 moduleclass = 'ai'
 '''
     files[f'PyTorch-{torch_version}-wheel.eb'] = pytorch.replace('%(suffix)s', '').replace('%(cudnn_needed)s', '')
-    files[f'PyTorch-{torch_version}-wheel-unpatched.eb'] = pytorch.replace('%(suffix)s', '-unpatched').replace(
+    unpatched = pytorch
+    if unpatched_pytest_args is not None:
+        unpatched_runtest = ('cd test && %(python)s run_test.py --continue-through-error -i ' + ' '.join(suites)
+                             + ''.join(' ' + shlex.quote(arg) for arg in unpatched_pytest_args))
+        unpatched = unpatched.replace(f'runtest = {runtest!r}', f'runtest = {unpatched_runtest!r}')
+    files[f'PyTorch-{torch_version}-wheel-unpatched.eb'] = unpatched.replace('%(suffix)s', '-unpatched').replace(
         '%(cudnn_needed)s', 'cudnn_needed = []  # the easyblock adds no NEEDED entry: the library as linked')
     directory.mkdir(parents=True, exist_ok=True)
     for name, text in files.items():
@@ -207,35 +212,51 @@ def loader_failures(prefix: Path):
 def run_phase(phase, args, paths, env):
     """One eb run; its facts."""
     name = paths[f"PyTorch-{args.torch_version}-wheel{'-unpatched' if phase == 'unpatched' else ''}.eb"]
-    command = [*eb_command(), '--robot', str(name), f'--include-easyblocks={EASYBLOCK}']
+    # --output-style=basic: EasyBuild 5 wraps its messages at 80 columns once `rich` is importable, which cuts the
+    # NEEDED and sanity lines read below
+    command = [*eb_command(), '--robot', str(name), f'--include-easyblocks={EASYBLOCK}', '--output-style=basic']
     if phase == 'patched':
         command.append(f'--hooks={HOOKS}')
+    build = args.prefix / f'build-{phase}'  # this phase's own build directory: its XML reports, its store
+    env = dict(env, EASYBUILD_BUILDPATH=str(build))
     start = time.time()
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=args.timeout + 1800)
     seconds = round(time.time() - start, 1)
     out = done.stdout + done.stderr
     (args.out / f'eb-{phase}.log').write_text(out[-400000:])
-    records = read_store(args.prefix)
+    records = read_store(build)
     with open(args.out / f'store-{phase}.jsonl', 'w') as store:  # the test step's records, for a replay test
         store.writelines(json.dumps(record) + '\n' for record in records.values())
     with open(args.out / f'output-{phase}.log', 'w') as output:  # run_test.py's console, verbatim
-        for path in sorted(args.prefix.rglob('pytorch-test-output/*')):
+        for path in sorted(build.rglob('pytorch-test-output/*')):
             output.write(path.read_text(errors='replace'))
-    failing, reports = loader_failures(args.prefix / 'build')
+    failing, reports = loader_failures(build)
+    with tarfile.open(args.out / f'reports-{phase}.tar.gz', 'w:gz') as tar:  # the JUnit XML, for tests/data
+        for path in sorted(build.rglob('test-reports/**/*.xml')):
+            tar.add(path, arcname=str(path.relative_to(build)))
     facts = {'phase': phase, 'eb_exit': done.returncode, 'seconds': seconds, 'command': command,
              'verdict': re.findall(r'== verdict: [^\n]*', out)[-1:] or None,
              'needed_added': re.findall(r'libtorch_cuda\.so: added NEEDED \S+', out),
              'sanity_load': re.findall(r'libtorch_cuda\.so has NEEDED \S+', out),
+             'test_command': re.findall(r'running \d+ suites: [^\n]*', out)[:1] or None,
+             'device_tests': re.findall(r'cuda_device_tests=[^\n]*', out)[:1] or None,
+             'warnings': re.findall(r'WARNING: [^\n]*', out),
              'loader_error_lines': out.count(LOADER_ERROR),
              'junit_reports': reports, 'tests_with_loader_error': len(failing),
              'tests_with_loader_error_first': failing[:20],
              'suites': {suite: {'status': r['suite']['status'], 'counts': r['suite']['counts'],
                                 'failed': len(r['suite']['failed_tests'])} for suite, r in records.items()}}
-    report = next(iter(args.prefix.rglob('pytorch-test-results.json')), None)
+    # the step's own reports of this phase: its build directory's (a failed step), else the installation's
+    report = next(iter(build.rglob('pytorch-test-results.json')), None) or \
+        (next(iter(args.prefix.rglob('software/**/pytorch-test-results.json')), None) if done.returncode == 0 else None)
     if report is not None:
         shutil.copy(report, args.out / f'pytorch-test-results-{phase}.json')
-        facts['report'] = json.loads(report.read_text()).get('verdict')
-    summary = next(iter(args.prefix.rglob('pytorch-test-summary.md')), None)
+        data = json.loads(report.read_text())
+        facts['report'] = data.get('verdict')
+        facts['cuda_tests'] = data.get('cuda_tests')
+        facts['cuda_device_tests'] = data.get('cuda_device_tests')
+    summary = next(iter(build.rglob('pytorch-test-summary.md')), None) or \
+        (next(iter(args.prefix.rglob('software/**/pytorch-test-summary.md')), None) if done.returncode == 0 else None)
     if summary is not None:
         shutil.copy(summary, args.out / f'pytorch-test-summary-{phase}.md')
     return facts
@@ -271,6 +292,8 @@ def main():
     parser.add_argument('--harness-tree', type=Path, required=True, help='run_test.py, tools/ and the test files')
     parser.add_argument('--suites', nargs='+', default=['nn/test_convolution'])
     parser.add_argument('--pytest-args', action='append', default=[])
+    parser.add_argument('--unpatched-pytest-args', action='append', default=None,
+                        help='the unpatched phase\'s own pytest arguments (default: --pytest-args)')
     parser.add_argument('--lmod-debs', type=Path, required=True)
     parser.add_argument('--carried', default=os.environ.get('PYTHONPATH', ''), help='the carried packages')
     parser.add_argument('--timeout', type=int, default=1200, help='seconds a suite may run')
@@ -302,7 +325,7 @@ def main():
     args.test_python = binary_torch.make_test_python(sys.executable, site, args.workdir / 'python',
                                                      first=Path(args.carried.split(':')[0]) if args.carried else None)
     paths = easyconfigs(robot, args.torch_version, cudnn_version, python_tag, args.suites, args.pytest_args,
-                        args.timeout)
+                        args.timeout, args.unpatched_pytest_args)
     env = eb_env(args.prefix, sources, robot, lmod_cmd, args.test_python, args.carried)
     cudnn_eb = [*eb_command(), '--robot', str(paths[f'cuDNN-{cudnn_version}-pip-wheel.eb']),
                 str(paths['FlexiBLAS-3.3.1-standin.eb'])]
@@ -333,13 +356,17 @@ def summary_markdown(results):
              f"({results['date']})", '',
              f"Suites: {' '.join(results['suites'])} {' '.join(results['pytest_args'])}; setup "
              f"{results['setup_seconds']} s; LD_LIBRARY_PATH of the eb process: `{results['ld_library_path']}`", '',
-             '| phase | eb exit | seconds | verdict | tests failing with the loader error | NEEDED added '
-             '| sanity load |',
-             '| --- | --- | --- | --- | --- | --- | --- |']
+             '| phase | eb exit | seconds | verdict | CUDA tests ran / failed / skipped '
+             '| tests failing with the loader error | NEEDED added | sanity load |',
+             '| --- | --- | --- | --- | --- | --- | --- | --- |']
     for phase, facts in results['phases'].items():
+        cuda = facts.get('cuda_tests') or {}
         lines.append(f"| {phase} | {facts['eb_exit']} | {facts['seconds']} | {(facts['verdict'] or ['-'])[0]} | "
+                     f"{cuda.get('ran', '-')} / {cuda.get('failed', '-')} / {cuda.get('skipped', '-')} | "
                      f"{facts['tests_with_loader_error']} | {len(facts['needed_added'])} | "
                      f"{len(facts['sanity_load'])} |")
+        lines.append(f"|  command | {(facts.get('test_command') or ['-'])[0]} | | | | | | |")
+        lines.append(f"|  mode | {(facts.get('device_tests') or ['-'])[0]} | | | | | | |")
         for suite, counts in facts['suites'].items():
             lines.append(f"|  {suite} | {counts['status']} | | {counts['counts']} | {counts['failed']} failed | | |")
     if 'module_check' in results:

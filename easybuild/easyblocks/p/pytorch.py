@@ -38,11 +38,13 @@ except ImportError:  # EasyBuild 4.x
 
     def run_shell_cmd(cmd):
         return _run_cmd(cmd, log_all=True, simple=True)
+from easybuild.tools.modules import get_software_root
 from easybuild.tools.systemtools import get_cpu_architecture
 
 from eb_pytorch_cuda import cudnn
 from eb_pytorch_cuda.eb import hooks as easybuild_hooks
 from eb_pytorch_cuda.errors import PluginError
+from eb_pytorch_cuda.patch.plan import find_libraries
 from eb_pytorch_cuda.escape import printable
 from eb_pytorch_cuda.eb import compat, ecpolicy, testinstall
 from eb_pytorch_cuda.testsuite.run import batches
@@ -127,6 +129,10 @@ _OUR_TEST_PARAMETERS = {
                             "CUDA_VISIBLE_DEVICES)",
     'test_suite_jobs': "Spread the test suites over this many Slurm jobs (sbatch; shared build path required; "
                        "options from $EB_PYTORCH_CUDA_SLURM_*, see docs/user-guide.md)",
+    'cuda_device_tests': "Run PyTorch's device-generic tests for CUDA and CPU (SANDCASTLE=0) where the test step sees "
+                         "a GPU (nvidia-smi, CUDA_VISIBLE_DEVICES) and the build has CUDA: 'auto'; True: also fail "
+                         "the step where it sees none, or where 0 CUDA tests ran; False: upstream's SANDCASTLE=1 "
+                         "(CPU device tests only)",
 }
 
 
@@ -261,6 +267,9 @@ class EB_PyTorch(UpstreamPyTorch):
         try:
             easybuild_hooks.patch_libraries(self, [prefix], 'test installation')
             try:
+                device_tests = service.device_test_mode(
+                    settings.cuda_device_tests, lambda: self._has_cuda(prefix), os.environ,
+                    on_this_node=settings.test_suite_jobs <= 1)  # True without a GPU: stops before any suite runs
                 command = self._test_command(runtest, self.start_dir, self.python_cmd, excluded)
                 env = dict(os.environ, **command.env)
                 env.update({'PYTHONPATH': os.pathsep.join(pylibdirs + [os.environ.get('PYTHONPATH', '')]),
@@ -268,7 +277,7 @@ class EB_PyTorch(UpstreamPyTorch):
                 outcome = service.run_and_judge(
                     command, env, self._results_store(), os.path.join(self.builddir, 'pytorch-test-output'),
                     self.python_cmd, settings, policy, context, self._previous_results(), tested_installation=prefix,
-                    progress=lambda message: print_msg(printable(message), log=self.log))
+                    progress=lambda message: print_msg(printable(message), log=self.log), device_tests=device_tests)
             except PluginError as err:
                 raise EasyBuildError(str(err)) from None
             for suite, notes in outcome.notes.items():  # exit 0 without a summary, log/XML differences
@@ -277,6 +286,15 @@ class EB_PyTorch(UpstreamPyTorch):
             remove_dir(prefix)
         self._judge(outcome)
         service.finish(self._store, settings.test_suite_jobs)
+
+    def _has_cuda(self, prefix=None):
+        """The build has CUDA: a CUDA dependency (upstream's own test), or a libtorch_cuda.so in the tested
+        installation (a wheel that brings its CUDA)."""
+        if get_software_root('CUDA'):
+            return True
+        if any(dep['name'] == 'CUDA' for dep in self.cfg.dependencies()):
+            return True
+        return bool(prefix) and bool(find_libraries([prefix]))
 
     def _judge(self, outcome):
         """Print and write the verdict; raise when the policy says the run failed."""
@@ -450,6 +468,8 @@ class EB_PyTorch(UpstreamPyTorch):
             self.dry_run_msg(f'  spread over {jobs} Slurm jobs (sbatch; claims of up to {CLAIM_SECONDS // 60} minutes '
                              f'of suites from a shared queue, longest first, each claim one run_test.py call; tested '
                              f'installation and results under {self.builddir})')
+        self.dry_run_msg('  ' + service.planned_device_tests(settings.cuda_device_tests, self._has_cuda(),
+                                                             context.compute_capabilities))
         self.dry_run_msg(f'  scope: {context.cpu_family}, target {context.target}, '
                          f"compute capabilities {', '.join(context.compute_capabilities) or 'none'}")
         self.dry_run_msg(f"  excluded (-x): {' '.join(excluded) or 'none'}")

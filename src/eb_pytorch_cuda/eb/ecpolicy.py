@@ -1,6 +1,7 @@
 """Read the test step's settings from an easyconfig file (EasyBuild's own parser, imported on use)."""
 
 import os
+from typing import Any, Dict, Optional, Tuple
 
 from eb_pytorch_cuda.errors import PluginError, Terminated
 from eb_pytorch_cuda.inputs import open_regular
@@ -23,6 +24,14 @@ def read_easyconfig(path):
     The easyconfig is Python, run as `eb` runs it: whatever it raises, sys.exit() included, is bad input
     (PluginError naming the file), never an exit status of its own that a script would read as a verdict.
     """
+    found = {key: value for key, value in _parsed(path).items() if key in settings.NAMES}
+    settings.check_values(found, str(path))
+    return found
+
+
+def _parsed(path) -> Dict[str, Any]:
+    """Every parameter the easyconfig at path sets, untemplated (EasyBuild's own parser); PluginError naming the
+    file for whatever the easyconfig's Python does instead of defining parameters."""
     os.close(open_regular(str(path)))  # "no such file" (EasyBuild's parser says "Failed to determine get function")
     try:
         from easybuild.framework.easyconfig.parser import EasyConfigParser
@@ -37,9 +46,26 @@ def read_easyconfig(path):
     except BaseException as err:  # noqa: BLE001 - EasyBuildError, syntax errors and any other raise alike
         problem = " ".join(str(err).split())[:300] or type(err).__name__
         raise PluginError(path, f'is not a readable easyconfig ({problem})') from None
-    found = {key: values[key] for key in settings.NAMES if key in values}
-    settings.check_values(found, str(path))
-    return found
+    return values
+
+
+def read_test_command(path) -> Tuple[Optional[str], str, str]:
+    """(runtest, pretestopts, testopts) as written in the easyconfig at path (templates such as %(python)s left for
+    run.command.parse_runtest); runtest None where the easyconfig sets none or sets it to True/False (upstream's
+    switch "run the default"), so the caller uses its default.  A value of another type is bad input."""
+    values = _parsed(path)
+    runtest = values.get('runtest')
+    if isinstance(runtest, bool) or runtest is None or (isinstance(runtest, str) and not runtest.strip()):
+        runtest = None
+    elif not isinstance(runtest, str):
+        raise PluginError(path, f'runtest must be the test command as a string, not {type(runtest).__name__}')
+    options = []
+    for name in ('pretestopts', 'testopts'):
+        value = values.get(name) or ''
+        if not isinstance(value, str):
+            raise PluginError(path, f'{name} must be a string, not {type(value).__name__}')
+        options.append(value)
+    return runtest, options[0], options[1]
 
 
 def read_settings(path) -> settings.TestSettings:

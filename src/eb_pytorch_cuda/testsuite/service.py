@@ -8,12 +8,14 @@ cleanup.  The callers supply their facts (the easyblock: EasyBuild's installatio
 messages; the CLI: a source tree, a Python and a results directory) and print.
 """
 
+import dataclasses
 import hashlib
 import json
 import os
 import shutil
+import subprocess
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from eb_pytorch_cuda import process
 from eb_pytorch_cuda.testsuite.run import batches
@@ -30,7 +32,12 @@ from eb_pytorch_cuda.testsuite.policy.settings import (DEFAULT_SUITE_TIMEOUT, JU
 from eb_pytorch_cuda.testsuite.results.model import RunResult
 from eb_pytorch_cuda.testsuite.results.pieces import with_merged
 from eb_pytorch_cuda.testsuite.run.command import TestCommand, parse_runtest
-from eb_pytorch_cuda.testsuite.run.gpus import gpu_compute_capabilities
+from eb_pytorch_cuda.escape import markdown_text
+from eb_pytorch_cuda.testsuite.results.cudatests import cuda_totals
+from eb_pytorch_cuda.testsuite.run.devicetests import (CUDA_ENVIRONMENT, UPSTREAM_ENVIRONMENT, DeviceTestMode, decide,
+                                                       suite_environment)
+from eb_pytorch_cuda.testsuite.run.devicetests import planned as planned_device_tests  # noqa: F401 - the dry run's
+from eb_pytorch_cuda.testsuite.run.gpus import gpu_compute_capabilities, gpu_count
 from eb_pytorch_cuda.testsuite.run.store import ResultStore
 
 FLAG_VARIABLES = ('CFLAGS', 'CXXFLAGS', 'LDFLAGS', 'TORCH_CUDA_ARCH_LIST')
@@ -120,15 +127,6 @@ def test_seconds(store) -> Dict[str, Dict[str, float]]:
             if not record.get('piece') and record.get('test_seconds')}
 
 
-def judge_and_keep(store, result, policy, tested_installation):
-    """The verdict of result; when the policy fails the run, its result and tested installation are kept
-    for a re-judging that neither runs a suite nor rebuilds."""
-    verdict = judge(result, policy)
-    if not verdict.passed:
-        keep(store, result, tested_installation)
-    return verdict
-
-
 def keep(store, result, tested_installation):
     """Keep result and the tested installation (for a run that failed on its verdict only).
 
@@ -154,6 +152,45 @@ class StepOutcome:
     context: ScopeContext
     notes: Dict[str, List[str]] = field(default_factory=dict)
     test_seconds: Dict[str, Dict[str, float]] = field(default_factory=dict)  # see test_seconds()
+    device_tests: Optional[DeviceTestMode] = None  # the CUDA device tests' mode the suites ran in (None: not said)
+    warnings: List[str] = field(default_factory=list)  # e.g. a GPU seen and 0 CUDA tests run
+
+
+def device_test_mode(requested: Union[bool, str], cuda_build: Callable[[], bool], env: Mapping[str, str],
+                     on_this_node: bool = True) -> DeviceTestMode:
+    """The CUDA device tests' mode (run/devicetests) for the suites about to run: on this node, from the GPUs it
+    sees (run.gpus, CUDA_VISIBLE_DEVICES honoured); for suites spread to Slurm jobs (on_this_node False) nothing
+    is probed here, and only True turns the CUDA device tests on (the jobs' nodes have the GPUs).  cuda_build is
+    asked only where it decides (a GPU seen, or True)."""
+    if not on_this_node:
+        if requested is True:
+            return DeviceTestMode(True, True, (), True, 'True, suites spread over Slurm jobs (their nodes have the '
+                                                        'GPUs: not probed here)', dict(CUDA_ENVIRONMENT))
+        if requested is False:
+            return decide(False, None, ())
+        return DeviceTestMode(requested, None, (), False, "suites spread over Slurm jobs, whose GPUs are not probed "
+                                                          "here (set cuda_device_tests = True to run CUDA device tests "
+                                                          "there)", dict(UPSTREAM_ENVIRONMENT))
+    if requested is False:
+        return decide(False, None, ())
+    gpus = tuple(gpu_count(env))
+    return decide(requested, bool(cuda_build()) if gpus else None, gpus)
+
+
+def cuda_test_warnings(result: RunResult, mode: Optional[DeviceTestMode]) -> Tuple[List[str], Optional[str]]:
+    """(warnings, reason to fail) about the CUDA tests a run counted (results/cudatests): a step that saw a GPU
+    with a CUDA build and ran 0 CUDA tests is blind to the GPU build, which fails the run when the mode was True."""
+    if mode is None or not mode.enabled:
+        return [], None
+    total = cuda_totals(result)
+    if total is None:
+        return [f'CUDA device tests on ({mode.reason}), but no suite had an XML report to count them from'], None
+    if total['ran']:
+        return [], None
+    seen = f'{len(mode.gpus)} GPU(s)' if mode.gpus else "the Slurm jobs' GPUs"
+    problem = (f"the test step saw {seen} and the build has CUDA, but 0 CUDA device tests ran "
+               f"({total['skipped']} skipped): the GPU build was not tested")
+    return [problem], (problem if mode.requested is True else None)
 
 
 def scope_context(built_capabilities: Sequence, on_this_node: bool, env, target: Optional[str] = None,
@@ -171,18 +208,32 @@ def scope_context(built_capabilities: Sequence, on_this_node: bool, env, target:
 def run_and_judge(command: TestCommand, env: dict, store: ResultStore, output_dir: str, python: str,
                   settings: TestSettings, policy: Policy, context: ScopeContext, previous_results: Optional[str],
                   tested_installation: Optional[str] = None, progress: Optional[Callable[[str], None]] = None,
-                  batch_size: Optional[int] = None) -> StepOutcome:
+                  batch_size: Optional[int] = None, device_tests: Optional[DeviceTestMode] = None) -> StepOutcome:
     """Run every suite not yet in store (run_suites), judge by policy; a run that failed on its verdict keeps
-    its result, and its tested installation when one is given, for a re-judging without running a suite."""
+    its result, and its tested installation when one is given, for a re-judging without running a suite.
+    device_tests (device_test_mode): the suites' environment gets its variables (the runtest line's own win),
+    and a run that saw a GPU and ran 0 CUDA tests is warned about (True: fails)."""
     kwargs = {'batch_size': batch_size} if batch_size else {}
+    if device_tests is not None:
+        env = dict(env, **suite_environment(device_tests, command.env))
+        if progress:
+            progress(device_tests.describe())
     result = run_suites(command, env, store, output_dir, python,
                         suite_timeouts(settings.test_suite_timeout, previous_results),
                         settings.parallel_test_suites, settings.rerun_failed_tests, progress=progress,
                         jobs=settings.test_suite_jobs, previous_results=previous_results,
                         tested_installation=tested_installation, **kwargs)
-    verdict = judge_and_keep(store, result, policy, tested_installation) if tested_installation \
-        else judge(result, policy)
-    return StepOutcome(result, verdict, context, notes(store), test_seconds(store))
+    warnings, failing = cuda_test_warnings(result, device_tests)
+    for warning in warnings:
+        if progress:
+            progress(f'WARNING: {warning}')
+    verdict = judge(result, policy)
+    if failing:
+        verdict = dataclasses.replace(verdict, passed=False,
+                                      reasons=verdict.reasons + [f'cuda_device_tests=True: {failing}'])
+    if tested_installation and not verdict.passed:
+        keep(store, result, tested_installation)
+    return StepOutcome(result, verdict, context, notes(store), test_seconds(store), device_tests, warnings)
 
 
 def judge_kept(result: RunResult, policy: Policy, context: ScopeContext,
@@ -201,8 +252,19 @@ def report_texts(outcome: StepOutcome, title: str = 'PyTorch test suite') -> Dic
     data['notes'] = outcome.notes
     if outcome.test_seconds:
         data['test_seconds'] = outcome.test_seconds  # the next build's split (spread.controller.previous_test_seconds)
-    return {RESULTS_JSON: json.dumps(data, indent=1) + '\n',
-            RESULTS_MARKDOWN: to_markdown(outcome.result, outcome.verdict, title=title, context=outcome.context)}
+    if outcome.device_tests is not None:
+        mode = outcome.device_tests
+        data['cuda_device_tests'] = {'requested': mode.requested, 'enabled': mode.enabled, 'reason': mode.reason,
+                                     'gpus': list(mode.gpus), 'environment': mode.environment}
+    data['warnings'] = list(outcome.warnings)
+    markdown = to_markdown(outcome.result, outcome.verdict, title=title, context=outcome.context)
+    if outcome.device_tests is not None or outcome.warnings:
+        head, _, rest = markdown.partition('\n\n')
+        extra = ([f'CUDA device tests: {markdown_text(outcome.device_tests.describe())}']
+                 if outcome.device_tests is not None else [])
+        extra += [f'**WARNING**: {markdown_text(warning)}' for warning in outcome.warnings]
+        markdown = head + '\n\n' + '\n\n'.join(extra) + '\n\n' + rest
+    return {RESULTS_JSON: json.dumps(data, indent=1) + '\n', RESULTS_MARKDOWN: markdown}
 
 
 def finish(store: ResultStore, jobs: int = 1) -> None:
@@ -228,24 +290,54 @@ def check_inputs(source: str, python: str) -> str:
     return test_dir
 
 
-def store_for(results_dir: str, source: str, python: str, argv) -> ResultStore:
-    """The results store of this tree, Python and command in results_dir: the same command again runs only
-    what is missing."""
-    key = json.dumps({'source': os.path.realpath(source), 'python': os.path.abspath(python), 'argv': list(argv)})
+def store_for(results_dir: str, source: str, python: str, argv, command_env: Optional[Dict[str, str]] = None
+              ) -> ResultStore:
+    """The results store of this tree, Python and command (its argv and the assignments of its runtest line and
+    pretestopts) in results_dir: the same command again runs only what is missing."""
+    facts: Dict[str, object] = {'source': os.path.realpath(source), 'python': os.path.abspath(python),
+                                'argv': list(argv)}
+    if command_env:  # a command without assignments keeps the key it always had
+        facts['env'] = dict(sorted(command_env.items()))
+    key = json.dumps(facts)
     fingerprint = hashlib.sha256(key.encode()).hexdigest()
     return ResultStore(os.path.join(results_dir, 'results.jsonl'), fingerprint)
 
 
-def test_source_tree(source: str, python: str, results_dir: str, settings: TestSettings, policy: Policy,
-                     context: ScopeContext, runtest: Optional[str] = None, excluded: Sequence[str] = (),
-                     progress: Optional[Callable[[str], None]] = None,
-                     batch_size: Optional[int] = None) -> StepOutcome:
-    """The test step on source's test/ with python; results, outputs and reports kept in results_dir."""
-    check_inputs(source, python)
+def source_tree_command(source: str, python: str, runtest: Optional[str] = None, excluded: Sequence[str] = (),
+                        pretest_env: Optional[Dict[str, str]] = None) -> TestCommand:
+    """The test command of `test-suite` on source's test/ with python: runtest (an easyconfig's, with its
+    pretestopts' assignments in pretest_env and its testopts appended: run.command.with_test_options), else
+    DEFAULT_RUNTEST; the runtest line's own assignments win over pretestopts', as in the test step."""
     python = os.path.abspath(python)  # the command runs in test/; a venv's python must stay a path into the venv
     command = parse_runtest(runtest or DEFAULT_RUNTEST, os.path.abspath(source), python, list(excluded))
+    command.env = {**(pretest_env or {}), **command.env}
+    return command
+
+
+def torch_has_cuda(python: str) -> bool:
+    """The torch that python imports is a CUDA build: its lib/ holds libtorch_cuda.so (found without importing
+    torch, which takes seconds)."""
+    code = ("import importlib.util as u, os; s = u.find_spec('torch'); "
+            "print(os.path.isfile(os.path.join(s.submodule_search_locations[0], 'lib', 'libtorch_cuda.so')) "
+            "if s and s.submodule_search_locations else False)")
+    try:
+        done = process.capture([python, '-c', code], timeout=60)
+    except (OSError, PluginError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0 and done.stdout.strip() == b'True'
+
+
+def test_source_tree(source: str, python: str, results_dir: str, settings: TestSettings, policy: Policy,
+                     context: ScopeContext, command: TestCommand,
+                     progress: Optional[Callable[[str], None]] = None,
+                     batch_size: Optional[int] = None, device_tests: Optional[DeviceTestMode] = None) -> StepOutcome:
+    """The test step of command (source_tree_command) on source's test/ with python; results, outputs and reports
+    kept in results_dir."""
+    check_inputs(source, python)
+    python = os.path.abspath(python)
     os.makedirs(results_dir, exist_ok=True)
-    store = store_for(results_dir, source, python, command.argv)
+    store = store_for(results_dir, source, python, command.argv, command.env)
     env = dict(os.environ, **command.env)
     return run_and_judge(command, env, store, os.path.join(results_dir, 'output'), python, settings, policy,
-                         context, os.path.join(results_dir, RESULTS_JSON), progress=progress, batch_size=batch_size)
+                         context, os.path.join(results_dir, RESULTS_JSON), progress=progress, batch_size=batch_size,
+                         device_tests=device_tests)

@@ -9,6 +9,7 @@ from typing import Optional
 
 from eb_pytorch_cuda.escape import markdown_code, markdown_text, printable_lines
 
+from eb_pytorch_cuda.testsuite.results.cudatests import cuda_totals
 from eb_pytorch_cuda.testsuite.results.model import SUITE_FAILED, SUITE_PASSED, RunResult
 from eb_pytorch_cuda.testsuite.policy.judging import ScopeContext, Verdict
 from eb_pytorch_cuda.testsuite.results.saved import RESULT_FORMAT
@@ -45,7 +46,8 @@ def to_json(result, verdict, context=None):
             'stale_known_failures': [{'pattern': e.pattern, 'reason': e.reason, 'scope': e.scope}
                                      for e in verdict.stale],
             'budget': verdict.budget,
-            'suite_seconds': {s.name: s.seconds for s in result.suites.values() if s.seconds is not None}}
+            'suite_seconds': {s.name: s.seconds for s in result.suites.values() if s.seconds is not None},
+            'cuda_tests': cuda_totals(result)}
     if context is not None:
         data['scope'] = {'cpu_family': context.cpu_family, 'target': context.target,
                          'compute_capabilities': list(context.compute_capabilities)}
@@ -84,9 +86,31 @@ def to_text(result, verdict):
         lines.append(f'  stale known failure (did not fail): {entry.pattern} [{entry.scope or "all"}]')
     for line in verdict.tolerated:
         lines.append(f'  WARNING, not judged but allowed: {line}')
+    lines.append(_cuda_line(result))
     lines.append(f"verdict: {'PASS' if verdict.passed else 'FAIL'}"
                  + ('' if verdict.passed else ': ' + '; '.join(verdict.reasons)))
     return printable_lines(lines)
+
+
+def _cuda_line(result) -> str:
+    """The CUDA device tests the run counted (results/cudatests), in one line."""
+    total = cuda_totals(result)
+    if total is None:
+        return 'CUDA device tests: not counted (no XML report)'
+    return f"CUDA device tests: {total['ran']} ran, {total['failed']} failed, {total['skipped']} skipped"
+
+
+def _cuda_table(result) -> list:
+    """Markdown rows of the suites that had CUDA device tests."""
+    rows = [s for s in sorted(result.suites.values(), key=lambda s: s.name)
+            if s.cuda_counts and any(s.cuda_counts.values())]
+    if not rows:
+        return []
+    lines = ['<details><summary>CUDA device tests per suite</summary>', '',
+             '| suite | ran | failed | skipped |', '| --- | --- | --- | --- |']
+    lines += [f"| {markdown_code(s.name, in_table=True)} | {s.cuda_counts['ran']} | {s.cuda_counts['failed']} | "
+              f"{s.cuda_counts['skipped']} |" for s in rows]
+    return lines + ['', '</details>', '']
 
 
 def to_markdown(result: RunResult, verdict: Verdict, title: str = 'PyTorch test suite',
@@ -95,7 +119,8 @@ def to_markdown(result: RunResult, verdict: Verdict, title: str = 'PyTorch test 
     total = sum(s.failing_count for s in result.suites.values())
     lines = [f"### {title}: {'PASS' if verdict.passed else 'FAIL'}", '',
              f'{len(result.suites)} suites, {total} failed tests: {len(verdict.known)} known, '
-             f'{len(verdict.unknown)} unknown (budget {verdict.budget}), {len(verdict.flaky)} flaky', '']
+             f'{len(verdict.unknown)} unknown (budget {verdict.budget}), {len(verdict.flaky)} flaky', '',
+             markdown_text(_cuda_line(result)), '']
     if not verdict.passed:
         lines += ['**Why it failed**', ''] + [f'- {markdown_text(reason)}' for reason in verdict.reasons] + ['']
     failed = [s for s in sorted(result.suites.values(), key=lambda s: s.name) if s.status != SUITE_PASSED]
@@ -117,6 +142,7 @@ def to_markdown(result: RunResult, verdict: Verdict, title: str = 'PyTorch test 
         lines += ['**Stale known failures** (did not fail; consider removing them)', '']
         lines += [f'- {markdown_code(e.pattern)} (scope {markdown_code(e.scope or "all")}): '
                   f'{markdown_text(e.reason)}' for e in verdict.stale] + ['']
+    lines += _cuda_table(result)
     lines += suggestion_block(result, verdict, context, suggestion)
     return printable_lines(lines)
 

@@ -70,6 +70,9 @@ PARAMETERS: Tuple[Tuple[str, Any, bool], ...] = (
     ('parallel_test_suites', 1, True),
     ('test_suite_jobs', 1, True),  # where the suites run, not what is tested: Slurm jobs (testsuite/spread)
     ('cuda_compute_capabilities', (), False),  # EasyBuild's own parameter (and build option)
+    # 'auto', True or False: whether the suites run PyTorch's device-generic tests for CUDA (run/devicetests):
+    # what is tested, so part of the build fingerprint
+    ('cuda_device_tests', 'auto', False),
 )
 DEFAULTS = {name: default for name, default, _judging in PARAMETERS}  # the easyblock's extra_options read these
 NAMES = tuple(name for name, _default, _judging in PARAMETERS)
@@ -93,6 +96,7 @@ class TestSettings:
     parallel_test_suites: int = 1
     test_suite_jobs: int = 1
     cuda_compute_capabilities: tuple = ()
+    cuda_device_tests: Union[bool, str] = 'auto'
 
     @classmethod
     def from_values(cls, values: dict, source: str = 'easyconfig') -> 'TestSettings':
@@ -114,7 +118,8 @@ class TestSettings:
                    test_suite_timeout=None if timeout in (None, '') else timeout,
                    parallel_test_suites=value('parallel_test_suites'),
                    test_suite_jobs=value('test_suite_jobs'),
-                   cuda_compute_capabilities=tuple(value('cuda_compute_capabilities')))
+                   cuda_compute_capabilities=tuple(value('cuda_compute_capabilities')),
+                   cuda_device_tests=value('cuda_device_tests'))
 
     def policy(self, context, default_budget: int = 0, source: str = 'known_test_failures') -> Policy:
         """The failure policy in force in context (default_budget when max_failed_tests is not set)."""
@@ -126,6 +131,11 @@ class TestSettings:
     def excluded(self, context) -> list:
         """run_test.py -x suites in force in context."""
         return excluded_tests(self.excluded_tests, context)
+
+
+# cuda_device_tests: 'auto' (where a GPU is seen and the build has CUDA), True (required: no GPU fails the step),
+# False (upstream's: CPU device tests only); checked with `is`: 1 and 0 (== True and False) are typos
+CUDA_DEVICE_TEST_MODES = ('auto', True, False)
 
 
 # {parameter: least value} of the integer parameters
@@ -201,3 +211,6 @@ def check_values(values: dict, source: str = 'easyconfig') -> None:
                                      or not all(isinstance(c, str) and c.strip() for c in capabilities)):
         raise PluginError(source, f"cuda_compute_capabilities must be a list of strings such as ['8.0', '9.0'], "
                                   f'got {_shown(capabilities)}')
+    device_tests = values.get('cuda_device_tests')
+    if device_tests is not None and not (device_tests is True or device_tests is False or device_tests == 'auto'):
+        raise PluginError(source, f"cuda_device_tests must be 'auto', True or False, got {_shown(device_tests)}")

@@ -22,6 +22,9 @@ UNJUDGEABLE = (SUITE_UNCOUNTED, SUITE_TERMINATED, SUITE_INCOMPLETE, SUITE_TIMED_
 SUITE_STATES = (SUITE_PASSED, SUITE_FAILED) + UNJUDGEABLE
 TEST_STATES = (PASSED, FAILED, ERROR, SKIPPED, XFAILED, XPASSED)
 RERUN_OUTCOMES = ('flaky', 'reproducible')
+# the tests of a suite that ran on a CUDA device (results/cudatests): executed (not skipped), failed or errored
+# among them, skipped; a suite's `cuda_counts` is None where nothing could tell (no XML report, an older record)
+CUDA_COUNT_KEYS = ('ran', 'failed', 'skipped')
 
 
 @dataclass
@@ -47,6 +50,7 @@ class Suite:
     rerun_outcome: Optional[str] = None  # for a suite rerun as a whole: 'flaky' or 'reproducible'
     seconds: Optional[float] = None  # how long the suite ran, when it ran in a process of its own
     note: Optional[str] = None  # why the suite could not be judged, when a parser knows more than the status says
+    cuda_counts: Optional[dict] = None  # {CUDA_COUNT_KEYS: n} of its tests that ran on a CUDA device (None: unknown)
 
     @property
     def failing_count(self):

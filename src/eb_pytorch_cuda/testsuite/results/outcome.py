@@ -79,7 +79,8 @@ def _compare(log, xml):
 
 def _combined(log, xml):
     """XML counts and tests, plus any failure only the log shows."""
-    suite = Suite(xml.name, counts=dict(xml.counts), failed_tests=list(xml.failed_tests), sources=['xml', 'log'])
+    suite = Suite(xml.name, counts=dict(xml.counts), failed_tests=list(xml.failed_tests), sources=['xml', 'log'],
+                  cuda_counts=xml.cuda_counts)
     for key in ('failed', 'errors'):
         suite.counts[key] = max(suite.counts[key], log.counts[key])
     known = {t.test_id for t in suite.failed_tests}

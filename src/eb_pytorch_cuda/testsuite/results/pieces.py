@@ -18,6 +18,7 @@ from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite.results.model import (COUNT_KEYS, SUITE_BAD_REPORT, SUITE_FAILED, SUITE_INCOMPLETE,
                                                      SUITE_PASSED, SUITE_REPORT_INCOMPLETE, SUITE_TERMINATED,
                                                      SUITE_TIMED_OUT, SUITE_UNCOUNTED)
+from eb_pytorch_cuda.testsuite.results.cudatests import add_counts
 from eb_pytorch_cuda.testsuite.results.records import PieceLabel, StoreRecord
 from eb_pytorch_cuda.testsuite.results.testtimes import piece_times, pieces_for
 
@@ -146,7 +147,11 @@ def merged(suite: str, records: List[StoreRecord]) -> StoreRecord:
 
     seconds: List[float] = [record['suite']['seconds'] for record in ordered
                             if record['suite'].get('seconds') is not None]
+    cuda = None
+    for record in ordered:
+        cuda = add_counts(cuda, record['suite'].get('cuda_counts'))
     suite_record = dict(ordered[0]['suite'], name=suite, status=status, counts=counts, failed_tests=failed,
+                        cuda_counts=cuda,
                         signal=labelled('signal'), note=labelled('note'),
                         sources=sorted({source for record in ordered for source in record['suite']['sources']}),
                         seconds=round(sum(seconds), 2) if len(seconds) == len(ordered) else None)

@@ -20,9 +20,9 @@ from typing import Optional
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.inputs import read_bytes
 from eb_pytorch_cuda.testsuite.results.logparse import parse_log_file
-from eb_pytorch_cuda.testsuite.results.model import (COUNT_KEYS, RERUN_OUTCOMES, SUITE_FAILED, SUITE_MISSING,
-                                                     SUITE_STATES, SUITE_TERMINATED, TEST_STATES, UNJUDGEABLE,
-                                                     RunResult, Suite)
+from eb_pytorch_cuda.testsuite.results.model import (COUNT_KEYS, CUDA_COUNT_KEYS, RERUN_OUTCOMES, SUITE_FAILED,
+                                                     SUITE_MISSING, SUITE_STATES, SUITE_TERMINATED, TEST_STATES,
+                                                     UNJUDGEABLE, RunResult, Suite)
 from eb_pytorch_cuda.testsuite.results.reportdirs import variant_of
 from eb_pytorch_cuda.testsuite.results.xmlparse import parse_report_dir
 
@@ -161,7 +161,8 @@ def _check_test(path, where, test):
         _refuse(path, f'{where}.rerun_outcome', f"{test['rerun_outcome']!r:.40} is not flaky or reproducible")
 
 
-SUITE_KEYS = {'name', 'status', 'counts', 'failed_tests', 'signal', 'sources', 'rerun_outcome', 'seconds', 'note'}
+SUITE_KEYS = {'name', 'status', 'counts', 'failed_tests', 'signal', 'sources', 'rerun_outcome', 'seconds', 'note',
+              'cuda_counts'}
 
 
 def check_suite(path, where, suite):
@@ -193,6 +194,11 @@ def check_suite(path, where, suite):
         _refuse(path, f'{where}.sources', 'must be a list of short strings')
     if suite.get('rerun_outcome') not in (None,) + RERUN_OUTCOMES:
         _refuse(path, f'{where}.rerun_outcome', f"{suite['rerun_outcome']!r:.40} is not flaky or reproducible")
+    cuda = suite.get('cuda_counts')
+    if cuda is not None and (not isinstance(cuda, dict) or set(cuda) != set(CUDA_COUNT_KEYS)
+                             or not all(_is_count(value) for value in cuda.values())):
+        _refuse(path, f'{where}.cuda_counts', f"must be null or map {', '.join(CUDA_COUNT_KEYS)} to integers from 0 "
+                                              f'to {MAX_COUNT}')
     seconds = suite.get('seconds')
     if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, (int, float))
                                 or not math.isfinite(seconds) or seconds < 0):

@@ -40,6 +40,7 @@ from xml.sax.saxutils import unescape
 
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.inputs import read_bytes
+from eb_pytorch_cuda.testsuite.results.cudatests import cuda_counts
 from eb_pytorch_cuda.testsuite.results.reportdirs import all_report_files, suite_of_report
 from eb_pytorch_cuda.testsuite.results.model import (ERROR, FAILED, PASSED, SKIPPED, SUITE_BAD_REPORT, SUITE_FAILED,
                                                      SUITE_PASSED, SUITE_REPORT_INCOMPLETE, XFAILED, RunResult,
@@ -315,8 +316,9 @@ def parse_report_files(root: str, files: list, strict: bool = False) -> RunResul
                 raise PluginError(path, err.args[0]) from None
             refused.setdefault(name, f'{path}: {err.args[0]}')
             cases, anonymous = {}, {}
-        del entries, datas
         suite = result.suite(name)
+        suite.cuda_counts = cuda_counts(data for _path, data in datas) if name not in refused else None
+        del entries, datas
         suite.sources.append('xml')
         counts = suite.counts
         for state, count in anonymous.items():

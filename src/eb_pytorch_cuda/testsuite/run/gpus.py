@@ -1,15 +1,31 @@
 """The GPUs the suites run on: how many to spread parallel batches over, and their compute capabilities."""
 
 import subprocess
+from typing import List, Optional
 
 from eb_pytorch_cuda.testsuite.policy.judging import is_compute_capability
 
 
+def visible_devices(env) -> Optional[List[str]]:
+    """CUDA_VISIBLE_DEVICES as CUDA reads it: None where it is unset (every GPU), else its entries up to the first
+    that names no device (an index, GPU-<uuid>, MIG-<uuid>): set empty, or to -1, it is [] and CUDA sees no GPU."""
+    value = env.get('CUDA_VISIBLE_DEVICES')
+    if value is None:
+        return None
+    entries = []
+    for entry in (part.strip() for part in value.split(',')):
+        if not (entry.isdigit() or entry.startswith(('GPU-', 'MIG-'))):
+            break  # CUDA stops at the first invalid entry
+        entries.append(entry)
+    return entries
+
+
 def gpu_count(env):
-    """GPUs to spread parallel suites over: CUDA_VISIBLE_DEVICES if set, else nvidia-smi -L."""
-    visible = env.get('CUDA_VISIBLE_DEVICES')
-    if visible:
-        return [gpu for gpu in visible.split(',') if gpu]
+    """GPUs to spread parallel suites over: CUDA_VISIBLE_DEVICES's devices if set (set empty: none), else
+    nvidia-smi -L."""
+    visible = visible_devices(env)
+    if visible is not None:
+        return visible
     try:
         listing = subprocess.run(['nvidia-smi', '-L'], capture_output=True, text=True, timeout=60).stdout
     except (OSError, subprocess.SubprocessError):
@@ -28,6 +44,9 @@ def gpu_compute_capabilities(env) -> tuple:
     `nvidia-smi --query-gpu=index,compute_cap` (CUDA_VISIBLE_DEVICES applied when it lists indices); ()
     where no GPU can be seen.  Known failures scoped to a compute capability were seen on that hardware,
     so they apply to where the tests run, not to what the build was compiled for."""
+    visible = visible_devices(env)
+    if visible == []:
+        return ()  # CUDA sees no device, and neither may the policy
     try:
         listing = subprocess.run(['nvidia-smi', '--query-gpu=index,compute_cap', '--format=csv,noheader'],
                                  capture_output=True, text=True, timeout=60)
@@ -35,7 +54,7 @@ def gpu_compute_capabilities(env) -> tuple:
         return ()
     if listing.returncode != 0:
         return ()
-    visible = [gpu.strip() for gpu in env.get('CUDA_VISIBLE_DEVICES', '').split(',') if gpu.strip()]
+    visible = visible or []
     found = set()
     for line in listing.stdout.splitlines():
         index, _, capability = (part.strip() for part in line.partition(','))

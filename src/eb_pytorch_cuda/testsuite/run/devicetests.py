@@ -1,0 +1,81 @@
+"""Whether the suites run PyTorch's device-generic tests for CUDA, and what the test environment says so.
+
+Upstream EB_PyTorch's test step sets SANDCASTLE=1 ("pretend to be on FB CI, which disables some tests").  In
+that mode torch.testing._internal.common_device_type.get_device_type_test_bases() builds the CPU test base only
+(PYTORCH_TEST_REMOTE_GPU=1: the CUDA base only), so on a GPU node no `*DeviceTypeCUDA` test of test_ops, test_nn,
+nn/test_convolution, ... is instantiated and the step is blind to the very failure this project fixes (measured
+on the H200 through eb: 0 tests ran, PASS, an unpatched PyTorch installed).  No variable gives both bases while
+IS_SANDCASTLE holds; with SANDCASTLE=0 (and neither TW_JOB_USER=sandcastle nor PYTORCH_TEST_FBCODE=1) both are
+built where torch.cuda.is_available().  What else IS_SANDCASTLE changes, and why turning it off is safe on a node
+without network, is in docs/design.md §5.2 (file and line of each harness line).
+
+The mode (easyconfig `cuda_device_tests`, `test-suite --cuda-device-tests`):
+- 'auto': CUDA and CPU device tests where the step sees a GPU (run.gpus, CUDA_VISIBLE_DEVICES honoured: set
+  empty it means none) and the build has CUDA; elsewhere upstream's behaviour, unchanged;
+- True: the same, and a step that sees no GPU (or a build without CUDA) stops before anything runs;
+- False: upstream's behaviour (SANDCASTLE=1: CPU device tests only).
+Where the mode is off nothing is changed: the easyblock's test step keeps upstream's SANDCASTLE=1, and
+`test-suite` the environment it was given.
+"""
+
+from dataclasses import dataclass, field
+from typing import Dict, Mapping, Optional, Sequence, Tuple, Union
+
+from eb_pytorch_cuda.errors import PluginError
+
+SANDCASTLE = 'SANDCASTLE'
+UPSTREAM_ENVIRONMENT: Dict[str, str] = {}  # nothing changed: the test step's SANDCASTLE=1 (upstream's) stays
+CUDA_ENVIRONMENT = {SANDCASTLE: '0'}  # common_utils.IS_SANDCASTLE off: CPU and CUDA test bases
+
+
+@dataclass(frozen=True)
+class DeviceTestMode:
+    """What the test step does about CUDA device tests, and why (said by the dry run and the step)."""
+
+    requested: Union[bool, str]  # the parameter as given: 'auto', True, False
+    cuda_build: Optional[bool]  # the build (or the tested torch) has CUDA; None: not asked (no GPU seen)
+    gpus: Tuple[str, ...]  # the GPUs the suites would run on, as the step sees them
+    enabled: bool  # the suites run the CUDA (and CPU) device-generic tests
+    reason: str
+    environment: Dict[str, str] = field(default_factory=dict)  # what the step sets for the suites
+
+    def describe(self) -> str:
+        """One line: the mode, why, and what is set."""
+        state = 'CUDA and CPU device tests' if self.enabled else "upstream's device tests (CPU only under SANDCASTLE=1)"
+        setting = ' '.join(f'{name}={value}' for name, value in sorted(self.environment.items())) or 'nothing'
+        return f'cuda_device_tests={self.requested!r}: {state}: {self.reason}; sets {setting}'
+
+
+def decide(requested: Union[bool, str], cuda_build: Optional[bool], gpus: Sequence[str]) -> DeviceTestMode:
+    """The mode for requested ('auto', True, False) where the build has CUDA or not and gpus are seen; PluginError
+    (cuda_device_tests: ...) for True where the step cannot run CUDA tests, so nothing runs."""
+    gpus = tuple(gpus)
+    seen = f"{len(gpus)} GPU(s) seen ({', '.join(gpus)})" if gpus else 'no GPU seen (nvidia-smi, CUDA_VISIBLE_DEVICES)'
+    build = {True: ', the build has CUDA', False: ', the build has no CUDA', None: ''}[cuda_build]
+    if requested is False:
+        return DeviceTestMode(requested, cuda_build, gpus, False, 'switched off', dict(UPSTREAM_ENVIRONMENT))
+    if cuda_build and gpus:
+        return DeviceTestMode(requested, cuda_build, gpus, True, f'{seen}{build}', dict(CUDA_ENVIRONMENT))
+    if requested is True:
+        raise PluginError('cuda_device_tests', f'is True, but the test step cannot run CUDA tests here: {seen}'
+                                               f'{build}')
+    return DeviceTestMode(requested, cuda_build, gpus, False, f'{seen}{build}', dict(UPSTREAM_ENVIRONMENT))
+
+
+def planned(requested: Union[bool, str], cuda_build: bool, compute_capabilities: Sequence[str]) -> str:
+    """The dry run's line (nothing is probed: the step decides on the node it runs on)."""
+    if requested is False:
+        return f'cuda_device_tests=False: CPU device tests only (upstream\'s {SANDCASTLE}=1)'
+    if not cuda_build:
+        return (f'cuda_device_tests={requested!r}: the build has no CUDA: CPU device tests only ({SANDCASTLE}=1)'
+                + (' (True: the test step will stop)' if requested is True else ''))
+    built = ', '.join(compute_capabilities) or 'none given'
+    where = ('stops before any suite runs' if requested is True else f'CPU device tests only, {SANDCASTLE}=1')
+    return (f'cuda_device_tests={requested!r}: where the test step sees a GPU (nvidia-smi, CUDA_VISIBLE_DEVICES): CUDA '
+            f'and CPU device tests, {SANDCASTLE}=0; where it sees none: {where} (cuda_compute_capabilities: {built})')
+
+
+def suite_environment(mode: DeviceTestMode, runtest_env: Mapping[str, str]) -> Dict[str, str]:
+    """What the suites' environment gets from the mode; the runtest line's own assignment of a variable wins, as
+    every assignment on that line does."""
+    return {name: value for name, value in mode.environment.items() if name not in runtest_env}

@@ -1,0 +1,128 @@
+"""The CUDA device tests' mode (run/devicetests, service.device_test_mode) and the CUDA test counts of the reports
+(results/cudatests), issue 33.  Pure Python: GPUs are given as CUDA_VISIBLE_DEVICES names them (a machine here has
+none; the H200 record in docs/validation/ shows the real thing)."""
+
+import json
+
+import pytest
+
+from eb_pytorch_cuda.errors import PluginError
+from eb_pytorch_cuda.testsuite import service
+from eb_pytorch_cuda.testsuite.policy.judging import Policy, detect_context, judge
+from eb_pytorch_cuda.testsuite.policy.settings import TestSettings
+from eb_pytorch_cuda.testsuite.results.cudatests import cuda_counts, is_cuda_test
+from eb_pytorch_cuda.testsuite.results.model import RunResult, Suite
+from eb_pytorch_cuda.testsuite.run import devicetests
+from eb_pytorch_cuda.testsuite.run.gpus import gpu_compute_capabilities, gpu_count, visible_devices
+
+
+def _never():
+    raise AssertionError('the build was asked about CUDA where nothing depends on it')
+
+
+@pytest.mark.parametrize('value, devices', [('', []), ('-1', []), ('0,1', ['0', '1']), ('1,-1,0', ['1']),
+                                            ('GPU-5ad2,MIG-1', ['GPU-5ad2', 'MIG-1']), (' 2 ', ['2'])])
+def test_cuda_visible_devices_as_cuda_reads_it(value, devices):
+    assert visible_devices({'CUDA_VISIBLE_DEVICES': value}) == devices
+    assert gpu_count({'CUDA_VISIBLE_DEVICES': value}) == devices
+
+
+def test_an_empty_cuda_visible_devices_means_no_gpu_for_the_policy_and_the_mode():
+    """Issue 33 item 6: the step printed `policy scope: compute capabilities 9.0` with CUDA_VISIBLE_DEVICES= set."""
+    env = {'CUDA_VISIBLE_DEVICES': ''}
+    assert gpu_compute_capabilities(env) == ()
+    mode = service.device_test_mode('auto', _never, env)
+    assert not mode.enabled and mode.environment == {} and 'no GPU seen' in mode.reason
+    with pytest.raises(PluginError, match='cuda_device_tests: is True, but the test step cannot run CUDA tests here'):
+        service.device_test_mode(True, _never, env)
+
+
+def test_auto_with_a_gpu_and_a_cuda_build_runs_cuda_and_cpu_device_tests():
+    mode = service.device_test_mode('auto', lambda: True, {'CUDA_VISIBLE_DEVICES': '0'})
+    assert mode.enabled and mode.environment == {'SANDCASTLE': '0'} and mode.gpus == ('0',)
+    assert mode.describe() == ("cuda_device_tests='auto': CUDA and CPU device tests: 1 GPU(s) seen (0), the build "
+                               "has CUDA; sets SANDCASTLE=0")
+    without_cuda = service.device_test_mode('auto', lambda: False, {'CUDA_VISIBLE_DEVICES': '0'})
+    assert not without_cuda.enabled and without_cuda.environment == {}
+    with pytest.raises(PluginError, match='the build has no CUDA'):
+        service.device_test_mode(True, lambda: False, {'CUDA_VISIBLE_DEVICES': '0'})
+    off = service.device_test_mode(False, _never, {'CUDA_VISIBLE_DEVICES': '0'})
+    assert not off.enabled and off.environment == {}
+
+
+def test_spread_over_slurm_only_true_turns_them_on_and_nothing_is_probed_here():
+    assert service.device_test_mode(True, _never, {}, on_this_node=False).environment == {'SANDCASTLE': '0'}
+    spread = service.device_test_mode('auto', _never, {}, on_this_node=False)
+    assert not spread.enabled and 'cuda_device_tests = True' in spread.reason
+
+
+def test_the_runtest_lines_own_sandcastle_wins():
+    mode = devicetests.decide('auto', True, ['0'])
+    assert devicetests.suite_environment(mode, {'SANDCASTLE': '1'}) == {}
+    assert devicetests.suite_environment(mode, {'OTHER': 'x'}) == {'SANDCASTLE': '0'}
+
+
+@pytest.mark.parametrize('value', ['yes', 1, 0, 'True', None])
+def test_the_parameter_takes_auto_true_or_false(value):
+    if value is None:
+        assert TestSettings.from_values({'cuda_device_tests': None}).cuda_device_tests == 'auto'
+        return
+    with pytest.raises(PluginError, match=r"cuda_device_tests must be 'auto', True or False"):
+        TestSettings.from_values({'cuda_device_tests': value}, 'PyTorch.eb')
+
+
+def test_the_dry_run_line_says_the_mode_and_what_decides_it():
+    assert 'CUDA and CPU device tests, SANDCASTLE=0' in devicetests.planned('auto', True, ['8.0', '9.0'])
+    assert 'cuda_compute_capabilities: 8.0, 9.0' in devicetests.planned('auto', True, ['8.0', '9.0'])
+    assert 'stops before any suite runs' in devicetests.planned(True, True, [])
+    assert 'the build has no CUDA' in devicetests.planned('auto', False, [])
+    assert "upstream's SANDCASTLE=1" in devicetests.planned(False, True, [])
+
+
+@pytest.mark.parametrize('classname, name, cuda', [
+    ('nn.test_convolution.TestConvolutionNNDeviceTypeCUDA', 'test_conv_cudnn_nhwc_cuda_float32', True),
+    ('test_ops.TestCommonCUDA', 'test_out_abs_cuda_float32', True),
+    ('nn.test_convolution.TestConvolutionNNDeviceTypeCPU', 'test_conv_backend_cpu_float32', False),
+    ('test_nn.TestNNDeviceTypeCUDA', 'test_LSTM_grad_and_gradgrad_cuda_float64', True),
+    ('test_cuda_primary_ctx.TestCudaPrimaryCtx', 'test_cuda_primary_ctx', False),
+    ('test_cuda.TestCuda', 'test_cuda_synchronize', False),  # test_cuda's own: not device-generic
+    ('test_x.TestX', 'test_foo_cuda', True)])
+def test_which_tests_are_device_generic_cuda_tests(classname, name, cuda):
+    assert is_cuda_test(classname, name) is cuda
+
+
+REPORT = b'''<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest" tests="6">
+<testcase classname="nn.test_convolution.TestConvolutionNNDeviceTypeCUDA" name="test_a_cuda_float32" time="0.1"/>
+<testcase classname="nn.test_convolution.TestConvolutionNNDeviceTypeCUDA" name="test_b_cuda" time="0.1">
+<failure message="RuntimeError: cuDNN error: CUDNN_STATUS_SUBLIBRARY_LOADING_FAILED">x</failure></testcase>
+<testcase classname="nn.test_convolution.TestConvolutionNNDeviceTypeCUDA" name="test_c_cuda" time="0">
+<skipped type="pytest.skip" message="cudnn too old">s</skipped></testcase>
+<testcase classname="nn.test_convolution.TestConvolutionNNDeviceTypeCPU" name="test_a_cpu_float32" time="0.1"/>
+<testcase classname="nn.test_convolution.TestConvolutionNNDeviceTypeCPU" name="test_b_cpu" time="0.1"/>
+<testcase name="test_d_cuda" classname="nn.test_convolution.TestConvolutionNNDeviceTypeCUDA" time="0.1"/>
+</testsuite></testsuites>'''
+
+
+def test_cuda_counts_of_a_suites_reports_and_their_way_into_the_reports():
+    assert cuda_counts([REPORT]) == {'ran': 3, 'failed': 1, 'skipped': 1}
+    rerun = REPORT.replace(b'<failure message="RuntimeError: cuDNN error: CUDNN_STATUS_SUBLIBRARY_LOADING_FAILED">x'
+                           b'</failure>', b'')
+    assert cuda_counts([REPORT, rerun]) == {'ran': 3, 'failed': 0, 'skipped': 1}  # a pass on the rerun wins
+    assert cuda_counts([]) is None
+    counts = {'ran': 0, 'failed': 0, 'skipped': 2}
+    result = RunResult({'nn/test_convolution': Suite('nn/test_convolution', cuda_counts=counts)})
+    verdict = judge(result, Policy(0, []))
+    mode = devicetests.decide('auto', True, ['0'])
+    warnings, failing = service.cuda_test_warnings(result, mode)
+    assert len(warnings) == 1 and '0 CUDA device tests ran (2 skipped)' in warnings[0] and failing is None
+    assert service.cuda_test_warnings(result, devicetests.decide(True, True, ['0']))[1] == warnings[0]
+    outcome = service.StepOutcome(result, verdict, detect_context(()), device_tests=mode, warnings=warnings)
+    texts = service.report_texts(outcome)
+    data = json.loads(texts['pytorch-test-results.json'])
+    assert data['cuda_tests'] == {'ran': 0, 'failed': 0, 'skipped': 2}
+    assert data['cuda_device_tests']['enabled'] is True and data['warnings'] == warnings
+    assert data['suites'][0]['cuda_counts'] == {'ran': 0, 'failed': 0, 'skipped': 2}
+    markdown = texts['pytorch-test-summary.md']
+    assert 'CUDA device tests: 0 ran, 0 failed, 2 skipped' in markdown and '**WARNING**' in markdown
+    from eb_pytorch_cuda.testsuite.results.saved import validate_saved
+    validate_saved('pytorch-test-results.json', data)  # report reads it back
