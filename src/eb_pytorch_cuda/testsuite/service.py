@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence
 
 from eb_pytorch_cuda import process
+from eb_pytorch_cuda.leftovers import stop_leftovers
 from eb_pytorch_cuda.testsuite.run import batches
 from eb_pytorch_cuda.testsuite.run import discovery
 from eb_pytorch_cuda.testsuite.run.reruns import rerun_failures
@@ -73,7 +74,10 @@ def run_suites(command, env, store, output_dir, python, timeouts, parallel=1, re
         if store.notice is None:
             store.notice = progress  # each store line set aside is said once, naming the file and the line
         registry = store.path + '.children'  # the groups this run starts, for the next run to stop if it must
-        for group in process.stop_leftovers(registry):
+        leftovers = stop_leftovers(registry)
+        for note in leftovers.notes:
+            progress(note)
+        for group in leftovers.stopped:
             progress(f'stopped process group {group}, left running by a killed previous run on {store.path}')
         with process.recorded_in(registry):
             return _run_suites(command, env, store, output_dir, python, timeouts, parallel, reruns, progress,
