@@ -88,7 +88,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         data = to_json(result, verdict, context)
         if suggestion:
             data['suggested_policy'] = suggestion[1]
-        print(json.dumps(data, indent=1))
+        print(json.dumps(data, indent=1, allow_nan=False))
     elif args.format == 'markdown':
         print(to_markdown(result, verdict, context=context, suggestion=suggestion and suggestion[0]))
     else:

@@ -18,6 +18,11 @@ and they outlive it.  So each child is started through a supervisor, a small `py
 The supervisor is an exec'd program, not a `preexec_fn` (which Python documents as unsafe in a process
 with threads; the test step starts suites from thread pools and worker slot threads).
 
+Each group is also recorded, while a run of a results store runs (recorded_in), in that store's registry,
+for the next run to stop what a killed run left (eb_pytorch_cuda.leftovers); the supervisor carries the
+proof that a group is ours: MARK_VARIABLE in its environment (the store's token, from Child) and in the
+command's (the token, the supervisor's pid and start time, added by the supervisor before it forks).
+
 Our own side keeps a registry of live children: `stop_all()` (and `terminating_signals_stop_children()`,
 which installs it for SIGTERM/SIGHUP where nobody else handles them) kills each group and waits for it, so
 a `test-suite` or `eb` that is told to stop leaves nothing running when it exits.
@@ -25,6 +30,7 @@ a `test-suite` or `eb` that is told to stop leaves nothing running when it exits
 
 import contextlib
 import errno
+import hashlib
 import inspect
 import os
 import shutil
@@ -33,11 +39,18 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
+from stat import S_ISREG
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+
+from eb_pytorch_cuda.errors import PluginError
+from eb_pytorch_cuda.inputs import file_kind
 
 GRACE_SECONDS = 10  # between SIGTERM and SIGKILL of a group: run_test.py's pool needs a few seconds to stop
 TERMINATING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 STOPPING_SIGNALS = (signal.SIGINT,) + TERMINATING_SIGNALS
+# the environment variable that proves a group is a recorded run's (eb_pytorch_cuda.leftovers): the
+# supervisor's has the store's token, the command's (and its descendants') '<token> <pgid> <start time>'
+MARK_VARIABLE = 'EB_PYTORCH_CUDA_GROUP'
 
 
 # the one scan of a group in /proc: used here, and its source is compiled into the supervisor program (which
@@ -65,6 +78,10 @@ if os.getppid() != int(sys.argv[1]):
     os._exit(125)  # the parent died before the request: nobody would stop us
 grace, me = float(sys.argv[2]), os.getpid()
 STOPPING = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+if MARK in os.environ:  # a recorded group: the command carries the proof of whose it is (leftovers.py)
+    with open('/proc/self/stat', 'rb') as handle:
+        stat = handle.read()
+    os.environ[MARK] = '%s %d %s' % (os.environ[MARK], me, stat[stat.rindex(b')') + 2:].split()[19].decode())
 
 def members():
     return [pid for pid in group_members(me) if pid != me]
@@ -137,11 +154,13 @@ stop_group()  # what the command left running in its group (pool workers, resour
 end_like(status)
 '''
 
-_SUPERVISOR = inspect.getsource(group_members).replace(' -> List[int]', '').replace(': int', '') + _SUPERVISOR
+_SUPERVISOR = (inspect.getsource(group_members).replace(' -> List[int]', '').replace(': int', '')
+               + f'MARK = {MARK_VARIABLE!r}\n' + _SUPERVISOR)
+_SUPERVISOR_ARGV = [b'-I', b'-S', b'-c', _SUPERVISOR.encode()]  # what follows the Python in its command line
 
 _live: set = set()
 _live_lock = threading.Lock()
-_registry: List[str] = []  # the file each started group is recorded in (recorded_in), if any
+_registry: List[Tuple[str, str]] = []  # (file, token) each started group is recorded in (recorded_in), if any
 
 
 def _start_time(pid: int) -> Optional[int]:
@@ -154,53 +173,65 @@ def _start_time(pid: int) -> Optional[int]:
     return int(stat[stat.rindex(b')') + 2:].split()[19])
 
 
+def store_token(registry: str) -> str:
+    """The token of the store whose registry this is (its real path, hashed): what a group's MARK_VARIABLE
+    must carry for a run of this store to stop it, so that no registry names another store's groups."""
+    return hashlib.sha256(os.path.realpath(registry).encode()).hexdigest()[:32]
+
+
 def _record(pgid: int) -> None:
-    if _registry:
-        line = f'{pgid} {_start_time(pgid)}\n'.encode()
-        fd = os.open(_registry[-1], os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        try:
-            os.write(fd, line)  # one write of one short line: whole or absent
-        finally:
-            os.close(fd)
-
-
-def stop_leftovers(registry: str) -> List[int]:
-    """Stop what a previous, killed run recorded in registry and left running; return the groups stopped.
-
-    The supervisors normally stop their groups when we die; only a kill of the supervisor itself too (the
-    OOM killer, `kill -9` of every process) leaves a group running, writing files a resumed run would read.
-    A recorded group is ours while its leader is the recorded process (same start time) or gone with
-    members left: Linux never reuses a pid that is still some live process's group id."""
+    """Append '<pgid> <start time>' to the active registry: one write of one short line, whole or absent.
+    Opened without blocking and checked to be a regular file (a FIFO there would hang the start)."""
+    started = _start_time(pgid)
+    if not _registry or started is None:
+        return  # nothing records, or the supervisor is gone already (reaped: its group has ended)
+    path = _registry[-1][0]
     try:
-        with open(registry, 'rb') as handle:
-            lines = handle.read().decode('ascii', 'replace').splitlines()
-    except FileNotFoundError:
-        return []
-    stopped = []
-    for line in lines:
-        fields = line.split()
-        if len(fields) != 2 or not fields[0].isdigit():
-            continue  # a line cut short by a kill: the run that wrote it recorded nothing more
-        pgid, started = int(fields[0]), fields[1]
-        leader = _start_time(pgid)
-        if leader is not None and str(leader) != started:
-            continue  # the pid was reused by an unrelated process after the whole group had gone
-        if not group_members(pgid):
-            continue
-        _stop_group(pgid, GRACE_SECONDS)
-        stopped.append(pgid)
-    os.unlink(registry)
-    return stopped
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC,
+                     0o644)
+    except OSError as err:
+        raise PluginError(path, f'cannot be written: {err.strerror}') from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not S_ISREG(mode):
+            raise PluginError(path, f'is {file_kind(mode)}, not a regular file')
+        os.write(fd, f'{pgid} {started}\n'.encode())
+    except OSError as err:
+        raise PluginError(path, f'cannot be written: {err.strerror}') from None
+    finally:
+        os.close(fd)
+
+
+def is_supervisor(pid: int) -> bool:
+    """pid runs the supervisor program of this very version (its command line after the Python's name)."""
+    try:
+        with open(f'/proc/{pid}/cmdline', 'rb') as handle:
+            argv = handle.read().split(b'\0')
+    except OSError:
+        return False
+    return argv[1:1 + len(_SUPERVISOR_ARGV)] == _SUPERVISOR_ARGV
 
 
 @contextlib.contextmanager
 def recorded_in(registry: str) -> Iterator[None]:
-    """While the block runs, every started group is recorded in registry (for stop_leftovers)."""
-    _registry.append(registry)
+    """While the block runs, every started group is recorded in registry and marked with its store's token
+    (for eb_pytorch_cuda.leftovers, which the next run on the store calls)."""
+    _registry.append((registry, store_token(registry)))
     try:
         yield
     finally:
-        _registry.remove(registry)
+        _registry.pop()
+
+
+def _marked(env: Optional[dict]) -> Optional[dict]:
+    """The supervisor's environment: MARK_VARIABLE set to the active registry's token, else removed (a marker
+    inherited from elsewhere proves nothing about this group)."""
+    base = os.environ if env is None else env
+    if _registry:
+        return dict(base, **{MARK_VARIABLE: _registry[-1][1]})
+    if MARK_VARIABLE in base:
+        return {name: value for name, value in base.items() if name != MARK_VARIABLE}
+    return env
 
 
 class Child:
@@ -213,6 +244,7 @@ class Child:
         # started and registered with the stopping signals held, so a stop that arrives meanwhile finds it
         # in stop_all's list (it arrives once they are unblocked); the supervisor starts with them blocked
         # too and unblocks them once its handlers are in place
+        popen_options['env'] = _marked(popen_options.get('env'))
         with stops_held():
             self.popen = subprocess.Popen(wrapped, start_new_session=True, **popen_options)
             with _live_lock:
@@ -263,11 +295,36 @@ class Child:
         self._forget()
 
 
+def never_signalled(pgid: int) -> Optional[str]:
+    """Why group pgid is never signalled (None: it may be): killpg(0) signals the caller's own group, 1 is
+    init's, and our own group and session hold this run and its caller (every killpg here asks this first)."""
+    if pgid == 0:
+        return "process group 0 is never signalled (killpg(0) signals this run's own group)"
+    if pgid < 2:
+        return f"process group {pgid} is never signalled (init's or no group)"
+    if pgid in (os.getpgrp(), os.getsid(0)):
+        return f"process group {pgid} is this run's own group or session: never signalled"
+    return None
+
+
+def _killpg(pgid: int, signum: int) -> None:
+    """os.killpg, except for a group never_signalled (ValueError: no caller of ours may ask for it)."""
+    why = never_signalled(pgid)
+    if why:
+        raise ValueError(why)
+    os.killpg(pgid, signum)
+
+
+def stop_group(pgid: int, grace: float = GRACE_SECONDS) -> None:
+    """Stop group pgid as a Child's is stopped (eb_pytorch_cuda.leftovers: a killed run's group)."""
+    _stop_group(pgid, grace)
+
+
 def _stop_group(pgid: int, grace: float) -> None:
     """SIGTERM group pgid, SIGKILL what is left after grace seconds, and wait (up to 30 s more) until it is gone."""
     for signum, seconds in ((signal.SIGTERM, grace), (signal.SIGKILL, 30)):
         try:
-            os.killpg(pgid, signum)
+            _killpg(pgid, signum)
         except ProcessLookupError:
             return
         if _group_ends(pgid, seconds):
@@ -351,7 +408,7 @@ def stop_all() -> None:
     children = live_children()
     for child in children:
         try:
-            os.killpg(child.pid, signal.SIGTERM)
+            _killpg(child.pid, signal.SIGTERM)
         except ProcessLookupError:
             pass
     for child in children:

@@ -885,4 +885,4 @@ def to_json(findings: Sequence[Finding], count: int, glibc: Optional[execstack.T
                        'fix_order_only': fix_commands(findings, blocking_only=False),
                        'glibc': {'version': '.'.join(map(str, glibc.version)), 'source': glibc.source}
                        if glibc else None,
-                       'findings': [asdict(f) for f in findings]}, indent=1)
+                       'findings': [asdict(f) for f in findings]}, indent=1, allow_nan=False)

@@ -40,7 +40,7 @@ def main(argv: Sequence[str]) -> int:
         ctypes.CDLL(target, mode=os.RTLD_NOW | os.RTLD_GLOBAL)
     except OSError as err:
         error = str(err)
-    json.dump({'loaded': error is None, 'error': error, 'mapped': mapped_files()}, sys.stdout)
+    json.dump({'loaded': error is None, 'error': error, 'mapped': mapped_files()}, sys.stdout, allow_nan=False)
     return 0
 
 

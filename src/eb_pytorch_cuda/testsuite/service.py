@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from eb_pytorch_cuda import process
+from eb_pytorch_cuda.leftovers import stop_leftovers
 from eb_pytorch_cuda.testsuite.run import batches
 from eb_pytorch_cuda.testsuite.run import discovery
 from eb_pytorch_cuda.testsuite.run.reruns import rerun_failures
@@ -29,6 +30,7 @@ from eb_pytorch_cuda.testsuite.policy.judging import Policy, ScopeContext, Verdi
 from eb_pytorch_cuda.testsuite.policy.report import RESULTS_JSON, RESULTS_MARKDOWN, to_json, to_markdown
 from eb_pytorch_cuda.testsuite.policy.settings import (DEFAULT_SUITE_TIMEOUT, JUDGING, TestSettings, rule_timeout,
                                                        timeout_of)
+from eb_pytorch_cuda.testsuite.results import previous
 from eb_pytorch_cuda.testsuite.results.model import RunResult
 from eb_pytorch_cuda.testsuite.results.pieces import with_merged
 from eb_pytorch_cuda.testsuite.run.command import TestCommand, parse_runtest
@@ -52,18 +54,16 @@ def build_fingerprint(easyconfig_values, environ, extra=None):
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def suite_timeouts(explicit, previous_results):
+def suite_timeouts(explicit, previous_results, progress: Optional[Callable[[str], None]] = None):
     """{suite: seconds}, '' for the rest: the explicit value, else 4x (at least 10 min) each suite's time in
-    a previous results JSON, else the default (settings.TIMEOUT_RULE)."""
+    a previous results JSON (results.previous: a time that is not one is left out, said through progress),
+    else the default (settings.TIMEOUT_RULE)."""
     if explicit:
         return {'': int(explicit)}
     timeouts = {'': DEFAULT_SUITE_TIMEOUT}
-    try:
-        with open(previous_results) as handle:
-            for suite, seconds in json.load(handle).get('suite_seconds', {}).items():
-                timeouts[suite] = rule_timeout(seconds)
-    except (OSError, ValueError, AttributeError, TypeError):
-        pass
+    times = previous.suite_seconds(previous_results, previous.load(previous_results), progress or (lambda note: None))
+    for suite, seconds in times.items():
+        timeouts[suite] = rule_timeout(seconds)
     return timeouts
 
 
@@ -80,7 +80,10 @@ def run_suites(command, env, store, output_dir, python, timeouts, parallel=1, re
         if store.notice is None:
             store.notice = progress  # each store line set aside is said once, naming the file and the line
         registry = store.path + '.children'  # the groups this run starts, for the next run to stop if it must
-        for group in process.stop_leftovers(registry):
+        leftovers = stop_leftovers(registry)
+        for note in leftovers.notes:
+            progress(note)
+        for group in leftovers.stopped:
             progress(f'stopped process group {group}, left running by a killed previous run on {store.path}')
         with process.recorded_in(registry):
             return _run_suites(command, env, store, output_dir, python, timeouts, parallel, reruns, progress,
@@ -99,7 +102,8 @@ def _run_suites(command, env, store, output_dir, python, timeouts, parallel, rer
         return controller.run_spread(command, env, store, output_dir, python, timeouts, int(jobs), parallel=parallel,
                                      reruns=reruns, previous_seconds=controller.previous_suite_seconds(
                                          previous_results),
-                                     previous_test_seconds=controller.previous_test_seconds(previous_results),
+                                     previous_test_seconds=controller.previous_test_seconds(previous_results,
+                                                                                            progress),
                                      tested_installation=tested_installation, progress=progress)
     suites, listed_serial = discovery.discover(command, env)
     if listed_serial is not None:
@@ -219,7 +223,7 @@ def run_and_judge(command: TestCommand, env: dict, store: ResultStore, output_di
         if progress:
             progress(device_tests.describe())
     result = run_suites(command, env, store, output_dir, python,
-                        suite_timeouts(settings.test_suite_timeout, previous_results),
+                        suite_timeouts(settings.test_suite_timeout, previous_results, progress),
                         settings.parallel_test_suites, settings.rerun_failed_tests, progress=progress,
                         jobs=settings.test_suite_jobs, previous_results=previous_results,
                         tested_installation=tested_installation, **kwargs)
@@ -264,7 +268,7 @@ def report_texts(outcome: StepOutcome, title: str = 'PyTorch test suite') -> Dic
                  if outcome.device_tests is not None else [])
         extra += [f'**WARNING**: {markdown_text(warning)}' for warning in outcome.warnings]
         markdown = head + '\n\n' + '\n\n'.join(extra) + '\n\n' + rest
-    return {RESULTS_JSON: json.dumps(data, indent=1) + '\n', RESULTS_MARKDOWN: markdown}
+    return {RESULTS_JSON: json.dumps(data, indent=1, allow_nan=False) + '\n', RESULTS_MARKDOWN: markdown}
 
 
 def finish(store: ResultStore, jobs: int = 1) -> None:

@@ -18,6 +18,7 @@ from eb_pytorch_cuda.testsuite.results.model import (COUNT_KEYS, SUITE_FAILED, S
                                                      SUITE_TERMINATED, SUITE_TIMED_OUT, SUITE_UNCOUNTED, Suite)
 from eb_pytorch_cuda.testsuite.results.pieces import Piece
 from eb_pytorch_cuda.testsuite.results.reportdirs import Attempt
+from eb_pytorch_cuda.testsuite.results.seconds import NotSeconds, seconds_in_text
 from eb_pytorch_cuda.testsuite.results.xmlparse import parse_report_files
 
 
@@ -49,9 +50,16 @@ def remove_reports(test_dir: str, suite: str, piece: Optional[Piece] = None) -> 
     reportdirs.remove_suite_reports(test_dir, suite, runners)
 
 
-def summary_seconds(text: str):
-    """Seconds the suite's tests took by its own summaries (start-up excluded), None without any."""
-    times = [float(m.group('unittest') or m.group('pytest')) for m in grammar.SUMMARY_SECONDS.finditer(text)]
+def summary_seconds(text: str, notes: Optional[list] = None):
+    """Seconds the suite's tests took by its own summaries (start-up excluded), None without any; a summary
+    whose time is not one (results.seconds: `1.2.3`, 400 digits) is left out, with a note in notes."""
+    times = []
+    for match in grammar.SUMMARY_SECONDS.finditer(text):
+        try:
+            times.append(seconds_in_text(match.group('unittest') or match.group('pytest')))
+        except NotSeconds as err:
+            if notes is not None:
+                notes.append(f'summary {match.group(0)[:80]!r}: {err}; left out of the suite\'s time')
     return round(sum(times), 2) if times else None
 
 
@@ -110,7 +118,7 @@ def build_outcome(suite: str, text: str, finished: bool, failed: bool, signal=No
     else:
         result = Suite(suite, sources=['log'])
     result.counts = {key: result.counts.get(key, 0) for key in COUNT_KEYS}
-    result.seconds = summary_seconds(text)
+    result.seconds = summary_seconds(text, notes)
     if timed_out:
         result.status, result.signal = SUITE_TIMED_OUT, timed_out
         return result, None, notes

@@ -20,6 +20,7 @@ from eb_pytorch_cuda.testsuite.results.model import (COUNT_KEYS, SUITE_BAD_REPOR
                                                      SUITE_TIMED_OUT, SUITE_UNCOUNTED)
 from eb_pytorch_cuda.testsuite.results.cudatests import add_counts
 from eb_pytorch_cuda.testsuite.results.records import PieceLabel, StoreRecord
+from eb_pytorch_cuda.testsuite.results.seconds import NotSeconds, seconds_of
 from eb_pytorch_cuda.testsuite.results.testtimes import piece_times, pieces_for
 
 PIECE_SECONDS = 600.0  # PyTorch's own THRESHOLD: a longer suite is split, into pieces of at most this
@@ -206,8 +207,11 @@ def record_problem(record: Mapping) -> Optional[str]:
         except (PluginError, TypeError):
             return f"piece: shard {piece['index']} of {piece['count']} is no piece"
     times = record.get('test_seconds')
-    if times is not None and not (isinstance(times, dict) and all(
-            isinstance(node, str) and isinstance(seconds, (int, float)) and not isinstance(seconds, bool)
-            for node, seconds in times.items())):
+    if times is not None and not (isinstance(times, dict) and all(isinstance(node, str) for node in times)):
         return 'test_seconds: must map test ids to seconds'
+    for node, seconds in (times or {}).items():
+        try:
+            seconds_of(seconds)
+        except NotSeconds as err:
+            return f'test_seconds: {node[:80]!r}: {err}'
     return None

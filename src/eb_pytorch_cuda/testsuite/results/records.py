@@ -45,6 +45,10 @@ class StoreRecord(_Suite, total=False):
     fingerprint: str  # the build it belongs to (added by ResultStore.append)
 
 
+# the keys of a record that are times: each is also read by the one number reader (results.seconds), so that a
+# record with 1e999 or -5 there is set aside like any other bad line (run/store.parse_record)
+TIME_KEYS = ('seconds', 'batch_seconds')
+
 # every key a record may have, with the JSON types its value may take (None: JSON null); run/store.parse_record
 # checks each key that is there, so a crafted line never reaches a reader as the wrong type
 OPTIONAL_TYPES = {

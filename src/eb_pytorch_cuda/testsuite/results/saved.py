@@ -13,7 +13,6 @@ those entries, so re-judging it applies the same rule.
 """
 
 import json
-import math
 import os
 from typing import Optional
 
@@ -24,6 +23,7 @@ from eb_pytorch_cuda.testsuite.results.model import (COUNT_KEYS, CUDA_COUNT_KEYS
                                                      SUITE_MISSING, SUITE_STATES, SUITE_TERMINATED, TEST_STATES,
                                                      UNJUDGEABLE, RunResult, Suite)
 from eb_pytorch_cuda.testsuite.results.reportdirs import variant_of
+from eb_pytorch_cuda.testsuite.results.seconds import NotSeconds, seconds_of
 from eb_pytorch_cuda.testsuite.results.xmlparse import parse_report_dir
 
 RESULT_FORMAT = 'eb-pytorch-cuda-test-results'
@@ -200,9 +200,11 @@ def check_suite(path, where, suite):
         _refuse(path, f'{where}.cuda_counts', f"must be null or map {', '.join(CUDA_COUNT_KEYS)} to integers from 0 "
                                               f'to {MAX_COUNT}')
     seconds = suite.get('seconds')
-    if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, (int, float))
-                                or not math.isfinite(seconds) or seconds < 0):
-        _refuse(path, f'{where}.seconds', f'must be a finite number of seconds >= 0, got {seconds!r:.40}')
+    if seconds is not None:
+        try:
+            seconds_of(seconds)
+        except NotSeconds as err:
+            _refuse(path, f'{where}.seconds', str(err))
 
 
 def no_constants(name):

@@ -15,13 +15,13 @@ DTD, well-formed); a report it refuses gives no times.
 """
 
 import hashlib
-import math
 import os
 import re
-from typing import Dict, Iterable, List, Mapping
+from typing import Dict, Iterable, List, Optional
 
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite.results import xmlparse
+from eb_pytorch_cuda.testsuite.results.seconds import NotSeconds, seconds_in_text
 
 MOST_PIECES = 256  # a suite is never cut finer than this
 KEPT_FROM = 300.0  # seconds: a suite at least this long keeps its tests' times in its record (a full run has
@@ -70,10 +70,11 @@ def node_prefix(output: str, test_dir: str) -> str:
     return relative.replace(os.sep, '/') + '/'
 
 
-def case_times(paths: Iterable[str], prefix: str = '') -> Dict[str, float]:
+def case_times(paths: Iterable[str], prefix: str = '', notes: Optional[List[str]] = None) -> Dict[str, float]:
     """{node id: seconds} of every test case in the report files (a test in several files, e.g. rerun:
     its times added), each id after prefix (node_prefix); files that are not trustworthy reports are
-    left out."""
+    left out, and so is a test whose `time` is not a time (results.seconds: inf, nan, -5), with one note
+    per file in notes."""
     times: Dict[str, float] = {}
     for path in paths:
         try:
@@ -82,6 +83,7 @@ def case_times(paths: Iterable[str], prefix: str = '') -> Dict[str, float]:
             continue
         if not isinstance(data, bytes):  # xmlparse._EMPTY: a file with no element
             continue
+        bad: List[str] = []
         for match in _CASE.finditer(data):
             values = xmlparse._attributes(data, match.start())  # noqa: SLF001
             if not values.get('file') or not values.get('name'):
@@ -89,36 +91,25 @@ def case_times(paths: Iterable[str], prefix: str = '') -> Dict[str, float]:
             node = prefix + (f"{values['file']}::{values['classname']}::{values['name']}" if values.get('classname')
                              else f"{values['file']}::{values['name']}")
             try:
-                seconds = float(values.get('time') or 0)
-            except ValueError:
+                seconds = seconds_in_text(values.get('time') or '0')
+            except NotSeconds as err:
+                bad.append(f'{node}: {err}')
                 continue
             times[node] = round(times.get(node, 0.0) + seconds, 3)
+        if bad and notes is not None:
+            more = f' (and {len(bad) - 1} more)' if len(bad) > 1 else ''
+            notes.append(f"{path}: test {bad[0][:300]}{more}: its time set aside (the next build's split "
+                         f"does without it)")
     return times
 
 
-def kept_times(suite_seconds, paths: Iterable[str], prefix: str = '') -> Dict[str, float]:
-    """The times a record keeps: case_times(paths, prefix) for a suite of at least KEPT_FROM seconds,
+def kept_times(suite_seconds, paths: Iterable[str], prefix: str = '',
+               notes: Optional[List[str]] = None) -> Dict[str, float]:
+    """The times a record keeps: case_times(paths, prefix, notes) for a suite of at least KEPT_FROM seconds,
     else none."""
     if suite_seconds is None or float(suite_seconds) < KEPT_FROM:
         return {}
-    return case_times(paths, prefix)
-
-
-def times_of_results(data) -> Dict[str, Dict[str, float]]:
-    """{suite: {node id: seconds}} of a results JSON's `test_seconds` (what the test step wrote from its
-    records), keeping only well-formed entries (finite, non-negative numbers under string keys): the file
-    is the previous installation's, read to plan, never trusted to be ours."""
-    times = data.get('test_seconds') if isinstance(data, Mapping) else None
-    found: Dict[str, Dict[str, float]] = {}
-    for suite, tests in (times.items() if isinstance(times, Mapping) else ()):
-        if not isinstance(suite, str) or not isinstance(tests, Mapping):
-            continue
-        kept = {node: float(seconds) for node, seconds in tests.items()
-                if isinstance(node, str) and isinstance(seconds, (int, float)) and not isinstance(seconds, bool)
-                and math.isfinite(seconds) and seconds >= 0}
-        if kept:
-            found[suite] = kept
-    return found
+    return case_times(paths, prefix, notes)
 
 
 def shard_of(node: str, count: int) -> int:

@@ -97,8 +97,8 @@ def _record(suite, out, seconds, code, gpu, output_path, test_dir, attempt):
     result, exit_code, notes = build_outcome(suite, out.text, True, out.failed, out.signal, test_dir=test_dir,
                                              attempt=attempt)
     record = _stored(result, exit_code, notes, result.seconds, seconds, code, gpu, out.text, output_path)
-    times = (kept_times(result.seconds, report_files(test_dir, suite, attempt, True), node_prefix(out.text, test_dir))
-             if test_dir else {})
+    times = (kept_times(result.seconds, report_files(test_dir, suite, attempt, True), node_prefix(out.text, test_dir),
+                        notes) if test_dir else {})
     if times:
         record['test_seconds'] = times  # per-test times: how the next build splits this suite (results/testtimes)
     return record

@@ -45,5 +45,5 @@ def write_times(test_dir: str, harness: Harness, pieces: Iterable[Piece]) -> Opt
             return f'{path} exists and was not written by this plugin: suites run whole'
     os.makedirs(os.path.dirname(path), exist_ok=True)
     write_atomically(path, json.dumps({MARK: True, 'default': {'default': {
-        suite: THRESHOLD * count - 1 for suite, count in sorted(counts.items())}}}, indent=1))
+        suite: THRESHOLD * count - 1 for suite, count in sorted(counts.items())}}}, indent=1, allow_nan=False))
     return None

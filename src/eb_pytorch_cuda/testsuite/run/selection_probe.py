@@ -62,7 +62,7 @@ def main():
     missing = [name for name in ('main', 'parse_args', 'get_selected_tests') if not hasattr(run_test, name)]
     if missing:
         with open(out, 'w', encoding='utf-8') as handle:
-            json.dump({'missing': missing}, handle)
+            json.dump({'missing': missing}, handle, allow_nan=False)
         return
     selected: list = []
     sharded: list = []
@@ -90,7 +90,8 @@ def main():
     serial = [name for name in suites if must_serial(name)] if callable(must_serial) else None
     with open(out, 'w', encoding='utf-8') as handle:
         json.dump({'suites': suites, 'serial': serial, 'printed': printed.getvalue(), 'main_exit': code,
-                   'main_error': error, 'selected_calls': len(selected), 'dry_run_argv': dry_run_argv}, handle)
+                   'main_error': error, 'selected_calls': len(selected), 'dry_run_argv': dry_run_argv}, handle,
+                  allow_nan=False)
 
 
 if __name__ == '__main__':

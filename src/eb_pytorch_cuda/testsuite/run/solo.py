@@ -67,7 +67,7 @@ def run_suite(command, suite, timeout, output_dir, env, gpu=None, piece=None):
                            'seconds': result.seconds, 'gpu': gpu, 'notes': notes, 'output_tail': text[-OUTPUT_KEPT:],
                            'output_file': output_path}
     times = kept_times(result.seconds if not piece else KEPT_FROM, report_files(command.cwd, suite, attempt, not piece),
-                       node_prefix(text, command.cwd))
+                       node_prefix(text, command.cwd), notes)
     if times:
         record['test_seconds'] = times  # per-test times: how the next build splits this suite (results/testtimes)
     attempt.publish(suite)

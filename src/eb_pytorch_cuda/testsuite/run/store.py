@@ -19,7 +19,8 @@ from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.inputs import write_atomically
 from eb_pytorch_cuda.testsuite.results.model import RunResult
 from eb_pytorch_cuda.testsuite.results.pieces import key_of, record_problem, with_merged
-from eb_pytorch_cuda.testsuite.results.records import OPTIONAL_TYPES, StoreRecord
+from eb_pytorch_cuda.testsuite.results.records import OPTIONAL_TYPES, TIME_KEYS, StoreRecord
+from eb_pytorch_cuda.testsuite.results.seconds import NotSeconds, seconds_of
 from eb_pytorch_cuda.testsuite.results.saved import check_suite, mark_missing, no_constants
 
 
@@ -141,7 +142,8 @@ class ResultStore:
 
     def save_final(self, result):
         """The complete, rerun-classified result of this build, for a later re-judging."""
-        write_atomically(self.final_path, json.dumps({'fingerprint': self.fingerprint, **result.to_dict()}))
+        write_atomically(self.final_path, json.dumps({'fingerprint': self.fingerprint, **result.to_dict()},
+                                                     allow_nan=False))
 
     def load_final(self):
         try:
@@ -190,6 +192,12 @@ def parse_record(raw: bytes, path: str = 'results') -> Tuple[Optional[StoreRecor
         if key in record and (not isinstance(value, types) or (isinstance(value, bool) and bool not in types)):
             names = ' or '.join('null' if kind is type(None) else _JSON_NAMES[kind] for kind in types)
             return None, f'not a record ({key}: must be {names}, got {value!r:.40})'
+    for key in TIME_KEYS:
+        if record.get(key) is not None:
+            try:
+                seconds_of(record[key])
+            except NotSeconds as err:
+                return None, f'not a record ({key}: {err})'
     return cast(StoreRecord, record), None  # every key checked above
 
 

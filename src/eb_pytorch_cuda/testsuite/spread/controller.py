@@ -20,7 +20,6 @@ How the callers use it (EasyBuild-free; the easyblock and the CLI only pass thei
 - `eb-pytorch-cuda test-suite ... --jobs N`: the same call with the command's own facts.
 """
 
-import json
 import os
 import shutil
 import sys
@@ -28,7 +27,7 @@ import time
 from dataclasses import asdict
 from typing import Callable, Dict, List, Mapping, Optional, Sequence
 
-from eb_pytorch_cuda.testsuite.results import pieces, testtimes
+from eb_pytorch_cuda.testsuite.results import pieces, previous
 from eb_pytorch_cuda.testsuite.run import discovery, piece_times
 from eb_pytorch_cuda.testsuite.spread import slurm
 from eb_pytorch_cuda.testsuite.policy.settings import piece_timeouts, timeout_of
@@ -43,31 +42,17 @@ from eb_pytorch_cuda.testsuite.spread.workqueue import (DEFAULT_MAX_ATTEMPTS, DE
 
 
 def previous_suite_seconds(results_json: Optional[str]) -> Dict[str, float]:
-    """{suite: seconds} from a previous results JSON (`suite_seconds`), or from its suites' `seconds`."""
-    if not results_json:
-        return {}
-    try:
-        with open(results_json) as handle:
-            data = json.load(handle)
-    except (OSError, ValueError, TypeError):
-        return {}
-    seconds = dict(data.get('suite_seconds') or {})
-    for suite in data.get('suites', []):
-        if isinstance(suite, dict) and suite.get('seconds') is not None:
-            seconds.setdefault(suite['name'], float(suite['seconds']))
-    return seconds
+    """{suite: seconds} from a previous results JSON (`suite_seconds`), or from its suites' `seconds`
+    (results.previous; what is not a time was said by service.suite_timeouts, which reads the same)."""
+    return previous.suite_seconds(results_json, previous.load(results_json))
 
 
-def previous_test_seconds(results_json: Optional[str]) -> Dict[str, Dict[str, float]]:
+def previous_test_seconds(results_json: Optional[str],
+                          progress: Optional[Callable[[str], None]] = None) -> Dict[str, Dict[str, float]]:
     """{suite: {node id: seconds}} from a previous results JSON's `test_seconds` (what the records of its long
-    suites kept: results/testtimes), {} when it has none or cannot be read."""
-    if not results_json:
-        return {}
-    try:
-        with open(results_json) as handle:
-            return testtimes.times_of_results(json.load(handle))
-    except (OSError, ValueError, TypeError, RecursionError):
-        return {}
+    suites kept: results/testtimes), {} when it has none or cannot be read; what is not a time is left out
+    and said through progress (results.previous)."""
+    return previous.test_seconds(results_json, previous.load(results_json), progress or (lambda note: None))
 
 
 def queue_dir_of(store: ResultStore) -> str:

@@ -35,6 +35,7 @@ from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.inputs import write_atomically
 from eb_pytorch_cuda.testsuite.results.pieces import key_of
 from eb_pytorch_cuda.testsuite.results.records import StoreRecord
+from eb_pytorch_cuda.testsuite.results.seconds import is_seconds
 from eb_pytorch_cuda.testsuite.run.batches import DEFAULT_BATCH_SIZE
 from eb_pytorch_cuda.testsuite.run.store import ResultStore, parse_record
 
@@ -105,7 +106,7 @@ _SPEC_RULES: Dict[str, tuple] = {
     'max_attempts': (_is_integer, 'an integer'),
     'serial': (_strings, 'a list of strings'),
     'max_claim': (_is_integer, 'an integer'),
-    'expected_seconds': (lambda v: _mapping(v, _is_number), 'an object of seconds'),
+    'expected_seconds': (lambda v: _mapping(v, is_seconds), 'an object of seconds (results.seconds)'),
 }
 
 
@@ -179,7 +180,7 @@ class SuiteQueue:
         """Write spec (with the ordered suites) atomically; keep claims, results and markers of a previous run."""
         for sub in ('claims', 'workers', 'dead', 'done', 'results', 'output'):
             os.makedirs(self.path(sub), exist_ok=True)
-        write_atomically(self.path(SPEC), json.dumps(dict(spec, suites=list(suites)), indent=1))
+        write_atomically(self.path(SPEC), json.dumps(dict(spec, suites=list(suites)), indent=1, allow_nan=False))
         self._spec = None
 
     def mark_dead(self, job_id: str) -> None:
@@ -286,7 +287,7 @@ class SuiteQueue:
         claims = self.claims(done)
         private = self.path('claims', f'.{worker}')
         with open(private, 'w') as handle:
-            json.dump({'worker': worker, 'host': socket.gethostname(), 'time': time.time()}, handle)
+            json.dump({'worker': worker, 'host': socket.gethostname(), 'time': time.time()}, handle, allow_nan=False)
         try:
             for suite in self.suites:
                 if suite in done:

@@ -1,0 +1,200 @@
+"""The leftover registry (`<store>.children`) on real processes: the next run stops only what a run of this store
+started, whatever the file says (eb_pytorch_cuda.leftovers).
+
+Each fault is a line that names a real running group we never started: a `setsid sleep` with its true start
+time, a group whose leader has exited (any start time, the pid with leading zeros), `0 0` (killpg(0) would be
+the run's own group: its caller and siblings), a 20-million-digit number.  The judge is /proc: every such
+process still runs after the next `test-suite` on the store, which gives its verdict.  What a killed run did
+leave is stopped (tests/test_no_orphans.py, and here a live supervisor of this store's).
+"""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from eb_pytorch_cuda import leftovers, process, standins
+from eb_pytorch_cuda.errors import PluginError
+from procs import none_left, running
+
+PASSES = '''
+import unittest
+
+
+class TestOk(unittest.TestCase):
+    def test_ok(self):
+        pass
+
+
+if __name__ == '__main__':
+    from common import run_tests
+    run_tests(__file__)
+'''
+
+
+@pytest.fixture
+def tree(tmp_path):
+    source = tmp_path / 'src'
+    shutil.copytree(standins.TORCH_SOURCES, source, ignore=shutil.ignore_patterns('test_*.py'))
+    (source / 'test' / 'test_ok.py').write_text(PASSES)
+    return source
+
+
+@pytest.fixture
+def unrelated():
+    """Start real process groups of nobody's (the caller's own started with start_new_session: setsid);
+    every one still running is killed at the end."""
+    started = []
+
+    def start(argv):
+        child = subprocess.Popen(argv, start_new_session=True, stdout=subprocess.PIPE, text=True)
+        started.append(child.pid)
+        return child
+    yield start
+    for pgid in started:
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def _start_time(pid):
+    with open(f'/proc/{pid}/stat') as handle:
+        return int(handle.read().rsplit(')', 1)[1].split()[19])
+
+
+def _test_suite(tmp_path, source, argv_prefix=(), timeout=300):
+    """`test-suite` on the tree and tmp_path/results, in a process group and session of its own (what a '0 0'
+    line would signal is then the run and argv_prefix's processes, never this test session): (status, stderr)."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    done = subprocess.run([*argv_prefix, sys.executable, '-m', 'eb_pytorch_cuda', 'test-suite', str(source),
+                           '--python', sys.executable, '--results', str(tmp_path / 'results')],
+                          env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout,
+                          start_new_session=True)
+    return done.returncode, done.stderr
+
+
+def test_groups_the_registry_names_but_no_run_of_this_store_started_survive_the_next_run(tmp_path, tree, unrelated):
+    sleeper = unrelated(['sleep', '600'])  # a `setsid sleep`: its true pid and start time go into the registry
+    # a group whose leader has exited: the shell prints its background sleep's pid and ends
+    orphaned = unrelated(['sh', '-c', 'sleep 600 >/dev/null 2>&1 & echo $!'])
+    member = int(orphaned.stdout.readline())
+    orphaned.wait()
+    # a sibling in the run's own group: started by the same shell that becomes the run ('0 0' would SIGTERM it)
+    sibling_file = tmp_path / 'sibling'
+    (tmp_path / 'results').mkdir()
+    registry = tmp_path / 'results' / 'results.jsonl.children'
+    registry.write_text(f'{sleeper.pid} {_start_time(sleeper.pid)}\n'
+                        f'{orphaned.pid} 12345\n'
+                        f'000{orphaned.pid} 12345\n'
+                        '0 0\n'
+                        '1 1\n'
+                        f'{"9" * 20_000_000} 1\n'
+                        'garbage \x1b[2J\n')
+    wrapper = ['sh', '-c', 'sleep 600 >/dev/null 2>&1 & echo $! > "$1"; shift; exec "$@"', 'sh', str(sibling_file)]
+    code, err = _test_suite(tmp_path, tree, wrapper)
+    sibling = int(sibling_file.read_text())
+    try:
+        assert code == 0, err  # its verdict, on its one passing suite
+        assert 'Traceback' not in err
+        assert running(sleeper.pid) and running(member) and running(sibling)
+        assert f'line 1: process group {sleeper.pid} runs, but nothing in it shows a run of this store started it' \
+            in err
+        assert f'line 2: process group {orphaned.pid} runs, but nothing in it shows' in err
+        assert f"line 3: '000{orphaned.pid} 12345' is not '<pgid> <start time>' as a run writes it" in err
+        assert "line 4: process group 0 is never signalled (killpg(0) signals this run's own group)" in err
+        assert 'line 5: process group 1 is never signalled' in err
+        assert 'line 6: longer than 64 bytes, not a registry line; set aside' in err
+        assert "line 7: 'garbage \\x1b[2J' is not '<pgid> <start time>'" in err  # escaped: one inert line
+        assert 'stopped process group' not in err
+        entries, notes = leftovers.read_registry(str(registry))  # read and removed: only this run's groups now
+        assert notes == [] and entries and not {e.pgid for e in entries} & {sleeper.pid, orphaned.pid, 0, 1}
+    finally:
+        os.kill(sibling, signal.SIGKILL)
+
+
+def test_a_fifo_registry_is_refused_in_one_line_without_blocking(tmp_path, tree):
+    (tmp_path / 'results').mkdir()
+    registry = tmp_path / 'results' / 'results.jsonl.children'
+    os.mkfifo(registry)
+    code, err = _test_suite(tmp_path, tree, timeout=120)  # a hang fails the test (a run takes seconds)
+    assert code == 2
+    assert err.strip().splitlines()[-1].endswith(f'{registry}: is a FIFO (named pipe), not a regular file')
+    assert 'Traceback' not in err
+    assert os.path.exists(registry)  # refused: nothing removed
+
+
+def test_a_live_group_of_this_store_is_stopped_and_another_stores_registry_cannot_name_it(tmp_path):
+    """The leader-alive proof (the supervisor at its recorded start time, this store's token in its environment):
+    a group started under this store's registry is stopped by it; the same line in another store's registry is a
+    group that store never started, left alone."""
+    ours, theirs = str(tmp_path / 'a.jsonl.children'), str(tmp_path / 'b.jsonl.children')
+    with process.recorded_in(ours):
+        child = process.start(['sleep', '600'])
+    try:
+        members = process.group_members(child.pid)
+        with open(ours) as handle:
+            line = handle.read()
+        assert line == f'{child.pid} {_start_time(child.pid)}\n'
+        with open(theirs, 'w') as handle:
+            handle.write(line)
+        other = leftovers.stop_leftovers(theirs)
+        assert other.stopped == [] and 'nothing in it shows a run of this store started it' in other.notes[0]
+        assert all(running(pid) for pid in members)
+        done = leftovers.stop_leftovers(ours)
+        assert done.stopped == [child.pid] and done.notes == []
+        assert none_left(members, 5)
+    finally:
+        child.stop()
+
+
+def test_what_each_line_is_read_as(tmp_path):
+    """The one reader: the lines as a run writes them, every other one a note naming the file and the line."""
+    registry = tmp_path / 'r'
+    registry.write_bytes(b'123 456\n\n0123 456\n4194305 1\n12 -3\n12 3 4\n\xff\xfe\n1 2\n77 8')
+    entries, notes = leftovers.read_registry(str(registry))
+    assert [(e.pgid, e.started, e.line) for e in entries] == [(123, 456, 1), (1, 2, 8), (77, 8, 9)]
+    assert [note.split(': ')[1] for note in notes] == ['line 3', 'line 4', 'line 5', 'line 6', 'line 7']
+    assert all(note.startswith(f'{registry}: ') and note.endswith('set aside') for note in notes)
+    assert leftovers.read_registry(str(tmp_path / 'none')) == ([], [])
+    with pytest.raises(PluginError, match='is a directory, not a regular file'):
+        leftovers.read_registry(str(tmp_path))
+
+
+def test_no_killpg_of_ours_reaches_group_0_1_or_our_own():
+    for pgid in (0, 1, os.getpgrp(), os.getsid(0)):
+        assert process.never_signalled(pgid)
+        with pytest.raises(ValueError):
+            process.stop_group(pgid)
+    assert process.never_signalled(os.getpgrp() + 100000) is None  # any other group may be (if proven ours)
+
+
+def test_a_killed_runs_group_whose_supervisor_died_is_stopped_by_its_members_mark(tmp_path):
+    """The leader-gone proof: the supervisor SIGKILLed, the command (its member) carries '<token> <pgid> <start>'."""
+    registry = str(tmp_path / 's.jsonl.children')
+    with process.recorded_in(registry):
+        child = process.start(['sleep', '600'])
+    members = [pid for pid in process.group_members(child.pid) if pid != child.pid]
+    deadline = time.monotonic() + 30
+    while not members or not _is_sleep(members[0]):  # the supervisor's fork has exec'd the command
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+        members = [pid for pid in process.group_members(child.pid) if pid != child.pid]
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait()  # reaped (and forgotten): the leader is gone, its member runs on in its group
+    assert all(running(pid) for pid in members)
+    done = leftovers.stop_leftovers(registry)
+    assert done.stopped == [child.pid] and done.notes == []
+    assert none_left(members, 5)
+
+
+def _is_sleep(pid):
+    try:
+        with open(f'/proc/{pid}/cmdline', 'rb') as handle:
+            return handle.read().split(b'\0')[0] == b'sleep'
+    except OSError:
+        return False
