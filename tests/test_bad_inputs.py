@@ -282,3 +282,12 @@ def test_the_symbol_reader_refuses_a_corrupt_identification_or_a_cut_header_in_o
     small_entries.write_bytes(data[:58] + (8).to_bytes(2, 'little') + data[60:])
     with pytest.raises(PluginError, match=r'libentries\.so.*corrupt ELF file \(section header entries of 8 bytes\)'):
         ElfSymbols(str(small_entries))
+
+
+@pytest.mark.parametrize('command', ['add-needed', 'check-needed'])
+def test_a_path_with_a_newline_is_named_escaped_in_one_line(tmp_path, command):
+    path = tmp_path / 'lib\nx.so'  # (was: a two-line error, the second line printed as the file named it)
+    path.write_bytes(b'just some text\n')
+    done = cli(command, path, 'libx.so.1')
+    _assert_clean_failure(done, str(path).replace('\n', '\\n'), 'is not an ELF file')
+    assert path.read_bytes() == b'just some text\n'
