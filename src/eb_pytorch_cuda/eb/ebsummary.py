@@ -66,9 +66,10 @@ def parse_summary_lines(lines: Iterable[str], source: str = 'summary') -> Option
             header, headers = header or found, headers + 1
         match = SUITE_LINE.match(line)
         counts = _counts(match['details']) if match else None
-        if counts is None:
+        if match is None or counts is None:
             continue
-        suite = result.suites.setdefault(match['suite'], Suite(match['suite'], sources=['summary']))
+        name = match['suite']
+        suite = result.suites.setdefault(name, Suite(name, sources=['summary']))
         for key, count in counts.items():
             suite.counts[key] += count
         suite.status = SUITE_FAILED if suite.failing_count else SUITE_PASSED
