@@ -1,5 +1,6 @@
 """Bad input: one-line error naming the file and the problem, non-zero exit, nothing modified."""
 
+import json
 import os
 import subprocess
 
@@ -282,3 +283,95 @@ def test_the_symbol_reader_refuses_a_corrupt_identification_or_a_cut_header_in_o
     small_entries.write_bytes(data[:58] + (8).to_bytes(2, 'little') + data[60:])
     with pytest.raises(PluginError, match=r'libentries\.so.*corrupt ELF file \(section header entries of 8 bytes\)'):
         ElfSymbols(str(small_entries))
+
+
+@pytest.mark.parametrize('command', ['add-needed', 'check-needed'])
+def test_a_path_with_a_newline_is_named_escaped_in_one_line(tmp_path, command):
+    path = tmp_path / 'lib\nx.so'  # (was: a two-line error, the second line printed as the file named it)
+    path.write_bytes(b'just some text\n')
+    done = cli(command, path, 'libx.so.1')
+    _assert_clean_failure(done, str(path).replace('\n', '\\n'), 'is not an ELF file')
+    assert path.read_bytes() == b'just some text\n'
+
+
+# runs argv as its only child and writes that child's peak resident set (kB, getrusage) to the file argv[1]
+_PEAK = ('import resource, subprocess, sys; code = subprocess.call(sys.argv[2:]); '
+         'open(sys.argv[1], "w").write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)); sys.exit(code)')
+
+
+def _report_peak(tmp_path, *paths):
+    """(returncode, stdout, stderr, peak resident set in MB) of a real `report` process."""
+    import shutil
+    import sys
+    script = shutil.which('eb-pytorch-cuda', path=os.path.dirname(sys.executable) + os.pathsep + os.environ['PATH'])
+    peak = tmp_path / 'peak'
+    done = subprocess.run([sys.executable, '-c', _PEAK, str(peak), script, 'report', *map(str, paths)],
+                          capture_output=True, text=True)
+    return done.returncode, done.stdout, done.stderr, int(peak.read_text()) / 1024
+
+
+def test_report_on_a_1gib_nul_file_reads_8kb_not_the_file(tmp_path):
+    path = tmp_path / 'nul.log'
+    with open(path, 'wb') as handle:
+        handle.truncate(1 << 30)  # sparse: a gigabyte of NULs, no disk
+    code, out, err, peak = _report_peak(tmp_path, path)
+    assert code == 2 and out == '', err
+    assert err.splitlines() == [f'eb-pytorch-cuda: error: {path}: is a binary file, not a test log'], err
+    assert peak < 100, peak  # was: 1061 MB (the whole file read after the streamed parse refused it)
+
+
+def test_report_on_a_large_log_without_run_test_output_streams_it_for_the_summary(tmp_path):
+    path = tmp_path / 'easybuild.log'
+    line = b'== 2024-01-01 12:00:00,000 build_log.py:267 INFO compiling one more file of the build (in pieces)\n'
+    megabyte = line * ((1 << 20) // len(line))
+    with open(path, 'wb') as handle:
+        for _ in range(150):
+            handle.write(megabyte)
+        handle.write(b'WARNING: 1 test failures, 0 test errors (out of 10):\ntest_jit 1/1 (1 failed, 9 passed)\n')
+    size_mb = os.path.getsize(path) / (1 << 20)
+    code, out, err, peak = _report_peak(tmp_path, path, '--max-failed-tests', '0')
+    assert code == 1 and 'test_jit' in out and err == '', (out, err)  # the summary at its end was found
+    assert size_mb > 140 and peak < size_mb, (peak, size_mb)  # was: 2117 MB for 1 GiB (read whole, decoded)
+
+
+LONG_TEST = '''import unittest
+
+from common import run_tests
+
+
+class TestLong(unittest.TestCase):
+    def test_short(self):
+        self.fail('an ordinary failure: rerun as usual')
+
+
+setattr(TestLong, 'test_' + 'x' * 200000, lambda self: self.fail('a generated test with a 200,000-character name'))
+
+if __name__ == '__main__':
+    run_tests(__file__)
+'''
+
+
+def test_a_failed_test_whose_id_is_too_long_to_rerun_is_skipped_and_the_verdict_given(tmp_path):
+    import shutil
+    import sys
+    from eb_pytorch_cuda import standins
+    tree = tmp_path / 'src'
+    shutil.copytree(os.path.join(standins.TORCH_SOURCES, 'test'), tree / 'test')
+    for name in os.listdir(tree / 'test'):
+        if name.startswith('test_'):
+            os.unlink(tree / 'test' / name)
+    (tree / 'test' / 'test_long.py').write_text(LONG_TEST)
+    results = tmp_path / 'results'
+    done = cli('test-suite', tree, '--python', sys.executable, '--results', results, '--rerun', '1',
+               '--format', 'json')
+    assert done.returncode in (0, 1), done.stderr[-3000:]  # a verdict (the installed easyblocks' budget), never 2
+    data = json.loads(done.stdout)
+    assert data['verdict'] in ('pass', 'fail')
+    suite = next(suite for suite in data['suites'] if suite['name'] == 'test_long')
+    failed = {test['test_id']: test for test in suite['failed_tests']}
+    assert failed['TestLong.test_short']['rerun_outcome'] == 'reproducible', failed.keys()
+    assert failed['TestLong.test_' + 'x' * 200000]['rerun_outcome'] is None  # not rerun: judged as such
+    note = [line for line in done.stderr.splitlines() if 'xxxx...' in line]
+    assert len(note) == 1 and note[0].endswith("(200014 characters): skipped: its command line is too long for "
+                                               "the kernel (Argument list too long)"), note
+    assert 'Traceback' not in done.stderr

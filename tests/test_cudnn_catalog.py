@@ -1,5 +1,7 @@
 """The cuDNN catalog: defaults per major version, site/easyconfig choices, filtering by present files."""
 
+import pytest
+
 from conftest import cli
 from eb_pytorch_cuda.cudnn import (CATALOG, DEFAULT_NEEDED, ENV_VARIABLE, cudnn_major, filter_present,
                                    requested_sonames, unknown_sonames)
@@ -77,3 +79,28 @@ def test_cudnn_9_probes_like_cudnn_and_cudnn_8_asks_for_the_soname_only():
     assert probe_names('libcudnn_cnn_train.so.8') == ['libcudnn_cnn_train.so.8']
     assert probe_names('libnccl.so.2') == ['libnccl.so.2']
     assert is_cudnn('libcudnn.so.9') and is_cudnn('libcudnn_ops.so.9') and not is_cudnn('libcudnnx.so')
+
+
+@pytest.mark.parametrize('value,problem', [
+    ({8: 'libcudnn_cnn_train.so.8'}, "my.eb: cudnn_needed[8] must be a list of sonames such as"),  # was: characters
+    (5, 'my.eb: cudnn_needed must be a list of sonames such as'),  # was: a TypeError traceback
+    ('libcudnn_cnn_train.so.8', "got 'libcudnn_cnn_train.so.8' (or a dict"),  # was: the default, silently
+    ({'9': ['libcudnn_cnn.so.9']}, "cudnn_needed: key '9' must be a cuDNN major version"),
+    ({True: ['libcudnn_cnn.so.9']}, 'cudnn_needed: key True must be a cuDNN major version'),
+    ({9: None}, 'cudnn_needed[9] must be a list of sonames'),
+    (['libcudnn_cnn.so.9', 'a b'], "cudnn_needed 'a b' is not a soname"),
+    ([''], "cudnn_needed '' is not a soname"),
+    ([9], 'cudnn_needed 9 is not a soname'),
+])
+def test_a_cudnn_needed_of_the_wrong_form_is_refused_naming_the_parameter(value, problem):
+    from eb_pytorch_cuda.errors import PluginError
+    from eb_pytorch_cuda.patch.plan import check_cudnn_needed
+    with pytest.raises(PluginError) as caught:
+        check_cudnn_needed(value, 'my.eb')
+    assert problem in str(caught.value)
+
+
+@pytest.mark.parametrize('value', [None, [], (), ['libcudnn_cnn.so.9'], {8: ['libcudnn_cnn_train.so.8'], 9: []}, {}])
+def test_each_form_of_cudnn_needed_is_accepted_unchanged(value):
+    from eb_pytorch_cuda.patch.plan import check_cudnn_needed
+    assert check_cudnn_needed(value, 'my.eb') is value

@@ -253,6 +253,14 @@ def test_an_easyconfig_without_max_failed_tests_gets_upstreams_default(eb, tmp_p
     ('known_test_failures = 5', 'known_test_failures must be a dict {scope: [...]}, got 5'),  # was: a traceback
     ('allow_missing_failures = -1', 'allow_missing_failures must be True, False or an integer >= 0, got -1'),
     ("allow_extra_failures = 'yes'", "allow_extra_failures must be True, False or an integer >= 0, got 'yes'"),
+    ('rerun_failed_tests = 10**6', 'rerun_failed_tests must be an integer >= 0 and <= 10, got 1000000'),  # ran on
+    ("excluded_tests = {'': ['--help']}", "excluded_tests: '--help' in scope '' is not a test name"),
+    # was: split into characters (14 warnings, then "refusing to add NEEDED ."), a TypeError traceback, the default
+    ("cudnn_needed = {8: 'libcudnn_cnn_train.so.8'}", "cudnn_needed[8] must be a list of sonames such as"),
+    ('cudnn_needed = 5', 'cudnn_needed must be a list of sonames such as'),
+    ("cudnn_needed = 'libcudnn_cnn_train.so.8'", "cudnn_needed must be a list of sonames such as "),
+    ("cudnn_needed = {'8': ['libcudnn_cnn_train.so.8']}", "cudnn_needed: key '8' must be a cuDNN major version"),
+    ("cudnn_needed = ['lib/libcudnn_cnn_train.so.8']", "cudnn_needed 'lib/libcudnn_cnn_train.so.8' is not a soname"),
 ])
 def test_a_bad_test_parameter_stops_eb_before_any_step_naming_the_parameter(eb, tmp_path, line, problem):
     path = variant(tmp_path)

@@ -131,3 +131,16 @@ def test_a_site_hooks_file_forwards_to_its_own_hooks_object_with_its_settings(eb
     needed = read_elf(library).needed
     assert 'libcudnn_ops_train.so.8' in needed and 'libcudnn_cnn_train.so.8' not in needed
     assert f'sanity check: {library} has NEEDED libcudnn_ops_train.so.8 -> ' in done.stdout
+
+
+def test_a_site_hooks_file_with_a_cudnn_needed_of_the_wrong_form_stops_eb_in_one_line(eb, tmp_path):
+    hooks_file = tmp_path / 'site_hooks.py'
+    hooks_file.write_text(SITE_HOOKS.replace("{8: ['libcudnn_ops_train.so.8']}", "{8: 'libcudnn_ops_train.so.8'}"))
+    done = eb.run(PYTORCH_EC, '--skip-test-step', f'--hooks={hooks_file}', hooks=False)
+    out = done.stdout + done.stderr
+    assert done.returncode != 0
+    errors = [row for row in out.splitlines() if 'ERROR' in row]
+    assert len(errors) == 1, out
+    assert 'PyTorchCudaHooks(cudnn_needed=...): cudnn_needed[8] must be a list of sonames' in errors[0], out
+    assert 'Traceback' not in out and 'refusing to add NEEDED' not in out and 'WARNING: l ' not in out
+    assert 'libcudnn_ops_train.so.8' not in read_elf(installed_library(eb)).needed  # nothing was patched

@@ -27,6 +27,8 @@ LEAVES_A_GRANDCHILD = [sys.executable, '-c', textwrap.dedent('''
     ('pass', 0),
     ('import os, signal; os.kill(os.getpid(), signal.SIGABRT)', -signal.SIGABRT),
     ('import os, signal; os.kill(os.getpid(), signal.SIGSEGV)', -signal.SIGSEGV),
+    # the OOM killer's signal: its handler cannot be set, and the supervisor ended with 1 and a traceback
+    ('import os, signal; os.kill(os.getpid(), signal.SIGKILL)', -signal.SIGKILL),
 ])
 def test_the_commands_own_status_comes_back(code, expected):
     assert process.run([sys.executable, '-c', code]) == (expected, False)

@@ -25,13 +25,18 @@ BAD_VALUES = [
     ('max_failed_tests = True', 'max_failed_tests must be an integer >= 0, got True'),
     ('test_suite_timeout = -5', 'test_suite_timeout must be an integer >= 1, got -5'),
     ('test_suite_timeout = 0', 'test_suite_timeout must be an integer >= 1, got 0'),
-    ('rerun_failed_tests = -1', 'rerun_failed_tests must be an integer >= 0, got -1'),
+    ('rerun_failed_tests = -1', 'rerun_failed_tests must be an integer >= 0 and <= 10, got -1'),
+    ('rerun_failed_tests = 10**6', 'rerun_failed_tests must be an integer >= 0 and <= 10, got 1000000'),  # ran on
+    ("rerun_failed_tests = float('inf')", 'rerun_failed_tests must be a plain value'),
     ('parallel_test_suites = 0', 'parallel_test_suites must be an integer >= 1, got 0'),
     ('test_suite_jobs = 2.5', 'test_suite_jobs must be an integer >= 1, got 2.5'),
     ("flaky_failures_consume_budget = 'no'", "flaky_failures_consume_budget must be True or False, got 'no'"),
     ("excluded_tests = {'': 'test_slow'}", "excluded_tests: scope '' must map to a list of test files"),
     ("excluded_tests = ['test_slow']", "excluded_tests must be a dict {scope: [...]}, got ['test_slow']"),
     ("excluded_tests = {8.0: ['test_slow']}", 'excluded_tests: scope 8.0 must be a string'),
+    ("excluded_tests = {'': ['test_a test_b']}", "excluded_tests: 'test_a test_b' in scope '' is not a test name"),
+    ("excluded_tests = {'': ['--help']}", "excluded_tests: '--help' in scope '' is not a test name"),  # was: -x --help
+    ("excluded_tests = {'': ['test_a\\x1b[2J']}", "excluded_tests: 'test_a\\x1b[2J' in scope '' is not a test"),
     ("cuda_compute_capabilities = '8.0'", "cuda_compute_capabilities must be a list of strings such as ['8.0', "
                                           "'9.0'], got '8.0'"),
     ('cuda_compute_capabilities = [8.0]', 'cuda_compute_capabilities must be a list of strings'),
@@ -65,7 +70,7 @@ def _saved_pass(directory):
     return path
 
 
-@pytest.mark.parametrize('line,problem', BAD_VALUES)
+@pytest.mark.parametrize('line,problem', [value for value in BAD_VALUES if 'plain value' not in value[1]])
 def test_each_bad_value_is_refused_by_the_settings_naming_the_parameter(line, problem):
     name, _, text = line.partition(' = ')
     with pytest.raises(PluginError) as caught:
@@ -95,11 +100,37 @@ def test_report_with_a_bad_easyconfig_value_is_bad_input_not_a_verdict(tmp_path,
     ('raise SystemExit(1)', 'it called sys.exit(1)'),
     ('raise RuntimeError("from the\\neasyconfig")', 'from the'),  # (EasyBuild 4 shows it as a repr)
     ('class Odd(BaseException):\n    pass\nraise Odd()', 'Odd'),
+    ('raise KeyboardInterrupt', 'it raised KeyboardInterrupt'),  # was: "interrupted (SIGINT)", exit 130
+    # no handler sees these: each ended the reading process itself (was: exit 0 and nothing printed, a PASS)
+    ('import os\nos._exit(0)', 'the process reading it ended with exit status 0 before it was read whole'),
+    ('import os\nos._exit(1)', 'the process reading it ended with exit status 1 before it was read whole'),
+    ('import os, signal\nos.kill(os.getpid(), signal.SIGKILL)', 'the process reading it was killed by SIGKILL'),
+    ('import os, signal\nos.kill(os.getpid(), signal.SIGINT)', 'the process reading it was killed by SIGINT'),
+    ('print("max_failed_tests = 0")\nimport sys\nsys.stdout.flush()\nimport os\nos._exit(0)', 'exit status 0'),
 ])
 def test_an_easyconfig_that_exits_or_raises_is_bad_input(tmp_path, body, problem):
     easyconfig = _easyconfig(tmp_path, body)
     done = cli('report', _saved_pass(tmp_path), '--easyconfig', easyconfig)
     _one_line_error(done, easyconfig, 'is not a readable easyconfig', problem)
+
+
+def test_values_read_in_the_child_arrive_as_written(tmp_path):
+    """ecread sends repr()s: int keys, tuples and nested dicts come back exactly (the judging reads them)."""
+    from eb_pytorch_cuda.eb.ecpolicy import read_easyconfig
+    easyconfig = _easyconfig(tmp_path, "known_test_failures = {'8.0': [('test_b', 'why\\n', 2)]}\n"
+                                       "excluded_tests = {'': ('test_a',)}\nrerun_failed_tests = 10\n"
+                                       "print('noise')")
+    assert read_easyconfig(str(easyconfig)) == {'known_test_failures': {'8.0': [('test_b', 'why\n', 2)]},
+                                                'excluded_tests': {'': ('test_a',)}, 'rerun_failed_tests': 10}
+
+
+def test_test_suite_with_an_easyconfig_that_exits_runs_nothing(tmp_path, source):
+    results = tmp_path / 'results'
+    easyconfig = _easyconfig(tmp_path, 'import os\nos._exit(0)')
+    done = cli('test-suite', source, '--python', shutil.which('python3'), '--results', results,
+               '--easyconfig', easyconfig)
+    _one_line_error(done, easyconfig, 'exit status 0 before it was read whole')
+    assert not results.exists()
 
 
 @pytest.fixture
@@ -113,12 +144,14 @@ def source(tmp_path):
 
 
 @pytest.mark.parametrize('option,value,minimum', [('--timeout', '-1', 1), ('--timeout', '0', 1),
-                                                  ('--parallel', '0', 1), ('--rerun', '-2', 0), ('--jobs', '-1', 1)])
+                                                  ('--parallel', '0', 1), ('--rerun', '-2', 0), ('--jobs', '-1', 1),
+                                                  ('--rerun', '100000', 0), ('--rerun', '11', 0)])
 def test_test_suite_refuses_an_option_out_of_range_before_running_anything(tmp_path, source, option, value,
                                                                            minimum):
     results = tmp_path / 'results'
     done = cli('test-suite', source, '--python', shutil.which('python3'), '--results', results, option, value)
-    _one_line_error(done, option, f'must be an integer >= {minimum}, got {value}')
+    upper = ' and <= 10' if option == '--rerun' else ''  # (settings.MAX_RERUNS)
+    _one_line_error(done, option, f'must be an integer >= {minimum}{upper}, got {value}')
     assert not results.exists()  # nothing ran, nothing was written
 
 

@@ -4,6 +4,7 @@ import os
 
 import pytest
 
+from conftest import cli
 import pytorch_output as out
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite.results.logparse import parse_log_file, parse_log_text
@@ -98,7 +99,13 @@ def test_xml_reports_states_reruns_and_variants(tmp_path):
     ('<testsuites><testsuite><testcase name="a"', 'malformed XML'),
     ('<?xml version="1.0"?><!DOCTYPE x [<!ENTITY a "aaaa">]><testsuites>&a;</testsuites>', 'entity declarations'),
     ('<html></html>', 'root element is <html>'),
-])
+    # a '<test' in a comment or a processing instruction hid the DTD from the prolog check: was "root element is <?>"
+    ('<!-- <test --><!DOCTYPE testsuites [<!ENTITY a "aaaa">]><testsuites>&a;</testsuites>', 'entity declarations'),
+    ('<?xml version="1.0"?><?pi <test?><!DOCTYPE testsuites [<!ENTITY a "a">]><testsuites/>', 'entity declarations'),
+    ('<?xml version="1.0"?><!DOCTYPE testsuites SYSTEM "x.dtd"><testsuites/>', 'contains a DTD'),
+    ('<?xml version="1.0"?><?a?><?b?><testsuites/>', 'has a prolog this reader does not take'),
+    ('<?xml version="1.0" encoding="bogus-8"?><testsuites/>', 'declares an encoding Python does not know'),  # was:
+])  # a LookupError traceback
 def test_bad_xml_is_refused_naming_the_file(tmp_path, content, problem):
     bad = tmp_path / 'test-reports' / 'python-pytest' / 'test_x' / 'test_x-1.xml'
     bad.parent.mkdir(parents=True)
@@ -262,6 +269,29 @@ def test_a_raw_greater_than_sign_in_a_test_name_is_read_whole(tmp_path):
          '<testcase classname="TestA" name="test_b" time="1"/></testsuite></testsuites>')])
     suite = parse_report_dir(root).suites['test_x']
     assert [t.test_id for t in suite.failed_tests] == ['TestA.test_a[x>1]'] and suite.counts['passed'] == 1
+
+
+@pytest.mark.parametrize('fast', [True, False])
+def test_attribute_values_are_read_as_xml_defines_them(tmp_path, fast):
+    """&#65; decoded and a raw newline or tab a space (XML 1.0 3.3.3), on the fast path and ElementTree's alike
+    (a comment sends the file down ElementTree's); before, the fast path kept both as written."""
+    comment = '' if fast else '<!-- c -->'
+    root = _write_reports(tmp_path / 'test-reports', [
+        ('python-pytest/test_x/test_x-1.xml', f'<?xml version="1.0"?><testsuites>{comment}<testsuite name="pytest" '
+         'tests="2" failures="1"><testcase classname="Test&#65;" name="test_&#x42;\nc\td&#10;e&amp;" time="1">'
+         '<failure message="m"/></testcase><testcase classname="TestA" name="test_b" time="1"/></testsuite>'
+         '</testsuites>')])
+    suite = parse_report_dir(root).suites['test_x']
+    assert [t.test_id for t in suite.failed_tests] == ['TestA.test_B c d\ne&'] and suite.counts['passed'] == 1
+
+
+def test_an_unknown_encoding_is_one_line_from_report(tmp_path):
+    report = tmp_path / 'test-reports' / 'python-pytest' / 'test_x' / 'test_x-1.xml'
+    report.parent.mkdir(parents=True)
+    report.write_text('<?xml version="1.0" encoding="bogus-8"?><testsuites/>')
+    done = cli('report', tmp_path / 'test-reports')
+    assert done.returncode == 2 and done.stdout == '' and len(done.stderr.splitlines()) == 1, done.stderr
+    assert f'{report}: declares an encoding Python does not know' in done.stderr and 'Traceback' not in done.stderr
 
 
 def test_the_saved_result_round_trips_through_strict_validation(tmp_path):

@@ -15,7 +15,8 @@ from typing import Dict, Optional, Sequence, Union
 from eb_pytorch_cuda import __version__
 from eb_pytorch_cuda.cudnn import CATALOG, DEFAULT_NEEDED, ENV_VARIABLE
 from eb_pytorch_cuda.errors import PluginError, Terminated
-from eb_pytorch_cuda.testsuite.policy.settings import TIMEOUT_RULE
+from eb_pytorch_cuda.escape import printable
+from eb_pytorch_cuda.testsuite.policy.settings import MAX_RERUNS, TIMEOUT_RULE
 
 PROG = 'eb-pytorch-cuda'
 
@@ -119,14 +120,14 @@ def cmd_test_suite(args: argparse.Namespace) -> int:
     """Run a PyTorch source tree's test suites against an installed torch, judge and report them."""
     import dataclasses
     from eb_pytorch_cuda.eb import ecpolicy
-    from eb_pytorch_cuda.escape import printable
     from eb_pytorch_cuda.inputs import write_atomically
     from eb_pytorch_cuda.testsuite import service
     from eb_pytorch_cuda.testsuite.policy.report import RESULTS_JSON, RESULTS_MARKDOWN, to_text
     from eb_pytorch_cuda.testsuite.policy.settings import TestSettings, check_option
-    for option, value, minimum in (('--timeout', args.timeout, 1), ('--parallel', args.parallel, 1),
-                                   ('--rerun', args.rerun, 0), ('--jobs', args.jobs, 1)):
-        check_option(option, value, minimum)  # 0 or -1 is refused, not replaced by the easyconfig's value
+    for option, value, minimum, maximum in (('--timeout', args.timeout, 1, None),
+                                            ('--parallel', args.parallel, 1, None),
+                                            ('--rerun', args.rerun, 0, MAX_RERUNS), ('--jobs', args.jobs, 1, None)):
+        check_option(option, value, minimum, maximum)  # 0 or -1 is refused, not replaced by the easyconfig's
     service.check_inputs(args.source, args.python)
     settings = ecpolicy.read_settings(args.easyconfig) if args.easyconfig else TestSettings()
     settings = dataclasses.replace(
@@ -277,7 +278,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help=f"seconds a suite may run (default: test_suite_timeout of EC, else {TIMEOUT_RULE}; "
                             f"the previous results are DIR's)")
     suite.add_argument('--rerun', type=int, metavar='N', help='rerun each failed test up to N times in isolation '
-                                                              '(default: rerun_failed_tests of EC, else 0)')
+                                                              f'(at most {MAX_RERUNS}; default: rerun_failed_tests '
+                                                              'of EC, else 0)')
     suite.add_argument('--jobs', type=int, metavar='N', help='spread the suites over N Slurm jobs (sbatch; DIR, SRC '
                                                              'and PY on a path all nodes see; default: '
                                                              'test_suite_jobs of EC, else 1: here)')
@@ -343,11 +345,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         try:
             return args.func(args)
         except PluginError as err:
-            print(f'{PROG}: error: {err}', file=sys.stderr)
+            print(f'{PROG}: error: {printable(err)}', file=sys.stderr)  # a name with a newline: still one line
             return 2
         except OSError as err:  # anything the operations did not turn into a PluginError: still one line, exit 2
             where = f'{err.filename}: ' if err.filename else ''
-            print(f'{PROG}: error: {where}{err.strerror or err}', file=sys.stderr)
+            print(f'{PROG}: error: {printable(where)}{printable(err.strerror or err)}', file=sys.stderr)
             return 2
     except KeyboardInterrupt:  # (also when it arrives while an error above is being printed)
         print(f'{PROG}: interrupted (SIGINT); every process it started stopped, temporary files removed, '

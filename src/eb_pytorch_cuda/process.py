@@ -115,7 +115,8 @@ def end_like(status):
     if os.WIFSIGNALED(status):  # the same signal, so the caller reads it as the command's own death
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # the command's core, if any, is already written
         signum = os.WTERMSIG(status)
-        signal.signal(signum, signal.SIG_DFL)
+        if signum != signal.SIGKILL:  # (whose handler cannot be set: OSError, and the status was lost as 1)
+            signal.signal(signum, signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, (signum,))
         os.kill(me, signum)
         os._exit(128 + signum)

@@ -120,7 +120,7 @@ _OUR_TEST_PARAMETERS = {
                            "consume the budget; one that passed is reported as stale; a suite killed by a signal or "
                            "failing without a countable summary fails the build unless listed",
     'rerun_failed_tests': "Rerun each failed test (its suite when the test is not named) in isolation up to this "
-                          "many times; a pass makes it flaky, else reproducible",
+                          f"many times (at most {settings_facts.MAX_RERUNS}); a pass makes it flaky, else reproducible",
     'flaky_failures_consume_budget': "Count flaky failures (passed on a rerun) against max_failed_tests",
     'test_suite_timeout': "Seconds a test suite may run before it is killed with its whole process group and "
                           "recorded as timed out (judged like a crashed suite). Default: "
@@ -178,6 +178,7 @@ class EB_PyTorch(UpstreamPyTorch):
         self._store = None
         self._reuse = None
         self._settings()  # a test parameter of the wrong type or range stops eb before any step runs
+        easybuild_hooks.easyconfig_cudnn_needed(self)  # and so does a cudnn_needed of the wrong form
 
     def _raw_runtest(self):
         """runtest as written: %(python)s and %(excluded_tests)s are filled in by parse_runtest, without a shell."""

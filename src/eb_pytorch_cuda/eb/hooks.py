@@ -27,6 +27,7 @@ from eb_pytorch_cuda.patch import plan as patch_plan
 
 LIBRARY_NAME = patch_plan.LIBRARY_NAME
 PACKAGE_NAMES = ('pytorch', 'libtorch')  # lower-case EasyBuild names the hooks act on
+SITE_SETTING = 'PyTorchCudaHooks(cudnn_needed=...)'  # how an error names a site's hooks file setting
 
 _PYTHONPATH_EXPORT = re.compile(r'PYTHONPATH=([^\s&;|]+)')
 
@@ -52,17 +53,32 @@ def has_cudnn_dependency(eb: Any) -> bool:
 
 
 def easyconfig_cudnn_needed(eb: Any) -> Any:
-    """The easyconfig's cudnn_needed (a parameter only with our easyblock), else None."""
+    """The easyconfig's cudnn_needed (a parameter only with our easyblock), else None; EasyBuildError naming
+    the easyconfig and the parameter for a value of the wrong form (patch.plan.check_cudnn_needed).  The one
+    reader of the parameter: the hooks, the dry run and the easyblock's start all come here."""
     try:
-        return eb.cfg['cudnn_needed']
+        value = eb.cfg['cudnn_needed']
     except Exception:  # noqa: BLE001 - the parameter exists only with our easyblock
         return None
+    return _checked_cudnn_needed(value, getattr(eb.cfg, 'path', None) or 'easyconfig')
+
+
+def _checked_cudnn_needed(value: Any, source: str) -> Any:
+    """patch.plan.check_cudnn_needed, its PluginError as EasyBuild's error (eb shows that in one line)."""
+    try:
+        return patch_plan.check_cudnn_needed(value, source)
+    except PluginError as err:
+        try:
+            error = _eb()[0]
+        except ImportError:
+            raise err from None
+        raise error(str(err)) from None
 
 
 def settings_for(eb: Any, site_cudnn_needed: Any = None) -> patch_plan.Settings:
     """The plain values patch.plan decides from, read from this build."""
     return patch_plan.Settings(cudnn_root=cudnn_root(), easyconfig_value=easyconfig_cudnn_needed(eb),
-                               site_value=site_cudnn_needed)
+                               site_value=_checked_cudnn_needed(site_cudnn_needed, SITE_SETTING))
 
 
 def test_install_dirs(eb: Any, cmd: Any) -> List[str]:
@@ -189,7 +205,8 @@ class PyTorchCudaHooks:
     def __init__(self, package_names: Sequence[str] = PACKAGE_NAMES, cudnn_needed: Any = None,
                  load_check: bool = True) -> None:
         self.package_names = tuple(name.lower() for name in package_names)
-        self.cudnn_needed = cudnn_needed
+        self.cudnn_needed = cudnn_needed  # checked where it is used (settings_for): eb shows a raise here as a
+        # traceback, since it loads a hooks file outside its error handling
         self.load_check = load_check
         self.testing: Any = None  # the build in its test step (pre_run_shell_cmd_hook gets no easyblock)
         self.reported: Set[str] = set()  # files already reported as patched

@@ -28,12 +28,18 @@ from eb_pytorch_cuda.loader.resolve import Resolver
 SCRUBBED_ENV = ('LD_LIBRARY_PATH', 'LD_PRELOAD', 'LD_AUDIT')
 
 
+def is_soname(value) -> bool:
+    """True for a string that can be a soname: a file name (not empty, no '/'), no whitespace, printable."""
+    return isinstance(value, str) and bool(value) and '/' not in value and value.isprintable() \
+        and not any(c.isspace() for c in value)
+
+
 def validate_sonames(path, sonames):
     """Reject values that cannot be a soname (empty, a path, whitespace) before touching the file."""
     if not sonames:
         raise PluginError(path, 'no soname given')
     for soname in sonames:
-        if not soname or '/' in soname or any(c.isspace() for c in soname):
+        if not is_soname(soname):
             raise PluginError(path, f'{soname!r} is not a soname (expected a file name like libfoo.so.1)')
     return list(dict.fromkeys(sonames))
 

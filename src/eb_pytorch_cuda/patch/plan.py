@@ -26,7 +26,9 @@ from typing import Any, Iterable, List, Mapping, Optional, Sequence, Tuple
 from eb_pytorch_cuda import cudnn
 from eb_pytorch_cuda.elf.reader import read_elf
 from eb_pytorch_cuda.loader.resolve import Resolver
-from eb_pytorch_cuda.patch.needed import AddNeededResult, NeededCheck, add_needed, check_needed, check_problems
+from eb_pytorch_cuda.errors import PluginError
+from eb_pytorch_cuda.patch.needed import AddNeededResult, NeededCheck, add_needed, check_needed, check_problems, \
+    is_soname
 
 LIBRARY_NAME = 'libtorch_cuda.so'
 DRIVER_STUBS = ('lib64/stubs/libcuda.so', 'lib/stubs/libcuda.so', 'targets/{machine}-linux/lib/stubs/libcuda.so')
@@ -56,6 +58,36 @@ class LibraryPlan:
     @property
     def all_added(self) -> Tuple[str, ...]:
         return self.add + self.cuda_add
+
+
+def _sonames_problem(value: Any) -> Optional[str]:
+    if not isinstance(value, (list, tuple)):
+        return f'must be a list of sonames such as [{cudnn.DEFAULT_NEEDED[9][0]!r}], got {value!r:.60}'
+    bad = next((item for item in value if not is_soname(item)), None)
+    return None if bad is None else f'{bad!r:.60} is not a soname (a file name such as libcudnn_cnn.so.9)'
+
+
+def check_cudnn_needed(value: Any, source: str, name: str = 'cudnn_needed') -> Any:
+    """value when it is a cudnn_needed setting (None, a list of sonames, or {int major: list of sonames}),
+    else PluginError naming source and the parameter.  Why: each wrong form did harm silently in real eb:
+    {8: 'libcudnn_cnn_train.so.8'} was split into characters (14 warnings, then "refusing to add NEEDED ."),
+    5 a TypeError traceback, a plain string was replaced by the default.  The one check of every reader's
+    value (the easyconfig's in eb.hooks, which the easyblock calls at its start; the site's in its hooks)."""
+    if value is None:
+        return value
+    if isinstance(value, dict):
+        for major, sonames in value.items():
+            if not (isinstance(major, int) and not isinstance(major, bool)):
+                raise PluginError(source, f'{name}: key {major!r:.40} must be a cuDNN major version (an int such '
+                                          f'as 9)')
+            problem = _sonames_problem(sonames)
+            if problem:
+                raise PluginError(source, f'{name}[{major}] {problem}')
+        return value
+    problem = _sonames_problem(value)
+    if problem:
+        raise PluginError(source, f'{name} {problem} (or a dict {{cuDNN major: [sonames]}})')
+    return value
 
 
 def find_libraries(roots: Iterable[Optional[str]], name: str = LIBRARY_NAME) -> List[str]:

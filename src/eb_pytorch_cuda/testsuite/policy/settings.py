@@ -141,6 +141,9 @@ CUDA_DEVICE_TEST_MODES = ('auto', True, False)
 # {parameter: least value} of the integer parameters
 _MINIMUM = {'max_failed_tests': 0, 'rerun_failed_tests': 0, 'test_suite_timeout': 1, 'parallel_test_suites': 1,
             'test_suite_jobs': 1}
+# reruns of one failed test: a flaky test passes within a few; 10**6 (a typo, a stray digit) ran until killed
+MAX_RERUNS = 10
+_MAXIMUM = {'rerun_failed_tests': MAX_RERUNS}
 _EVERYWHERE = ScopeContext('', '')  # known_failures checks every entry, whatever scope is in force
 
 
@@ -153,6 +156,12 @@ def is_integer(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def is_test_name(text: str) -> bool:
+    """True for what run_test.py's -x takes as one test: no whitespace ("test_a test_b" excluded nothing,
+    silently), not an option ('--help' reached run_test.py as `-x --help`), no control character."""
+    return bool(text) and text.isprintable() and not any(c.isspace() for c in text) and not text.startswith('-')
+
+
 def allowance(value: Union[bool, int]) -> Optional[int]:
     """Upstream's bool-or-count as a count: True is any number (None), False none (0)."""
     if value is True:
@@ -160,10 +169,19 @@ def allowance(value: Union[bool, int]) -> Optional[int]:
     return 0 if value is False else int(value)
 
 
-def check_option(name: str, value, minimum: int) -> None:
-    """PluginError naming the option or parameter unless value is None or an integer >= minimum."""
-    if value is not None and not (is_integer(value) and value >= minimum):
-        raise PluginError(name, f'must be an integer >= {minimum}, got {_shown(value)}')
+def _range_problem(value, minimum: int, maximum: Optional[int]) -> Optional[str]:
+    """'must be an integer >= N[ and <= M], got X' unless value is such an integer; None when it is."""
+    if is_integer(value) and value >= minimum and (maximum is None or value <= maximum):
+        return None
+    upper = '' if maximum is None else f' and <= {maximum}'
+    return f'must be an integer >= {minimum}{upper}, got {_shown(value)}'
+
+
+def check_option(name: str, value, minimum: int, maximum: Optional[int] = None) -> None:
+    """PluginError naming the option or parameter unless value is None or an integer in [minimum, maximum]."""
+    problem = None if value is None else _range_problem(value, minimum, maximum)
+    if problem:
+        raise PluginError(name, problem)
 
 
 def _check_scopes(source, name, value, check_items):
@@ -184,8 +202,9 @@ def check_values(values: dict, source: str = 'easyconfig') -> None:
         found = values.get(name)
         if name == 'test_suite_timeout' and found == '':
             continue  # the easyblocks' own way of leaving it unset
-        if found is not None and not (is_integer(found) and found >= minimum):
-            raise PluginError(source, f'{name} must be an integer >= {minimum}, got {_shown(found)}')
+        problem = None if found is None else _range_problem(found, minimum, _MAXIMUM.get(name))
+        if problem:
+            raise PluginError(source, f'{name} {problem}')
     for name in ('allow_missing_failures', 'allow_extra_failures'):
         found = values.get(name)
         if found is not None and not (isinstance(found, bool) or (is_integer(found) and found >= 0)):
@@ -198,6 +217,10 @@ def check_values(values: dict, source: str = 'easyconfig') -> None:
         if not isinstance(items, (list, tuple)) or not all(isinstance(t, str) and t.strip() for t in items):
             raise PluginError(source, f'excluded_tests: scope {scope!r} must map to a list of test files such as '
                                       f"['test_x'], got {_shown(items)}")
+        for item in items:
+            if not is_test_name(item):  # each becomes one argument after run_test.py's -x
+                raise PluginError(source, f'excluded_tests: {_shown(item)} in scope {scope!r} is not a test name '
+                                          f"(one run_test.py test file such as 'test_nn' or 'distributed/test_c10d')")
     if given('excluded_tests'):
         _check_scopes(source, 'excluded_tests', values['excluded_tests'], excluded_items)
     if given('known_test_failures'):

@@ -1,5 +1,6 @@
 """Isolated reruns of failed tests: each one alone, without a shell, to tell flaky from reproducible."""
 
+import errno
 import subprocess
 import tempfile
 
@@ -7,6 +8,9 @@ from eb_pytorch_cuda import process
 from eb_pytorch_cuda.testsuite.run import batches, discovery
 from eb_pytorch_cuda.testsuite.run.harness import harness_of
 from eb_pytorch_cuda.testsuite.results.model import UNJUDGEABLE
+
+
+SHOWN_ID = 200  # characters of a test id in a progress line
 
 
 def rerun_argv(command, python, suite, test_id, harness):
@@ -21,11 +25,18 @@ def rerun_argv(command, python, suite, test_id, harness):
 
 def rerun_isolated(command, python, suite, test_id, harness, env, timeout=3600):
     """Rerun one failed test (or its whole suite) alone, in its own process group killed at the timeout;
-    return (passed, output)."""
+    return (passed, output), passed None when it could not be rerun (output then says why)."""
     argv = rerun_argv(command, python, suite, test_id, harness)
     with tempfile.TemporaryFile('w+') as output:
-        code, timed_out = process.run(argv, timeout=timeout, cwd=command.cwd, env=dict(env), stdout=output,
-                                      stderr=subprocess.STDOUT)
+        try:
+            code, timed_out = process.run(argv, timeout=timeout, cwd=command.cwd, env=dict(env), stdout=output,
+                                          stderr=subprocess.STDOUT)
+        except OSError as err:
+            if err.errno != errno.E2BIG:
+                raise
+            # the kernel takes no argument over 128 KiB: a 200,000-character test id (as a generated test
+            # may have) stopped the whole step before its verdict, on every run again
+            return None, f'skipped: its command line is too long for the kernel ({err.strerror})'
         if timed_out:
             return False, f'timed out after {timeout}s'
         output.seek(0)
@@ -35,23 +46,33 @@ def rerun_isolated(command, python, suite, test_id, harness, env, timeout=3600):
 def apply_reruns(result, times, rerun):
     """Rerun each failed test (or its suite when names are missing) up to `times` times, in isolation.
 
-    rerun(suite, test_id or None) -> (passed, output).  Sets rerun_outcome to 'flaky' (passed on a
-    rerun) or 'reproducible' on each failed TestCase, and on suites that could only be rerun whole.
-    Returns [(suite, test_id or None, outcome)].
+    rerun(suite, test_id or None) -> (passed, output), passed None when it cannot be rerun.  Sets
+    rerun_outcome to 'flaky' (passed on a rerun) or 'reproducible' on each failed TestCase, and on suites
+    that could only be rerun whole; one that cannot be rerun keeps none (judged as not rerun).
+    Returns [(suite, test_id or None, outcome, or the note of a rerun that was skipped)].
     """
     done: list = []
     if times <= 0:
         return done
     for suite in sorted(result.suites.values(), key=lambda s: s.name):
         for test in suite.failed_tests:
-            test.rerun_outcome = 'flaky' if any(rerun(suite.name, test.test_id)[0] for _ in range(times)) \
-                else 'reproducible'
-            done.append((suite.name, test.test_id, test.rerun_outcome))
+            test.rerun_outcome, said = _outcome(rerun, suite.name, test.test_id, times)
+            done.append((suite.name, test.test_id, said))
         if suite.status in UNJUDGEABLE or suite.failing_count > len(suite.failed_tests):
-            suite.rerun_outcome = 'flaky' if any(rerun(suite.name, None)[0] for _ in range(times)) \
-                else 'reproducible'
-            done.append((suite.name, None, suite.rerun_outcome))
+            suite.rerun_outcome, said = _outcome(rerun, suite.name, None, times)
+            done.append((suite.name, None, said))
     return done
+
+
+def _outcome(rerun, suite, test_id, times):
+    """('flaky' or 'reproducible', the same) after up to `times` reruns; (None, why) when one cannot run."""
+    for _ in range(times):
+        passed, output = rerun(suite, test_id)
+        if passed is None:
+            return None, output
+        if passed:
+            return 'flaky', 'flaky'
+    return 'reproducible', 'reproducible'
 
 
 def rerun_failures(result, command, python, env, reruns, timeout_of, progress, harness=None):
@@ -64,4 +85,5 @@ def rerun_failures(result, command, python, env, reruns, timeout_of, progress, h
     for suite, test, outcome in apply_reruns(
             result, reruns, lambda suite, test: rerun_isolated(command, python, suite, test, harness,
                                                                rerun_env, timeout=timeout_of(suite))):
-        progress(f"rerun of {suite}{'::' + test if test else ''}: {outcome}")
+        shown = test if not test or len(test) <= SHOWN_ID else f'{test[:SHOWN_ID]}... ({len(test)} characters)'
+        progress(f"rerun of {suite}{'::' + shown if test else ''}: {outcome}")
