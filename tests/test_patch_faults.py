@@ -181,9 +181,12 @@ def _kill_during_patch(big, workdir, signum, rng, phase, group):
     groups = _freeze(process, workdir) if process.poll() is None else []
     size = _temporary_size(workdir)
     if group:
-        os.killpg(process.pid, signum)
+        try:
+            os.killpg(process.pid, signum)
+        except ProcessLookupError:
+            pass  # the run had ended (and been reaped by poll) before this point: nothing to kill
     else:
-        process.send_signal(signum)
+        process.send_signal(signum)  # nothing when it has ended
     _thaw(groups)
     stdout, stderr = process.communicate(timeout=120)
     return target, process.returncode, stdout, stderr, size is not None, bool(size)
