@@ -1,7 +1,9 @@
 """What the tests ask of the kernel's process table about processes that must be gone."""
 
+import os
 import signal
 import time
+from typing import Callable, Optional
 
 
 def terminal_signals() -> None:
@@ -28,3 +30,63 @@ def none_left(pids, seconds: float) -> bool:
             return False
         time.sleep(0.05)
     return True
+
+
+def _job_of(pid: int) -> Optional[str]:
+    try:
+        with open(f'/proc/{pid}/environ', 'rb') as handle:
+            for entry in handle.read().split(b'\0'):
+                if entry.startswith(b'SLURM_JOB_ID='):
+                    return entry.split(b'=', 1)[1].decode()
+    except OSError:
+        pass
+    return None
+
+
+def _running_file(pid: int, filename: str) -> bool:
+    try:
+        with open(f'/proc/{pid}/cmdline', 'rb') as handle:
+            argv = handle.read().split(b'\0')
+    except OSError:
+        return False
+    return any(os.path.basename(part.decode(errors='replace')) == filename for part in argv)
+
+
+def stop_what_runs(job: str, filename: str, finished: Callable[[], bool], seconds: float = 120) -> bool:
+    """Stop (SIGSTOP) every process of Slurm job `job` that runs `filename` (a suite's test file), once one
+    does; True when at least one is stopped, False when none was seen running it before finished() (the
+    suite is recorded as done) or within seconds.
+
+    For a test that cancels a job while it runs a suite: a suite stopped cannot finish before the
+    cancellation lands (Slurm's SIGCONT, SIGTERM and SIGKILL end it), whatever the machine's speed; a fixed
+    sleep before the cancellation let a loaded machine's suite either not start or finish first."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and not finished():
+        found = [int(name) for name in os.listdir('/proc')
+                 if name.isdigit() and _running_file(int(name), filename) and _job_of(int(name)) == job]
+        for pid in found:
+            try:
+                os.kill(pid, signal.SIGSTOP)
+            except ProcessLookupError:
+                continue
+        stopped = [pid for pid in found if _wait_stopped(pid, deadline)]
+        if stopped:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _wait_stopped(pid: int, deadline: float) -> bool:
+    """Wait for pid to show as stopped (T); False when it ended first or deadline passed."""
+    while time.monotonic() < deadline:
+        try:
+            with open(f'/proc/{pid}/stat') as handle:
+                state = handle.read().rsplit(')', 1)[1].split()[0]
+        except OSError:
+            return False
+        if state == 'T':
+            return True
+        if state == 'Z':
+            return False
+        time.sleep(0.001)
+    return False

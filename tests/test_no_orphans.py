@@ -84,7 +84,7 @@ def test_killed_during_a_batch(tmp_path, signum):
     assert cli.wait(timeout=60) == _killed_by(signum)
     if signum == signal.SIGTERM:  # told to stop: its groups are gone before it exits
         assert not any(running(pid) for pid in pids)
-    assert none_left(pids, process.GRACE_SECONDS + 5)
+    assert none_left(pids, process.GRACE_SECONDS + 50)  # bounded generously for a loaded machine
 
 
 @pytest.mark.parametrize('signum', [signal.SIGKILL, signal.SIGTERM])
@@ -96,7 +96,7 @@ def test_killed_during_a_suite_run_alone(tmp_path, signum):
     alone = _wait_for(tmp_path, 'test_b_hangs.0')  # the batch never got to it: this is the run alone
     cli.send_signal(signum)
     assert cli.wait(timeout=60) == _killed_by(signum)
-    assert none_left(first + alone, process.GRACE_SECONDS + 5)
+    assert none_left(first + alone, process.GRACE_SECONDS + 50)  # bounded generously for a loaded machine
 
 
 @pytest.mark.parametrize('signum', [signal.SIGKILL, signal.SIGTERM])
@@ -107,7 +107,7 @@ def test_killed_during_an_isolated_rerun(tmp_path, signum):
     rerun = _wait_for(tmp_path, 'test_fails_then_hangs.1')
     cli.send_signal(signum)
     assert cli.wait(timeout=60) == _killed_by(signum)
-    assert none_left(run + rerun, process.GRACE_SECONDS + 5)
+    assert none_left(run + rerun, process.GRACE_SECONDS + 50)  # bounded generously for a loaded machine
 
 
 def _children(pid):

@@ -84,7 +84,7 @@ def _parent(tmp_path, body, nohup=False):
 
 
 def _pids(tmp_path, count):
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         lines = (tmp_path / 'pids').read_text().split() if (tmp_path / 'pids').exists() else []
         if len(lines) >= count:
@@ -107,7 +107,7 @@ def test_a_parent_killed_with_sigkill_takes_the_group_with_it(tmp_path, from_a_t
     grandchild, = _pids(tmp_path, 1)
     parent.kill()  # no cleanup of ours can run: only the supervisor's parent-death signal
     parent.wait()
-    assert none_left([grandchild], process.GRACE_SECONDS + 5)
+    assert none_left([grandchild], process.GRACE_SECONDS + 50)  # bounded generously for a loaded machine
 
 
 TWO_CHILDREN_WAITED_FOR = '''

@@ -20,6 +20,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 from environment import missing
+from procs import stop_what_runs
 
 from eb_pytorch_cuda.testsuite.policy.judging import KnownFailure, Policy, judge
 from eb_pytorch_cuda.testsuite.results.pieces import SEPARATOR
@@ -110,10 +111,13 @@ def test_suites_split_into_pieces_on_jobs_give_the_unsplit_result_and_a_cancelle
                 if name.startswith('.') or SEPARATOR not in key or finished:
                     continue
                 holder = SuiteQueue(queue_dir).claims().get(key, (0, None))[1]
-                if holder:
-                    time.sleep(5)  # well under way: its run_test.py call has started
-                    killed.update(job=holder.split('.')[0], key=key)
-                    subprocess.run(['scancel', killed['job']], check=True)
+                job = holder.split('.')[0] if holder else None
+                # cancelled while the piece runs, because its suite file is stopped there (a fixed 5 s sleep
+                # counted on the machine's speed for the piece to have started and not yet ended)
+                done = os.path.join(queue_dir, 'done', quoted)
+                if job and stop_what_runs(job, key.split(SEPARATOR)[0] + '.py', lambda: os.path.exists(done)):
+                    killed.update(job=job, key=key)
+                    subprocess.run(['scancel', job], check=True)
                     return
             time.sleep(0.5)
 

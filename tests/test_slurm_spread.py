@@ -17,6 +17,7 @@ import time
 
 import pytest
 from environment import missing
+from procs import stop_what_runs
 
 from eb_pytorch_cuda import standins
 from eb_pytorch_cuda.errors import PluginError
@@ -137,7 +138,7 @@ def test_a_job_killed_with_scancel_mid_suite_loses_nothing(slurm, tmp_path):
     killed = {}
 
     def kill_a_job_running_a_suite():
-        deadline = time.time() + 120
+        deadline = time.time() + 600
         while time.time() < deadline and not killed:
             claims = os.listdir(queue_dir / 'claims') if (queue_dir / 'claims').is_dir() else []
             done = os.listdir(queue_dir / 'done') if (queue_dir / 'done').is_dir() else []
@@ -146,10 +147,12 @@ def test_a_job_killed_with_scancel_mid_suite_loses_nothing(slurm, tmp_path):
                 if name.startswith('.') or not suite.startswith('test_sleep') or suite in done:
                     continue
                 holder = SuiteQueue(str(queue_dir)).claims()[suite][1]
-                if holder:
-                    killed.update(job=holder.split('.')[0], suite=suite)
-                    time.sleep(1)  # let the suite be well under way
-                    subprocess.run(['scancel', killed['job']], check=True)
+                job = holder.split('.')[0] if holder else None
+                # cancelled while the suite runs, because it is stopped there (a fixed second's sleep let a
+                # loaded machine's suite not start yet, or finish first)
+                if job and stop_what_runs(job, f'{suite}.py', lambda: (queue_dir / 'done' / suite).exists()):
+                    killed.update(job=job, suite=suite)
+                    subprocess.run(['scancel', job], check=True)
                     return
             time.sleep(0.2)
 
