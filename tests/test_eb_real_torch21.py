@@ -105,6 +105,9 @@ def test_eb_installs_and_the_test_step_judges_the_real_suites_pass(installed):
     assert re.search(r'== suite 6/6: ', out), out
     assert re.search(r'== suite \d/6: test_license failed', out), out
     assert 'known: 1, unknown: 0 (budget 0), flaky: 0' in out and '== verdict: PASS' in out
+    # no GPU here: upstream's device tests, said (issue 33), and the CUDA tests counted (none)
+    assert "== cuda_device_tests='auto': upstream's device tests (CPU only under SANDCASTLE=1): no GPU seen" in out
+    assert re.search(r'== CUDA device tests: (0 ran, 0 failed, \d+ skipped|not counted \(no XML report\))', out), out
     assert f'reproducible on rerun: test_license::{KNOWN}' in out  # rerun by its exact pytest id
 
 

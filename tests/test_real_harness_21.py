@@ -314,3 +314,43 @@ def test_test_suite_with_an_easyconfig_runs_its_own_runtest_pretestopts_and_test
     assert default.returncode == 0, default.stderr
     assert "test command (--runtest, no shell)" in default.stderr  # --runtest wins over the easyconfig's
     assert [suite['name'] for suite in json.loads(default.stdout)['suites']] == ['test_type_info']
+
+
+def test_a_gpu_seen_with_a_cuda_torch_runs_the_cuda_mode_and_zero_cuda_tests_fail_when_required(tree, tmp_path):
+    """Issue 33 on the main job's pair (torch 2.1.2, a CUDA build): where the step sees a GPU, the suites run with
+    SANDCASTLE=0, the reports count the CUDA tests, and 0 CUDA tests run is a warning (--cuda-device-tests true:
+    the verdict fails).  The GPU is the one stand-in here: an `nvidia-smi` on PATH that lists one, as the real one
+    does (tests/data/h200-nvidia-smi-query-compute-cap.txt is the H200's answer); this machine has none, so torch
+    sees no CUDA device and instantiates no CUDA test: exactly the blind step the warning is for."""
+    fake = tmp_path / 'bin'
+    fake.mkdir()
+    smi = fake / 'nvidia-smi'
+    smi.write_text('#!/bin/sh\ncase "$*" in *query*) echo "0, 9.0";; *) echo "GPU 0: NVIDIA H200 (UUID: GPU-0)";; '
+                   'esac\n')
+    smi.chmod(0o755)
+    env = dict(os.environ, PATH=f"{fake}{os.pathsep}{os.environ['PATH']}")
+    env.pop('CUDA_VISIBLE_DEVICES', None)
+    runs = {}
+    for mode in ('auto', 'true'):
+        done = subprocess.run([_cli(), 'test-suite', str(tree), '--python', PYTHON, '--runtest',
+                               'cd test && %(python)s run_test.py --continue-through-error -i test_type_info',
+                               '--cuda-device-tests', mode, '--results', str(tmp_path / mode), '--format', 'json'],
+                              capture_output=True, text=True, timeout=900, env=env)
+        runs[mode] = done
+    auto, true = runs['auto'], runs['true']
+    assert auto.returncode == 0, auto.stderr
+    assert ("cuda_device_tests='auto': CUDA and CPU device tests: 1 GPU(s) seen (0), the build has CUDA; sets "
+            "SANDCASTLE=0") in auto.stderr
+    assert 'WARNING: the test step saw 1 GPU(s) and the build has CUDA, but 0 CUDA device tests ran' in auto.stderr
+    data = json.loads(auto.stdout)
+    assert data['verdict'] == 'pass' and data['cuda_tests'] == {'ran': 0, 'failed': 0, 'skipped': 0}
+    assert data['cuda_device_tests']['environment'] == {'SANDCASTLE': '0'} and len(data['warnings']) == 1
+    assert true.returncode == 1, true.stderr
+    assert any('cuda_device_tests=True: the test step saw 1 GPU(s)' in reason
+               for reason in json.loads(true.stdout)['reasons'])
+    hidden = subprocess.run([_cli(), 'test-suite', str(tree), '--python', PYTHON, '--runtest',
+                             'cd test && %(python)s run_test.py -i test_type_info', '--cuda-device-tests', 'true',
+                             '--results', str(tmp_path / 'hidden')], capture_output=True, text=True, timeout=300,
+                            env=dict(env, CUDA_VISIBLE_DEVICES=''))
+    assert hidden.returncode == 2 and not (tmp_path / 'hidden' / 'results.jsonl').exists(), hidden.stderr
+    assert 'cuda_device_tests: is True, but the test step cannot run CUDA tests here: no GPU seen' in hidden.stderr
