@@ -53,7 +53,10 @@ def lmod_prefix(debs: Path, prefix: Path) -> Path:
     """Lmod from Debian's .debs unpacked under prefix (nothing written outside it): returns LMOD_CMD, a wrapper
     running Lmod's libexec/lmod (whose shebang names /usr/bin/lua5.3) with the unpacked Lua, its library and
     module paths set for the Lua process alone (never in the environment of anything else)."""
-    for deb in sorted(debs.glob('*.deb')):
+    found = sorted(debs.glob('*.deb'))
+    if not any(deb.name.startswith('lmod_') for deb in found):
+        sys.exit(f'eb_gpu_run: no lmod .deb in {debs} (tools/validate-gpu/make_kit.sh makes them)')
+    for deb in found:
         subprocess.run(['dpkg', '-x', str(deb), str(prefix)], check=True)
     lib = prefix / 'usr' / 'lib' / 'x86_64-linux-gnu'
     share = prefix / 'usr' / 'share' / 'lua' / '5.3'
