@@ -60,6 +60,9 @@ from eb_pytorch_cuda.testsuite.results.model import (ERROR, FAILED, SUITE_FAILED
                                                      SUITE_TERMINATED, SUITE_UNCOUNTED, RunResult, TestCase)
 
 START, REPLAY, FINISHED, FAILED_LINE, SUCCESS = 'start', 'replay', 'finished', 'failed', 'success'
+# a suite that ended without a failure and counted nothing (no summary, or only `no tests collected`): the test
+# step (results.outcome) says the same of it
+ZERO_TESTS_NOTE = 'exit 0 without a countable summary: passed with 0 tests'
 STARTS = (START, REPLAY)  # REPLAY: a whole log replayed (`PRINTING LOG FILE of X`, not `BEGINNING OF`)
 MARKERS = [  # (kind, pattern): a suite's run starts with either start line
     (START, grammar.START_MARKERS[0]),
@@ -421,7 +424,7 @@ class _Runs:
             else:
                 suite.status = SUITE_PASSED
                 if name not in self.counted or (name in self.no_tests and not any(suite.counts.values())):
-                    suite.note = 'exit 0 without a countable summary: passed with 0 tests'  # as the test step says
+                    suite.note = ZERO_TESTS_NOTE
                 elif name in self.items_only and name not in self.summarised and self.items_only[name][0]:
                     total, path = self.items_only[name]
                     suite.note = (f'passed counts the {total} test(s) it ran (`Running N items in this shard`): how '
