@@ -20,13 +20,25 @@ The markers, as run_test.py prints them (read from its source: 2.6.0 from Debian
   printed when it ends and again at the end of the run (and inside `RuntimeError: ...` when run_test.py stops).
 
 The log is cut at these markers.  A piece of text belongs to the suite whose end marker (`FINISHED
-PRINTING LOG FILE of X`, `X failed!`, `X was successful`) directly follows it, else to the suite whose
-start marker directly precedes it, else to none: so a summary is tied to the lines that follow it as
-well as those before, and a missing start marker loses nothing.  Inside a piece, a summary goes to the
-suite whose test file pytest named last before it (`test_x.py::Class::test`), when that suite was
-announced: interleaved output of a pool is sorted out.  Every countable summary is added up (unittest
-"Ran N tests" + "OK"/"FAILED (...)", pytest "=== 2 failed, 128 passed, ... in 3.4s ===", run_test.py's
-"AssertionError: N unit test(s) failed:" list) and failed test names are collected.  Every run that
+PRINTING LOG FILE of X`, `X was successful`, or `X failed!` right after X's own marker or at the log's
+start) directly follows it, else to the suite whose start marker directly precedes it, else to none: so
+a summary is tied to the lines that follow it as well as those before, and a missing start marker loses
+nothing.  (In 2.6's pool `X failed!` comes when X's worker ends, after other workers' output: it claims
+none of it.)  A pytest summary goes to the session it ends: every `=== test session starts ===` (found
+anywhere in a line: another worker's unfinished test line may come before it) opens one, its header
+(written at once by one process) gives its collected/deselected/selected counts and its suite (the ids of
+`Running K items in this shard: ...`, or `stepcurrent: ... Running only <id>`: an isolated rerun; a
+`--scs` run after a failure names none, and is the one suite that had a failing session, has none open,
+has not ended and collected as many items), and the summary goes to the open session whose deselected
+count it repeats and whose selected count it ran (at most, with a failure: `-x`); where no session fits,
+to the suite whose test file pytest named last before it (`test_x.py::Class::test`), when that suite was
+announced, else to the piece's owner.  Every countable summary is added up (unittest "Ran N tests" +
+"OK"/"FAILED (...)", pytest "=== 2 failed, 128 passed, ... in 3.4s ===", `no tests collected in Xs` as
+0 tests, run_test.py's "AssertionError: N unit test(s) failed:" list) and failed test names are collected.
+A test run_test_retries ran three times counts once: as the suite's `The following tests failed
+consistently: [...]` list says (found anywhere in a line), else, for a suite with isolated reruns, once
+per failing test id.  After `X was successful` (--pipe-logs) the `Running N items in this shard` lines
+count N passed (a note says how many were skipped is only in X's own log).  Every run that
 was announced must end with an outcome (an end marker or a countable summary), and every shard 1..n
 of an `i/n` must have run: a suite with a run or shard left open is SUITE_INCOMPLETE, as is a suite
 that was announced and never summarised: never "0 failures".
