@@ -345,8 +345,11 @@ class _Runs:
         if session.selected is None:
             session.selected = int(match.group('count'))
         session.suite = session.suite or named or self.infer_suite(session)
-        if session.suite is not None and session.collected is not None:
-            self.first_collected.setdefault(session.suite, session.collected)
+        if session.suite is not None:
+            # a suite runs one session at a time: an older one still open never printed its summary (killed)
+            self.sessions = [other for other in self.sessions if other is session or other.suite != session.suite]
+            if session.collected is not None:
+                self.first_collected.setdefault(session.suite, session.collected)
 
     def infer_suite(self, session):
         """The suite of a session its header does not name (run_test_retries' `--scs` run of a suite's tests after
