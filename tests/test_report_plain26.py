@@ -99,3 +99,16 @@ def test_the_batch_log_counts_the_tests_each_passed_suite_ran(capsys):
         assert sum(got[name][1].get(key, 0) for key in ('passed', 'skipped', 'xfailed')) == ran, name
     notes = {suite['name']: suite['note'] for suite in data['suites']}
     assert notes['test_type_info'].startswith('passed counts the 5 test(s) it ran')
+
+
+def test_without_the_harness_list_each_rerun_failing_test_still_counts_once():
+    """The log cut before test_function_schema's `The following tests failed consistently` line: its first run and
+    two isolated reruns printed `1 failed` each; the failing test counts once, not three times."""
+    from eb_pytorch_cuda.testsuite.results.logparse import parse_log_text
+    with open(PLAIN) as handle:
+        text = handle.read()
+    cut = text[:text.index("The following tests failed consistently: ['test/test_function_schema.py")]
+    assert cut.count('1 failed, 14 deselected, 2 rerun') == 2  # its two isolated reruns are in the cut log
+    suite = parse_log_text(cut).suites['test_function_schema']
+    assert (suite.counts['failed'], suite.counts['errors']) == (1, 0)
+    assert [test.test_id for test in suite.failed_tests] == ['TestFunctionSchema.test_serialize_and_deserialize']
