@@ -125,7 +125,7 @@ def _owner(preceding, following):
     # "X failed!" claims the text before it only after X's own marker (or at the log's start): after another
     # suite's marker it is run_test.py's closing list, or, in 2.6's pool, X's worker ending while the other
     # workers' output was printed before it (measured: tests/data/pytorch26-plain)
-    own = preceding is None or preceding[3] == following[3] if following else False
+    own = (preceding is None or preceding[3] == following[3]) if following else False
     if following and (following[2] in (FINISHED, SUCCESS) or (following[2] == FAILED_LINE and own)):
         return following[3:5]
     if preceding and preceding[2] in STARTS:
