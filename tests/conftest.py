@@ -79,6 +79,7 @@ def eb_stack(request, tmp_path_factory, eb_sources):
 # cuDNN/torch wheels, real processes; unit: none of these (seconds).
 TIER_OF_MODULE = {
     'test_real_harness': 'real_harness', 'test_real_harness_21': 'real_harness', 'test_eb_real_torch21': 'real_harness',
+    'test_real_harness_plain26': 'real_harness',
     'test_demo': 'real_eb', 'test_dry_run': 'real_eb', 'test_easyblock_deployments': 'real_eb',
     'test_eb_easyblock_tests': 'real_eb', 'test_eb_hooks': 'real_eb', 'test_test_install': 'real_eb',
     'test_upstream_easyblock_suite': 'real_eb', 'test_config': 'real_eb',
@@ -99,7 +100,7 @@ TIER_OF_MODULE = {
 UNIT_MODULES = {'test_store_records', 'test_device_tests',
                 'test_cudnn_catalog', 'test_field_policy', 'test_gpu_record', 'test_logparse_streaming',
                 'test_report_escaping', 'test_test_parameters', 'test_testsuite_parsing', 'test_testsuite_policy',
-                'test_upstream_corpus', 'test_xml_encodings'}
+                'test_upstream_corpus', 'test_xml_encodings', 'test_report_plain26'}
 TIERS = ('unit', 'real_tools', 'real_eb', 'slurm', 'real_harness')
 
 

@@ -101,17 +101,39 @@ ASSERTION_NAMES = re.compile(r'(?:[ \t]+\S[^\n]*\n)*')  # its names so far (whol
 # 2.3+ (run_test_retries): a failing test is retried alone in new processes, each printing its own `1 failed`
 # summary, and the suite's log ends with the tests that failed every time (measured on 2.6.0 with torch 2.11 on
 # the H200: 10 failing tests, 30 `1 failed` summaries): that list, not the sum, is what failed
-CONSISTENT_FAILURES = re.compile(r"^The following tests failed consistently: \[(?P<tests>[^\]\n]*)\]", re.M)
+CONSISTENT_FAILURES_TEXT = 'The following tests failed consistently: ['
+# searched for anywhere in a line: in a pool's interleaved output it may follow another worker's unfinished
+# `test_x.py::Class::test ` (measured on 2.6.0: tests/data/pytorch26-plain)
+CONSISTENT_FAILURES = re.compile(r"The following tests failed consistently: \[(?P<tests>[^\]\n]*)\]")
 QUOTED_TEST = re.compile(r"'(?P<path>[\w/.-]+?\.py)::(?:(?P<cls>\w+)::)?(?P<test>[^':]+)'")
 TEST_FILE_MENTION = '.py::'  # a pytest node id names its test file before this
+
+# --- a pytest session's own lines (2.6's pool interleaves two or three sessions; their headers come whole) ------
+# `=== test session starts ===`: a session begins (its header lines follow, written at once by one process)
+SESSION_START_TEXT = ' test session starts '
+# searched for anywhere in a line: another worker's unfinished `test_x.py::Class::test ` may come before it
+SESSION_START = re.compile(r'=+ test session starts =+[ \t]*$', re.M)
+# `collecting ... collected 15 items / 14 deselected / 1 selected` (`collected 1 item`, also without `collecting`)
+SESSION_COLLECTED = re.compile(r'^(?:collecting \.\.\. )?collected (?P<collected>\d+) items?'
+                               r'(?: / (?P<deselected>\d+) deselected)?(?: / (?P<selected>\d+) selected)?', re.M)
+# 2.6's conftest (stepcurrent): `stepcurrent: skipping 0 already run items. Running only test/test_x.py::C::t`:
+# run_test_retries' isolated rerun of one failing test (`--rs`); `skipping N already run items.` alone: `--scs`
+STEPCURRENT_ONLY = re.compile(r'^stepcurrent: .*?Running only (?P<path>[\w/.-]+?\.py)::', re.M)
+# pytest_shard_custom (2.6) / pytest-shard (2.1): `Running 2 items in this shard[: test/test_x.py::C::t, ...]`; the
+# list only with --print-items (a suite's first session; after `X was successful` in a --pipe-logs log)
+SHARD_ITEMS = re.compile(r'^Running (?P<count>\d+) items in this shard(?:: (?P<first>[\w/.-]+?\.py)::)?', re.M)
+# a session that ran nothing: pytest's `no tests ran in 0.01s` (between `=` rules or not) and the
+# `no tests collected in 0.03s` a --subprocess suite prints (test_cuda_primary_ctx without a GPU, exit 0)
+NO_TESTS = re.compile(r'^(?:=+ )?no tests (?:ran|collected) in [\d.]+s\b', re.M)
 PATH_CHARS = re.compile(r'[\w/.-]*')  # the characters of a test file path (before TEST_FILE_MENTION)
 
 # the first characters of every line above that starts a line (logparse looks only at such lines, and at
 # those holding ANYWHERE_TEXTS, which the suite and shard before them may push anywhere): a new pattern
 # starting with another character must be added here
-LINE_FIRST_CHARS = 'RFEAT=#P'
+LINE_FIRST_CHARS = 'RFEAT=#Pcsn'
 CANDIDATE_LINE = re.compile(rf'\n[{re.escape(LINE_FIRST_CHARS)}]')
-ANYWHERE_TEXTS = (FAILED_TEXT, SUCCESS_TEXT)  # `X failed!`, `X was successful`
+# `X failed!`, `X was successful`, the consistent failures, a session's start
+ANYWHERE_TEXTS = (FAILED_TEXT, SUCCESS_TEXT, CONSISTENT_FAILURES_TEXT, SESSION_START_TEXT)
 
 # --- the dry run's printed selection (run/discovery's cross-check) -------------------------------------------
 

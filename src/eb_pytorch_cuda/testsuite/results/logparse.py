@@ -20,13 +20,25 @@ The markers, as run_test.py prints them (read from its source: 2.6.0 from Debian
   printed when it ends and again at the end of the run (and inside `RuntimeError: ...` when run_test.py stops).
 
 The log is cut at these markers.  A piece of text belongs to the suite whose end marker (`FINISHED
-PRINTING LOG FILE of X`, `X failed!`, `X was successful`) directly follows it, else to the suite whose
-start marker directly precedes it, else to none: so a summary is tied to the lines that follow it as
-well as those before, and a missing start marker loses nothing.  Inside a piece, a summary goes to the
-suite whose test file pytest named last before it (`test_x.py::Class::test`), when that suite was
-announced: interleaved output of a pool is sorted out.  Every countable summary is added up (unittest
-"Ran N tests" + "OK"/"FAILED (...)", pytest "=== 2 failed, 128 passed, ... in 3.4s ===", run_test.py's
-"AssertionError: N unit test(s) failed:" list) and failed test names are collected.  Every run that
+PRINTING LOG FILE of X`, `X was successful`, or `X failed!` right after X's own marker or at the log's
+start) directly follows it, else to the suite whose start marker directly precedes it, else to none: so
+a summary is tied to the lines that follow it as well as those before, and a missing start marker loses
+nothing.  (In 2.6's pool `X failed!` comes when X's worker ends, after other workers' output: it claims
+none of it.)  A pytest summary goes to the session it ends: every `=== test session starts ===` (found
+anywhere in a line: another worker's unfinished test line may come before it) opens one, its header
+(written at once by one process) gives its collected/deselected/selected counts and its suite (the ids of
+`Running K items in this shard: ...`, or `stepcurrent: ... Running only <id>`: an isolated rerun; a
+`--scs` run after a failure names none, and is the one suite that had a failing session, has none open,
+has not ended and collected as many items), and the summary goes to the open session whose deselected
+count it repeats and whose selected count it ran (at most, with a failure: `-x`); where no session fits,
+to the suite whose test file pytest named last before it (`test_x.py::Class::test`), when that suite was
+announced, else to the piece's owner.  Every countable summary is added up (unittest "Ran N tests" +
+"OK"/"FAILED (...)", pytest "=== 2 failed, 128 passed, ... in 3.4s ===", `no tests collected in Xs` as
+0 tests, run_test.py's "AssertionError: N unit test(s) failed:" list) and failed test names are collected.
+A test run_test_retries ran three times counts once: as the suite's `The following tests failed
+consistently: [...]` list says (found anywhere in a line), else, for a suite with isolated reruns, once
+per failing test id.  After `X was successful` (--pipe-logs) the `Running N items in this shard` lines
+count N passed (a note says how many were skipped is only in X's own log).  Every run that
 was announced must end with an outcome (an end marker or a countable summary), and every shard 1..n
 of an `i/n` must have run: a suite with a run or shard left open is SUITE_INCOMPLETE, as is a suite
 that was announced and never summarised: never "0 failures".
@@ -60,6 +72,9 @@ from eb_pytorch_cuda.testsuite.results.model import (ERROR, FAILED, SUITE_FAILED
                                                      SUITE_TERMINATED, SUITE_UNCOUNTED, RunResult, TestCase)
 
 START, REPLAY, FINISHED, FAILED_LINE, SUCCESS = 'start', 'replay', 'finished', 'failed', 'success'
+# a suite that ended without a failure and counted nothing (no summary, or only `no tests collected`): the test
+# step (results.outcome) says the same of it
+ZERO_TESTS_NOTE = 'exit 0 without a countable summary: passed with 0 tests'
 STARTS = (START, REPLAY)  # REPLAY: a whole log replayed (`PRINTING LOG FILE of X`, not `BEGINNING OF`)
 MARKERS = [  # (kind, pattern): a suite's run starts with either start line
     (START, grammar.START_MARKERS[0]),
@@ -107,13 +122,39 @@ def _unittest_counts(match):
 
 def _owner(preceding, following):
     """(suite, shard) the text between two markers belongs to, or None (see the module docstring)."""
-    other_started = preceding and following and preceding[2] in STARTS and preceding[3] != following[3]
-    # "X failed!" after another suite's "Running Y" is run_test.py's closing list, not X's own output
-    if following and (following[2] in (FINISHED, SUCCESS) or (following[2] == FAILED_LINE and not other_started)):
+    # "X failed!" claims the text before it only after X's own marker (or at the log's start): after another
+    # suite's marker it is run_test.py's closing list, or, in 2.6's pool, X's worker ending while the other
+    # workers' output was printed before it (measured: tests/data/pytorch26-plain)
+    own = (preceding is None or preceding[3] == following[3]) if following else False
+    if following and (following[2] in (FINISHED, SUCCESS) or (following[2] == FAILED_LINE and own)):
         return following[3:5]
     if preceding and preceding[2] in STARTS:
         return preceding[3:5]
     return None
+
+
+class _Session:
+    """One pytest session (`=== test session starts ===` to its summary line) as its header described it: the
+    suite it runs (named by its `Running K items in this shard: <ids>` or `stepcurrent: ... Running only <id>`
+    line, else inferred), how many items it collected, deselected and selected."""
+
+    def __init__(self):
+        self.suite: Optional[str] = None
+        self.collected: Optional[int] = None
+        self.deselected = 0
+        self.selected: Optional[int] = None
+        self.items_seen = False  # its `Running K items in this shard` line was read (the header's last line)
+
+    def fits(self, counts, deselected):
+        """Whether a summary of counts (and deselected) can be this session's: the same deselected items, and as
+        many tests run as it selected (at most as many when one failed: `-x` stops there)."""
+        if self.collected is not None and self.deselected != deselected:
+            return False
+        if self.selected is None:
+            return True
+        executed = sum(counts.get(key, 0) for key in ('passed', 'failed', 'errors', 'skipped', 'xfailed', 'xpassed'))
+        failing = counts.get('failed', 0) + counts.get('errors', 0)
+        return executed <= self.selected if failing else executed == self.selected
 
 
 class _Runs:
@@ -139,6 +180,13 @@ class _Runs:
         self.consistent = {}  # suite: {test ids} its run_test_retries reported as failing every time
         self.paths: dict = {}  # test file path: the suite it names (suite_of_cached)
         self.failed_ids: dict = {}  # suite: {ids of its failed_tests}
+        self.sessions: List[_Session] = []  # pytest sessions begun and not yet summarised, oldest first
+        self.first_collected: dict = {}  # suite: the items its first named session collected
+        self.retried: set = set()  # suites with a session that failed (run_test_retries runs more sessions)
+        self.isolated: set = set()  # suites with an isolated rerun of one test (`Running only ...`)
+        self.items_only: dict = {}  # suite: (tests, log path) counted from `X was successful` and its items
+        self.summarised: set = set()  # suites credited with a unittest or pytest summary
+        self.no_tests: set = set()  # suites credited with a `no tests collected/ran` line
         for _start, _end, _kind, name, shard, total, _signal in events:
             result.suite(name)
             self.shards[name] = max(self.shards.get(name, 1), total)
@@ -166,6 +214,7 @@ class _Runs:
             self.replaying.discard(key)
         elif kind == FAILED_LINE:
             self.failed[name] = self.failed.get(name) or signal or ''
+            self.sessions = [session for session in self.sessions if session.suite != name]
         elif kind == SUCCESS:
             self.success.add(name)
 
@@ -200,12 +249,41 @@ class _Runs:
                 break
             first = text[start]
             summary = None
-            if first == 'R':
+            deselected, no_tests = 0, False
+            line_end = text.find('\n', start, stop)
+            line_end = stop if line_end < 0 else line_end
+            if text.find(grammar.SESSION_START_TEXT, start, line_end) >= 0 and \
+                    grammar.SESSION_START.search(text, start, line_end):
+                self.sessions.append(_Session())
+                piece.session_seen = True
+            elif first == 'R':
                 match = grammar.UNITTEST_SUMMARY.match(text, start, stop)
                 if match:
                     summary = _unittest_counts(match)
+                else:
+                    self.shard_items(piece, text, start, stop)
             elif first == '=':
                 summary = _pytest_counts(text, start, stop)
+                if summary is not None:
+                    deselected = summary.pop('deselected', 0)
+                elif grammar.NO_TESTS.match(text, start, stop):
+                    summary, no_tests = {}, True
+            elif first == 'n':
+                if grammar.NO_TESTS.match(text, start, stop):
+                    summary, no_tests = {}, True
+            elif first == 'c':
+                match = grammar.SESSION_COLLECTED.match(text, start, stop)
+                if match and self.sessions and self.sessions[-1].collected is None:
+                    session = self.sessions[-1]
+                    session.collected = int(match.group('collected'))
+                    session.deselected = int(match.group('deselected') or 0)
+                    session.selected = int(match.group('selected') or session.collected - session.deselected)
+            elif first == 's':
+                match = grammar.STEPCURRENT_ONLY.match(text, start, stop)
+                if match and self.sessions and not self.sessions[-1].items_seen:
+                    self.sessions[-1].suite = self.suite_of(match.group('path')) or self.sessions[-1].suite
+                    if self.sessions[-1].suite is not None:
+                        self.isolated.add(self.sessions[-1].suite)
             elif first in 'FE':
                 match = grammar.UNITTEST_FAILED_TEST.match(text, start, stop)
                 if match:
@@ -216,8 +294,8 @@ class _Runs:
                     name = self.suite_of(match.group('path')) or (owner[0] if owner else None)
                     piece.add(1, name, _pytest_test_id(match.group('cls'), match.group('test')),
                               ERROR if match.group('kind') == 'ERROR' else FAILED)
-            elif first == 'T':
-                match = grammar.CONSISTENT_FAILURES.match(text, start, stop)
+            if text.find(grammar.CONSISTENT_FAILURES_TEXT, start, line_end) >= 0:
+                match = grammar.CONSISTENT_FAILURES.search(text, start, line_end)
                 if match:
                     for test in grammar.QUOTED_TEST.finditer(match.group('tests')):
                         name = self.suite_of(test.group('path')) or (owner[0] if owner else None)
@@ -236,11 +314,65 @@ class _Runs:
                 name = self.credit(piece, text, low, start)
                 low = start
                 piece.summarised = True
+                if first != 'R':  # a pytest session's summary: the session it ends, when one is open
+                    name = self.session_suite(summary, deselected, name)
+                if name is not None:
+                    (self.no_tests if no_tests else self.summarised).add(name)
                 self.count(owner, name, summary)
         name = self.mention(text, low, stop)
         if name is not None:
             piece.last_named = name
         return stop
+
+    def shard_items(self, piece, text, start, stop):
+        """A `Running K items in this shard[: ids]` line: right after `X was successful` (--pipe-logs) the tests X
+        ran, counted (how many of them were skipped is only in X's own log); else the last line of the
+        header of the session last begun, naming its suite (or inferred: infer_suite)."""
+        match = grammar.SHARD_ITEMS.match(text, start, stop)
+        if not match:
+            return
+        named = self.suite_of(match.group('first')) if match.group('first') else None
+        after = piece.after
+        if after is not None and after.kind == SUCCESS and not piece.session_seen:
+            total, path = self.items_only.get(after.suite, (0, piece.success_path))
+            self.items_only[after.suite] = (total + int(match.group('count')), path)
+            self.count((after.suite, after.shard), after.suite, {'passed': int(match.group('count'))})
+            return
+        if not self.sessions or self.sessions[-1].items_seen:
+            return
+        session = self.sessions[-1]
+        session.items_seen = True
+        if session.selected is None:
+            session.selected = int(match.group('count'))
+        session.suite = session.suite or named or self.infer_suite(session)
+        if session.suite is not None:
+            # a suite runs one session at a time: an older one still open never printed its summary (killed)
+            self.sessions = [other for other in self.sessions if other is session or other.suite != session.suite]
+            if session.collected is not None:
+                self.first_collected.setdefault(session.suite, session.collected)
+
+    def infer_suite(self, session):
+        """The suite of a session its header does not name (run_test_retries' `--scs` run of a suite's tests after
+        one that failed): the one suite that had a failing session, has not ended, has no session open and
+        collected as many items in its first session; None when not exactly one."""
+        busy = {other.suite for other in self.sessions if other is not session}
+        candidates = [name for name in self.retried if name not in self.failed and name not in busy
+                      and self.first_collected.get(name) == session.collected]
+        return candidates[0] if len(candidates) == 1 else None
+
+    def session_suite(self, counts, deselected, fallback):
+        """The suite a pytest summary is credited to: that of the open session it fits (_Session.fits; of
+        several, the one of fallback's suite, else the oldest), closed by it; fallback (the last test file named,
+        else the piece's owner) where no open session fits or the session's suite is unknown."""
+        fitting = [session for session in self.sessions if session.fits(counts, deselected)]
+        if not fitting:
+            return fallback
+        chosen = next((session for session in fitting if session.suite == fallback), fitting[0])
+        self.sessions.remove(chosen)
+        name = chosen.suite or fallback
+        if name is not None and counts.get('failed', 0) + counts.get('errors', 0):
+            self.retried.add(name)
+        return name
 
     def credit(self, piece, text, low, position):
         """The suite a summary at position is credited to: the last test file named before it in the piece,
@@ -286,6 +418,9 @@ class _Runs:
                 suite.counts['errors'] = min(suite.counts['errors'], failing)
                 suite.counts['failed'] = failing - suite.counts['errors']
                 suite.failed_tests = [test for test in suite.failed_tests if test.test_id in self.consistent[name]]
+            elif name in self.isolated and suite.failed_tests:  # no list: each failing test once, not per rerun
+                suite.counts['errors'] = sum(1 for test in suite.failed_tests if test.state == ERROR)
+                suite.counts['failed'] = len(suite.failed_tests) - suite.counts['errors']
             wanted = [self.only_shard[name]] if name in self.only_shard else range(1, self.shards[name] + 1)
             missing = [shard for shard in wanted if (name, shard) not in self.seen or self.open.get((name, shard))]
             if self.failed.get(name):
@@ -303,8 +438,12 @@ class _Runs:
                 suite.status = SUITE_FAILED
             else:
                 suite.status = SUITE_PASSED
-                if name not in self.counted:
-                    suite.note = 'exit 0 without a countable summary: passed with 0 tests'
+                if name not in self.counted or (name in self.no_tests and not any(suite.counts.values())):
+                    suite.note = ZERO_TESTS_NOTE
+                elif name in self.items_only and name not in self.summarised and self.items_only[name][0]:
+                    total, path = self.items_only[name]
+                    suite.note = (f'passed counts the {total} test(s) it ran (`Running N items in this shard`): how '
+                                  f'many of them were skipped is only in its own log' + (f' ({path})' if path else ''))
 
 
 BLOCK = 1 << 23  # characters (bytes) read at a time: 8 MiB, the largest part of the memory a log takes
@@ -313,8 +452,11 @@ BLOCK = 1 << 23  # characters (bytes) read at a time: 8 MiB, the largest part of
 class _Piece:
     """What one piece of a log (the text between two markers) has given so far."""
 
-    def __init__(self, owner):
+    def __init__(self, owner, after: Optional[Marker] = None, success_path: Optional[str] = None):
         self.owner = owner
+        self.after = after  # the marker this piece follows (None at the log's start)
+        self.success_path = success_path  # after `X was successful`: where the harness kept X's log
+        self.session_seen = False  # a `test session starts` line was read in this piece
         self.last_named: Optional[str] = None  # the suite of the last test file mention that named one
         self.summarised = False  # a unittest or pytest summary was read
         self.assertions: List[Tuple[Optional[str], int]] = []  # run_test.py's "N unit test(s) failed" lists
@@ -353,6 +495,16 @@ def _hold_point(text, lines, high):
     return high
 
 
+def _success_path(text, marker):
+    """The log path of an `X was successful, full logs can be found in artifacts with path P` line (the marker,
+    in text at offset 0), else None."""
+    if marker.kind != SUCCESS:
+        return None
+    line_start = text.rfind('\n', 0, marker.end) + 1
+    match = grammar.SUCCESS_WITH_PATH.match(text, line_start, marker.end)
+    return match.group('path') if match else None
+
+
 def _pytest_counts(text, start, stop):
     """{count key: n} of a pytest session's last line (`=== 2 failed, 128 passed in 3.4s ===`) at start, or None."""
     line = grammar.PYTEST_LINE.match(text, start, stop)
@@ -367,6 +519,8 @@ def _pytest_counts(text, start, stop):
     for number, word in items:
         if word in grammar.PYTEST_KEYS:
             counts[grammar.PYTEST_KEYS[word]] = counts.get(grammar.PYTEST_KEYS[word], 0) + int(number)
+        elif word == 'deselected':  # not a count of the suite: what tells a session's summary apart (_Session.fits)
+            counts['deselected'] = counts.get('deselected', 0) + int(number)
     return counts
 
 
@@ -455,7 +609,8 @@ def parse_log_blocks(blocks: Blocks, source: str = 'log', only_shard: Optional[D
                 runs.finish(piece)
                 runs.event(marker.kind, marker.suite, marker.shard, marker.signal)
                 index += 1
-                piece = _Piece(_owner(events[index - 1], events[index] if index < len(events) else None))
+                piece = _Piece(_owner(events[index - 1], events[index] if index < len(events) else None),
+                               events[index - 1], _success_path(text, marker))
                 low = marker.end
             pending = []
         stop = runs.feed(piece, text, low, len(text), pending, last)

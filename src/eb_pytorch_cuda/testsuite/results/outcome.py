@@ -13,7 +13,7 @@ from typing import Optional
 
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite.results import grammar, reportdirs
-from eb_pytorch_cuda.testsuite.results.logparse import parse_log_text
+from eb_pytorch_cuda.testsuite.results.logparse import ZERO_TESTS_NOTE, parse_log_text
 from eb_pytorch_cuda.testsuite.results.model import (COUNT_KEYS, SUITE_FAILED, SUITE_INCOMPLETE, SUITE_PASSED,
                                                      SUITE_TERMINATED, SUITE_TIMED_OUT, SUITE_UNCOUNTED, Suite)
 from eb_pytorch_cuda.testsuite.results.pieces import Piece
@@ -106,7 +106,8 @@ def build_outcome(suite: str, text: str, finished: bool, failed: bool, signal=No
     """
     notes = []
     log = _from_log(suite, text, piece)
-    counted = log is not None and log.status != SUITE_INCOMPLETE
+    # `no tests collected` (logparse's ZERO_TESTS_NOTE) is a summary with nothing in it: not counted here either
+    counted = log is not None and log.status != SUITE_INCOMPLETE and log.note != ZERO_TESTS_NOTE
     xml = suite_reports(test_dir, suite, attempt) if test_dir else None
     if xml is not None and log is not None and counted:
         notes += _compare(log, xml)
@@ -137,5 +138,5 @@ def build_outcome(suite: str, text: str, finished: bool, failed: bool, signal=No
     else:
         result.status = SUITE_PASSED
         if not counted:
-            notes.append('exit 0 without a countable summary: passed with 0 tests')
+            notes.append(ZERO_TESTS_NOTE)
     return result, 0, notes

@@ -1,0 +1,114 @@
+"""`report` on a PLAIN run_test.py log of the 2.6 line, the log a maintainer copies from a failed EasyBuild bot
+job (issue 32, item 3).
+
+The log is real and kept verbatim (tests/data/pytorch26-plain, README.md there): Debian's PyTorch 2.6.0 harness
+with its own pytest.ini, a pool of 3, torch 2.14.1, 13 suites, two tests failing consistently (each run three
+times by run_test_retries), a suite that collects no test and exits 0, three pool workers' output interleaved
+mid-line.  TRUTH is each suite's outcome as the log's own lines show it, worked out by hand from every pytest
+session in it (README.md lists them); the batch log that `test-suite` wrote for the same selection
+(`--pipe-logs`) must give the same tests ran, where it prints their number.
+"""
+
+import json
+import os
+
+import pytest
+
+from eb_pytorch_cuda.cli import main
+from eb_pytorch_cuda.testsuite.results.logparse import parse_log_file
+
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data', 'pytorch26-plain')
+PLAIN = os.path.join(DATA, 'plain.log')
+BATCH = os.path.join(DATA, 'batch.log')
+# suite: (status, non-zero counts, failing test ids)
+TRUTH = {
+    'test_cuda_primary_ctx': ('passed', {}, []),  # `no tests collected`, exit 0 (no GPU)
+    'test_function_schema': ('failed', {'failed': 1, 'passed': 14, 'rerun': 6},
+                             ['TestFunctionSchema.test_serialize_and_deserialize']),
+    'test_import_stats': ('passed', {'passed': 2}, []),
+    'test_itt': ('passed', {'passed': 1}, []),
+    'test_license': ('failed', {'failed': 1, 'skipped': 1, 'rerun': 6}, ['TestLicense.test_distinfo_license']),
+    'test_logging': ('passed', {'passed': 1}, []),
+    'test_mkl_verbose': ('passed', {'passed': 2}, []),
+    'test_mkldnn_verbose': ('passed', {'passed': 2}, []),
+    'test_native_functions': ('passed', {'passed': 11}, []),
+    'test_per_overload_api': ('passed', {'passed': 3}, []),
+    'test_set_default_mobile_cpu_allocator': ('passed', {'passed': 2}, []),
+    'test_show_pickle': ('passed', {'passed': 1}, []),
+    'test_type_info': ('passed', {'passed': 5}, []),
+}
+FAILING = sum(len(ids) for _status, _counts, ids in TRUTH.values())  # 2
+
+
+def outcomes(suites):
+    """{suite: (status, non-zero counts, failing ids)} of report's JSON suites."""
+    return {suite['name']: (suite['status'], {key: value for key, value in suite['counts'].items() if value},
+                            [test['test_id'] for test in suite['failed_tests']]) for suite in suites}
+
+
+def _report(capsys, *args):
+    code = main(['report', *args, '--format', 'json'])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def test_the_kept_log_is_the_real_interleaved_pool_output():
+    with open(PLAIN) as handle:
+        text = handle.read()
+    assert 'Running parallel tests on 3 processes' in text
+    # interleaved: a worker's summary list glued to another's test line, as the issue saw it
+    assert "test_mkldnn_verbose.py::TestMKLDNNVerbose::test_verbose_off The following tests failed consistently: " \
+           "['test/test_license.py::TestLicense::test_distinfo_license']" in text
+    assert text.count('Retrying single test...') == 4 and 'no tests collected in ' in text
+    assert text.rstrip().endswith('test_function_schema 1/1 failed!\ntest_license 1/1 failed!')
+
+
+def test_report_gives_the_true_suites_counts_and_failing_ids(capsys):
+    _code, data = _report(capsys, PLAIN)
+    assert outcomes(data['suites']) == TRUTH
+    assert sum(sum(counts.get(key, 0) for key in ('passed', 'failed', 'skipped'))
+               for _status, counts, _ids in TRUTH.values()) == 47
+
+
+@pytest.mark.parametrize('budget, code', [(FAILING, 0), (FAILING - 1, 1)])
+def test_the_verdict_passes_at_the_true_number_of_failing_tests_and_fails_below(capsys, budget, code):
+    got, data = _report(capsys, PLAIN, '--max-failed-tests', str(budget))
+    assert got == code and data['verdict'] == ('pass' if code == 0 else 'fail')
+    assert sorted((item['suite'], item['test']) for item in data['unknown_failures']) == [
+        ('test_function_schema', 'TestFunctionSchema.test_serialize_and_deserialize'),
+        ('test_license', 'TestLicense.test_distinfo_license')]
+
+
+def test_each_consistent_failure_counts_once_and_a_zero_test_suite_passes():
+    result = parse_log_file(PLAIN)
+    # each failing test printed three `1 failed` summaries (the first run and two isolated reruns)
+    assert [result.suites[name].failing_count for name in ('test_function_schema', 'test_license')] == [1, 1]
+    assert result.suites['test_cuda_primary_ctx'].note == 'exit 0 without a countable summary: passed with 0 tests'
+
+
+def test_the_batch_log_counts_the_tests_each_passed_suite_ran(capsys):
+    """test-suite's own batch log (--pipe-logs) prints `X 1/1 was successful, full logs ...` and the suite's
+    `Running N items in this shard` lines for a passed suite: N tests ran (how many were skipped is only in the
+    suite's own log: said in a note), the failed ones' whole logs."""
+    code, data = _report(capsys, BATCH, '--max-failed-tests', str(FAILING))
+    assert code == 0, data
+    got = outcomes(data['suites'])
+    assert set(got) == set(TRUTH)
+    for name, (status, counts, ids) in TRUTH.items():
+        ran = sum(counts.get(key, 0) for key in ('passed', 'skipped', 'xfailed'))
+        assert got[name][0] == status and got[name][2] == ids, name
+        assert sum(got[name][1].get(key, 0) for key in ('passed', 'skipped', 'xfailed')) == ran, name
+    notes = {suite['name']: suite['note'] for suite in data['suites']}
+    assert notes['test_type_info'].startswith('passed counts the 5 test(s) it ran')
+
+
+def test_without_the_harness_list_each_rerun_failing_test_still_counts_once():
+    """The log cut before test_function_schema's `The following tests failed consistently` line: its first run and
+    two isolated reruns printed `1 failed` each; the failing test counts once, not three times."""
+    from eb_pytorch_cuda.testsuite.results.logparse import parse_log_text
+    with open(PLAIN) as handle:
+        text = handle.read()
+    cut = text[:text.index("The following tests failed consistently: ['test/test_function_schema.py")]
+    assert cut.count('1 failed, 14 deselected, 2 rerun') == 2  # its two isolated reruns are in the cut log
+    suite = parse_log_text(cut).suites['test_function_schema']
+    assert (suite.counts['failed'], suite.counts['errors']) == (1, 0)
+    assert [test.test_id for test in suite.failed_tests] == ['TestFunctionSchema.test_serialize_and_deserialize']
