@@ -126,3 +126,28 @@ def test_cuda_counts_of_a_suites_reports_and_their_way_into_the_reports():
     assert 'CUDA device tests: 0 ran, 0 failed, 2 skipped' in markdown and '**WARNING**' in markdown
     from eb_pytorch_cuda.testsuite.results.saved import validate_saved
     validate_saved('pytorch-test-results.json', data)  # report reads it back
+
+
+def test_cuda_counts_from_a_plain_log_of_the_real_h200_run_and_the_2_6_cpu_run():
+    """Without XML (`report LOG`), the pytest -v lines count: the recorded H200 run (docs/validation/
+    h200-2026-12-01-eb, unpatched: 10 cuDNN convolution tests on CUDA, all failing with the loader error) and
+    Debian 2.6.0's plain CPU run (tests/data/pytorch26-plain: suites with -v lines, none on CUDA: 0, not unknown)."""
+    import os
+    from eb_pytorch_cuda.testsuite.results.logparse import parse_log_file
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    h200 = parse_log_file(os.path.join(repo, 'docs', 'validation', 'h200-2026-12-01-eb', 'unpatched',
+                                       'output-unpatched.log'))
+    assert h200.suites['nn/test_convolution'].cuda_counts == {'ran': 10, 'failed': 10, 'skipped': 0}
+    cpu = parse_log_file(os.path.join(repo, 'tests', 'data', 'pytorch26-plain', 'plain.log'))
+    assert cpu.suites['test_type_info'].cuda_counts == {'ran': 0, 'failed': 0, 'skipped': 0}
+    assert cpu.suites['test_cuda_primary_ctx'].cuda_counts is None  # 0 tests collected: no -v line at all
+
+
+def test_the_log_counts_do_not_depend_on_where_the_blocks_are_cut():
+    import os
+    from eb_pytorch_cuda.testsuite.results.logparse import parse_log_file
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'docs', 'validation',
+                        'h200-2026-12-01-eb', 'unpatched', 'output-unpatched.log')
+    for block in (64, 1000, 4096, 1 << 20):
+        assert parse_log_file(path, block=block).suites['nn/test_convolution'].cuda_counts == \
+            {'ran': 10, 'failed': 10, 'skipped': 0}, block

@@ -86,7 +86,10 @@ def _outcome(parse, *args, **kwargs):
         result = parse(*args, **kwargs)
     except PluginError as err:
         return str(err)
-    return list(result.suites), result.to_dict()
+    data = result.to_dict()
+    for suite in data['suites']:
+        suite.pop('cuda_counts', None)  # issue 33's counts, newer than the reference: test_device_tests pins them
+    return list(result.suites), data
 
 
 def _variants(text):

@@ -92,3 +92,74 @@ def cuda_totals(result) -> Optional[Dict[str, int]]:
         if suite.cuda_counts is not None:
             total = add_counts(total, suite.cuda_counts)
     return total
+
+
+# a pytest -v result line, as every harness line prints it (`-v -vv`): `nn/test_convolution.py::Class::test PASSED
+# [0.1s] [ 10%]` (a rootdir prefix such as `test/` possible; another worker's text may stand between the id and the
+# state, a short summary's `FAILED [0.1s] path::...` never starts with the id)
+_LOG_RESULT = re.compile(r'^(?:test/)?(?P<suite>[\w./-]+?)\.py::(?P<cls>\w+)::(?P<name>[^\s:]+)\s.*?'
+                         r'(?<![\w])(?P<state>PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)(?= \[|\s*$)')
+_ANY_RESULT = re.compile(r'(?m)^(?:test/)?[\w./-]+?\.py::\w+::\S+ (?:PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)\b')
+_LOG_STATE = {'PASSED': RAN, 'XFAIL': RAN, 'XPASS': RAN, 'FAILED': FAILED, 'ERROR': FAILED, 'SKIPPED': SKIPPED}
+
+
+def cuda_counts_in_log(blocks: Iterable[str]) -> Tuple[Dict[str, Dict[str, int]], bool]:
+    """({suite: {ran, failed, skipped}} of the CUDA tests a run_test.py log's pytest -v lines show, whether it has
+    any pytest -v result line at all), for a log read without its XML reports (`report LOG`); blocks of text, read
+    once.  Only the lines around a `CUDA::` or `_cuda` are looked at (C-speed `find`s: a 1 GiB CPU log costs one
+    scan); the same test again (a rerun) counts once: a pass wins, a failure beats a skip."""
+    states: Dict[str, Dict[str, str]] = {}
+    any_lines = False
+    rest = ''
+    for block in blocks:
+        data = rest + block
+        cut = data.rfind('\n')
+        if cut < 0:
+            rest = data
+            continue
+        rest = data[cut + 1:]
+        any_lines = _log_lines(data[:cut], states) or any_lines
+    any_lines = _log_lines(rest, states) or any_lines
+    found = {}
+    for suite, tests in states.items():
+        counts = dict.fromkeys(CUDA_COUNT_KEYS, 0)
+        for state in tests.values():
+            counts[RAN] += state in (RAN, FAILED)
+            counts[FAILED] += state == FAILED
+            counts[SKIPPED] += state == SKIPPED
+        found[suite] = counts
+    return found, any_lines
+
+
+def _candidate_lines(data: str) -> Iterable[str]:
+    """The lines of data holding `CUDA::` or `_cuda`, each once, in order."""
+    starts = set()
+    for needle in ('CUDA::', '_cuda'):
+        at = data.find(needle)
+        while at >= 0:
+            start = data.rfind('\n', 0, at) + 1
+            starts.add(start)
+            end = data.find('\n', at)
+            at = data.find(needle, len(data) if end < 0 else end)
+    for start in sorted(starts):
+        end = data.find('\n', start)
+        yield data[start:] if end < 0 else data[start:end]
+
+
+def _log_lines(data: str, states: Dict[str, Dict[str, str]]) -> bool:
+    """The CUDA tests' states of data's pytest -v lines into states; whether data has any -v result line."""
+    if '.py::' not in data:
+        return False
+    for line in _candidate_lines(data):
+        match = _LOG_RESULT.match(line)
+        if match is None:
+            continue
+        classname, name = match.group('cls'), match.group('name')
+        if not is_cuda_test(classname, name):
+            continue
+        tests = states.setdefault(match.group('suite'), {})
+        test_id, state = f'{classname}.{name}', _LOG_STATE[match.group('state')]
+        previous = tests.get(test_id)
+        if previous is None or state == RAN or (previous == SKIPPED and state == FAILED):
+            tests[test_id] = state
+    return _ANY_RESULT.search(data) is not None

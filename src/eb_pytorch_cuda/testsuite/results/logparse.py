@@ -68,6 +68,7 @@ from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Tuple
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.inputs import open_regular
 from eb_pytorch_cuda.testsuite.results import grammar
+from eb_pytorch_cuda.testsuite.results.cudatests import cuda_counts_in_log
 from eb_pytorch_cuda.testsuite.results.model import (ERROR, FAILED, SUITE_FAILED, SUITE_INCOMPLETE, SUITE_PASSED,
                                                      SUITE_TERMINATED, SUITE_UNCOUNTED, RunResult, TestCase)
 
@@ -620,6 +621,7 @@ def parse_log_blocks(blocks: Blocks, source: str = 'log', only_shard: Optional[D
             carry = carry[:head.end()]  # the blank lines after it change nothing
     runs.finish(piece)
     runs.judge()
+    _add_cuda_counts(result, cuda_counts_in_log(blocks()))  # third pass: the CUDA tests of its -v lines
     return result
 
 
@@ -678,3 +680,15 @@ def parse_log_file(path: str, block: int = BLOCK) -> RunResult:
     if b'\0' in head:
         raise PluginError(path, 'is a binary file, not a test log')
     return parse_log_blocks(_file_blocks(path, block), source=str(path))
+
+
+def _add_cuda_counts(result: RunResult, counted: Tuple[Dict[str, Dict[str, int]], bool]) -> None:
+    """The CUDA tests a log's -v lines show (results/cudatests: a pass of its own over the blocks, as the log's own
+    passes keep no per-test line), into its suites: where the log has pytest -v lines, a suite with tests counted
+    and no CUDA line ran 0 CUDA tests; without any such line (unittest mode, a pipe-logs log) it stays unknown."""
+    per_suite, any_lines = counted
+    for name, suite in result.suites.items():
+        if name in per_suite:
+            suite.cuda_counts = per_suite[name]
+        elif any_lines and any(suite.counts.values()):
+            suite.cuda_counts = {'ran': 0, 'failed': 0, 'skipped': 0}
