@@ -151,3 +151,32 @@ def test_the_log_counts_do_not_depend_on_where_the_blocks_are_cut():
     for block in (64, 1000, 4096, 1 << 20):
         assert parse_log_file(path, block=block).suites['nn/test_convolution'].cuda_counts == \
             {'ran': 10, 'failed': 10, 'skipped': 0}, block
+
+
+@pytest.mark.parametrize('cpus, gib, gpus, slots', [
+    (2, 22.0, (), 1),  # the project's VM: what it always ran
+    (16, 120.0, (), 8),  # the H200 node's CPUs and memory
+    (16, 120.0, (139.8,), 8),  # and its one GPU: 11 batches fit its memory, the CPUs allow 8
+    (64, 500.0, (16.0, 16.0), 2),  # small GPUs bound it
+    (128, 2000.0, (), 16),  # at most MAX_SLOTS
+    (1, None, (), 1), (16, 3.0, (), 1)])
+def test_auto_batches_come_from_the_node(cpus, gib, gpus, slots):
+    from eb_pytorch_cuda.testsuite.run.node import NodeSize
+    size = NodeSize(cpus, gib, gpus)
+    assert size.slots() == slots
+    assert size.describe().startswith(f'{slots} batch(es) at a time (parallel_test_suites=auto: {cpus} CPUs')
+
+
+def test_auto_is_the_default_and_a_count_stays_a_count(tmp_path):
+    from eb_pytorch_cuda.testsuite.run.node import available_gib
+    assert TestSettings().parallel_test_suites == 'auto'
+    assert TestSettings.from_values({'parallel_test_suites': 'auto'}).parallel_test_suites == 'auto'
+    with pytest.raises(PluginError, match='parallel_test_suites must be an integer >= 1'):
+        TestSettings.from_values({'parallel_test_suites': 'many'})
+    said = []
+    assert service.batch_slots(3, {}, None, said.append) == 3 and said == []
+    assert service.batch_slots('auto', {'CUDA_VISIBLE_DEVICES': ''}, None, said.append) >= 1 and len(said) == 1
+    meminfo = tmp_path / 'meminfo'
+    meminfo.write_text('MemTotal:       24000000 kB\nMemAvailable:   12582912 kB\n')
+    assert available_gib(str(meminfo)) == 12.0
+    assert available_gib(str(tmp_path / 'none')) is None

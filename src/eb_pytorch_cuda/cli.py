@@ -273,7 +273,8 @@ def build_parser() -> argparse.ArgumentParser:
     suite.add_argument('--target', metavar='TARGET',
                        help='CPU target for scoped entries (default: $EESSI_SOFTWARE_SUBDIR or detected)')
     suite.add_argument('--parallel', type=int, metavar='N', help='run N batches of suites at a time (default: '
-                                                                 'parallel_test_suites of EC, else 1)')
+                                                                 "parallel_test_suites of EC, else auto: as many as "
+                                                                 "this node's CPUs and memory hold)")
     suite.add_argument('--timeout', type=int, metavar='S',
                        help=f"seconds a suite may run (default: test_suite_timeout of EC, else {TIMEOUT_RULE}; "
                             f"the previous results are DIR's)")

@@ -125,7 +125,8 @@ _OUR_TEST_PARAMETERS = {
     'test_suite_timeout': "Seconds a test suite may run before it is killed with its whole process group and "
                           "recorded as timed out (judged like a crashed suite). Default: "
                           f"{settings_facts.TIMEOUT_RULE} (the previous installation's)",
-    'parallel_test_suites': "Run this many test suites at a time (GPU suites are spread over the GPUs with "
+    'parallel_test_suites': "Run this many batches of test suites at a time ('auto': from the node's CPUs, memory "
+                            "and GPU memory at the test step; GPU suites are spread over the GPUs with "
                             "CUDA_VISIBLE_DEVICES)",
     'test_suite_jobs': "Spread the test suites over this many Slurm jobs (sbatch; shared build path required; "
                        "options from $EB_PYTORCH_CUDA_SLURM_*, see docs/user-guide.md)",
@@ -460,7 +461,7 @@ class EB_PyTorch(UpstreamPyTorch):
                 self.dry_run_msg('  environment: ' + ' '.join(f'{k}={v}' for k, v in sorted(command.env.items())))
             self.dry_run_msg(f"  suites: as its --dry-run selects them, run {batches.DEFAULT_BATCH_SIZE} at most per "
                              f"run_test.py call (its own pool and serial list apply), "
-                             f"{settings.parallel_test_suites} call(s) at a time; XML reports on "
+                             f"{service.planned_slots(settings.parallel_test_suites)} at a time; XML reports on "
                              f"({batches.XML_VARIABLE}=1, --save-xml under pytest or with xmlrunner)")
         except (PluginError, EasyBuildError) as err:
             self.dry_run_msg(f'  command: cannot run without a shell: {err}')

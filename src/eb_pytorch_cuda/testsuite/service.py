@@ -40,6 +40,7 @@ from eb_pytorch_cuda.testsuite.run.devicetests import (CUDA_ENVIRONMENT, UPSTREA
                                                        suite_environment)
 from eb_pytorch_cuda.testsuite.run.devicetests import planned as planned_device_tests  # noqa: F401 - the dry run's
 from eb_pytorch_cuda.testsuite.run.gpus import gpu_compute_capabilities, gpu_count
+from eb_pytorch_cuda.testsuite.run.node import this_node
 from eb_pytorch_cuda.testsuite.run.store import ResultStore
 
 FLAG_VARIABLES = ('CFLAGS', 'CXXFLAGS', 'LDFLAGS', 'TORCH_CUDA_ARCH_LIST')
@@ -181,6 +182,25 @@ def device_test_mode(requested: Union[bool, str], cuda_build: Callable[[], bool]
     return decide(requested, bool(cuda_build()) if gpus else None, gpus)
 
 
+def planned_slots(parallel: Union[int, str]) -> str:
+    """The dry run's words for parallel_test_suites (nothing is probed: the step sizes the node it runs on)."""
+    return (f'{parallel} call(s)' if parallel != 'auto' else
+            "as many calls as the test step's node holds (parallel_test_suites='auto': its CPUs, memory and GPU "
+            "memory; run/node)")
+
+
+def batch_slots(parallel: Union[int, str], env: Mapping[str, str], device_tests: Optional[DeviceTestMode] = None,
+                progress: Optional[Callable[[str], None]] = None) -> int:
+    """The batches run at a time: parallel_test_suites as given, or for 'auto' what this node holds (run/node:
+    its CPUs, available memory and, where CUDA device tests run, its GPUs' memory), said in one line."""
+    if parallel != 'auto':
+        return int(parallel)
+    size = this_node(env, bool(device_tests and device_tests.enabled))
+    if progress:
+        progress(size.describe())
+    return size.slots()
+
+
 def cuda_test_warnings(result: RunResult, mode: Optional[DeviceTestMode]) -> Tuple[List[str], Optional[str]]:
     """(warnings, reason to fail) about the CUDA tests a run counted (results/cudatests): a step that saw a GPU
     with a CUDA build and ran 0 CUDA tests is blind to the GPU build, which fails the run when the mode was True."""
@@ -224,7 +244,8 @@ def run_and_judge(command: TestCommand, env: dict, store: ResultStore, output_di
             progress(device_tests.describe())
     result = run_suites(command, env, store, output_dir, python,
                         suite_timeouts(settings.test_suite_timeout, previous_results, progress),
-                        settings.parallel_test_suites, settings.rerun_failed_tests, progress=progress,
+                        batch_slots(settings.parallel_test_suites, env, device_tests, progress),
+                        settings.rerun_failed_tests, progress=progress,
                         jobs=settings.test_suite_jobs, previous_results=previous_results,
                         tested_installation=tested_installation, **kwargs)
     warnings, failing = cuda_test_warnings(result, device_tests)

@@ -67,7 +67,7 @@ PARAMETERS: Tuple[Tuple[str, Any, bool], ...] = (
     ('rerun_failed_tests', 0, True),
     ('excluded_tests', {}, True),  # upstream EB_PyTorch's parameter and default
     ('test_suite_timeout', None, True),
-    ('parallel_test_suites', 1, True),
+    ('parallel_test_suites', 'auto', True),  # 'auto': from the node (run/node), else a count
     ('test_suite_jobs', 1, True),  # where the suites run, not what is tested: Slurm jobs (testsuite/spread)
     ('cuda_compute_capabilities', (), False),  # EasyBuild's own parameter (and build option)
     # 'auto', True or False: whether the suites run PyTorch's device-generic tests for CUDA (run/devicetests):
@@ -93,7 +93,7 @@ class TestSettings:
     rerun_failed_tests: int = 0
     excluded_tests: dict = field(default_factory=dict)
     test_suite_timeout: Optional[int] = None
-    parallel_test_suites: int = 1
+    parallel_test_suites: Union[int, str] = 'auto'
     test_suite_jobs: int = 1
     cuda_compute_capabilities: tuple = ()
     cuda_device_tests: Union[bool, str] = 'auto'
@@ -200,6 +200,8 @@ def check_values(values: dict, source: str = 'easyconfig') -> None:
         return values.get(name) is not None
     for name, minimum in _MINIMUM.items():
         found = values.get(name)
+        if name == 'parallel_test_suites' and found == 'auto':
+            continue  # from the node (run/node)
         if name == 'test_suite_timeout' and found == '':
             continue  # the easyblocks' own way of leaving it unset
         problem = None if found is None else _range_problem(found, minimum, _MAXIMUM.get(name))

@@ -1,0 +1,95 @@
+"""How many batches of suites this node runs at a time when parallel_test_suites is 'auto' (the default).
+
+Why: a user should not have to know how many run_test.py calls a node holds.  Each call runs its own pool of
+suites (NUM_PROCS: 2 on the 2.1 line, 3 on 2.6; each imports torch, about 1.3 GB, and uses a core or more), so
+the node's CPUs (the ones this process may use: its affinity, as Slurm and cgroups set it), its available memory
+and, where the suites run CUDA tests, its GPUs' memory each bound the number of calls:
+
+    slots = max(1, min(CPUs // CPUS_PER_BATCH, available GiB // GIB_PER_BATCH, MAX_SLOTS,
+                       GPUs x (smallest GPU's GiB // GPU_GIB_PER_BATCH)  where CUDA device tests run))
+
+On the project's 2-core VM that is 1 (what it always ran); on the 16-core, 128 GiB H200 node 8.  The figures
+per batch are a first rule, to be checked by the H200 benchmarks (docs/benchmarks.md).
+"""
+
+import os
+import subprocess
+from dataclasses import dataclass
+from typing import Mapping, Optional, Sequence
+
+from eb_pytorch_cuda.testsuite.run.gpus import visible_devices
+
+CPUS_PER_BATCH = 2
+GIB_PER_BATCH = 4
+GPU_GIB_PER_BATCH = 12
+MAX_SLOTS = 16
+
+
+@dataclass(frozen=True)
+class NodeSize:
+    """What bounds the batches on this node (None: not known, no bound)."""
+
+    cpus: int
+    available_gib: Optional[float]
+    gpu_gib: Sequence[float] = ()  # per GPU the suites run on, where CUDA device tests run
+
+    def slots(self) -> int:
+        bounds = [self.cpus // CPUS_PER_BATCH, MAX_SLOTS]
+        if self.available_gib is not None:
+            bounds.append(int(self.available_gib // GIB_PER_BATCH))
+        if self.gpu_gib:
+            bounds.append(len(self.gpu_gib) * int(min(self.gpu_gib) // GPU_GIB_PER_BATCH))
+        return max(1, min(bounds))
+
+    def describe(self) -> str:
+        memory = f'{self.available_gib:.0f} GiB available' if self.available_gib is not None else 'memory unknown'
+        gpus = f", {len(self.gpu_gib)} GPU(s) of {min(self.gpu_gib):.0f} GiB" if self.gpu_gib else ''
+        return (f'{self.slots()} batch(es) at a time (parallel_test_suites=auto: {self.cpus} CPUs, {memory}{gpus}; '
+                f'{CPUS_PER_BATCH} CPUs, {GIB_PER_BATCH} GiB{f", {GPU_GIB_PER_BATCH} GiB of GPU" if gpus else ""} '
+                f'a batch)')
+
+
+def available_gib(meminfo: str = '/proc/meminfo') -> Optional[float]:
+    """MemAvailable of meminfo, in GiB; None where it cannot be read."""
+    try:
+        with open(meminfo) as handle:
+            for line in handle:
+                if line.startswith('MemAvailable:'):
+                    return int(line.split()[1]) / (1024 * 1024)
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def gpu_memory_gib(env: Mapping[str, str]) -> Sequence[float]:
+    """Total memory (GiB) of each GPU the suites run on (nvidia-smi; CUDA_VISIBLE_DEVICES honoured); () where none
+    is seen."""
+    visible = visible_devices(env)
+    if visible == []:
+        return ()
+    try:
+        listing = subprocess.run(['nvidia-smi', '--query-gpu=index,memory.total', '--format=csv,noheader,nounits'],
+                                 capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return ()
+    if listing.returncode != 0:
+        return ()
+    found = []
+    for line in listing.stdout.splitlines():
+        index, _, mib = (part.strip() for part in line.partition(','))
+        if visible and all(v.isdigit() for v in visible) and index not in visible:
+            continue
+        try:
+            found.append(float(mib) / 1024)
+        except ValueError:
+            continue
+    return tuple(found)
+
+
+def this_node(env: Mapping[str, str], cuda_device_tests: bool) -> NodeSize:
+    """This node's size as the batches see it."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    return NodeSize(cpus, available_gib(), gpu_memory_gib(env) if cuda_device_tests else ())
