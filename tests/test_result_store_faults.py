@@ -147,9 +147,11 @@ def test_a_second_run_on_the_same_results_directory_refuses_in_one_line(tmp_path
         time.sleep(0.1)
     code, out, err = _finish(_test_suite(source, results))
     assert code == 2 and out == '', (out, err)
-    assert err == (f'eb-pytorch-cuda: error: {results}: another run (pid {first.pid}) is using this results '
-                   f'directory (results.jsonl.lock is locked); wait for it to end or use another results '
-                   f'directory\n')
+    *said, refusal = err.splitlines()  # what it said it would run (the command, the CUDA mode), then one line
+    assert all(line.startswith('== ') for line in said), err
+    assert refusal == (f'eb-pytorch-cuda: error: {results}: another run (pid {first.pid}) is using this results '
+                       f'directory (results.jsonl.lock is locked); wait for it to end or use another results '
+                       f'directory')
     code, out, err = _finish(first)
     assert _verdict(code, out) == (5, 1, ['test_known_failure', 'test_sleep']), err  # nothing counted twice
     # the lock goes with the run that held it, even one killed: flock is released by the kernel

@@ -84,7 +84,7 @@ def test_good_values_and_defaults_are_accepted_unchanged():
         'cuda_compute_capabilities': ['8.0', '9.0a'], 'known_test_failures': {'8.0': [('test_b', 'why', 2)]},
         'flaky_failures_consume_budget': None, 'parallel_test_suites': None})
     assert (read.max_failed_tests, read.test_suite_timeout, read.cuda_compute_capabilities,
-            read.parallel_test_suites) == (0, None, ('8.0', '9.0a'), 1)
+            read.parallel_test_suites) == (0, None, ('8.0', '9.0a'), 'auto')  # 'auto': from the node (run/node)
 
 
 @pytest.mark.parametrize('line,problem', BAD_VALUES)
