@@ -334,6 +334,25 @@ def test_report_on_a_large_log_without_run_test_output_streams_it_for_the_summar
     assert size_mb > 140 and peak < size_mb, (peak, size_mb)  # was: 2117 MB for 1 GiB (read whole, decoded)
 
 
+def test_report_on_a_large_cr_only_log_shows_every_suite_in_bounded_memory(tmp_path):
+    path = tmp_path / 'cr.log'
+    line = b'test_a.py::A::test_padding PASSED\r'
+    megabyte = line * ((1 << 20) // len(line))
+    with open(path, 'wb') as handle:
+        handle.write(b'Running test_a 1/1 ... [2024-01-01 12:00:00]\r')
+        for _ in range(150):
+            handle.write(megabyte)
+        handle.write(b'=== 3 passed in 1.0s ===\rRunning test_b 1/1 ... [2024-01-01 12:10:00]\r'
+                     b'Ran 4 tests in 0.1s\r\rFAILED (failures=1)\r')
+    size_mb = os.path.getsize(path) / (1 << 20)
+    code, out, err, peak = _report_peak(tmp_path, path, '--max-failed-tests', '0', '--format', 'json')
+    assert code == 1 and err == '', (out, err)
+    suites = {suite['name']: (suite['status'], suite['counts']['passed'], suite['counts']['failed'])
+              for suite in json.loads(out)['suites']}
+    assert suites == {'test_a': ('passed', 3, 0), 'test_b': ('failed', 3, 1)}, suites  # was: test_a only
+    assert size_mb > 140 and peak < size_mb, (peak, size_mb)  # 97 MB, as with LF; was 783 MB (one 150 MB line)
+
+
 LONG_TEST = '''import unittest
 
 from common import run_tests
