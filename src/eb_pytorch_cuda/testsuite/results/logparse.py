@@ -39,18 +39,17 @@ CRLF line ends are read as LF, and so is a lone CR (a log written on an old Mac 
 turns every newline into a carriage return; before, a CR-only log was one line and only its first suite
 showed, with no hint): what a terminal shows as a line is a line.
 
-The log is streamed (issue 28: a kept EasyBuild log of a whole test step reaches a gigabyte): read in
-blocks cut after a line end (LF, CRLF or a lone CR, never between the CR and LF of a CRLF), twice.  The
-first pass collects the marker lines only (so every announced suite and the marker after each piece are
-known, as the cut above needs); the second feeds each piece to a small state (its owner, the suite the last test file mention named, the failed tests it names)
-and keeps nothing else.  Only lines that can matter are looked at: those starting with a character a
-pattern starts with, and those holding `failed!` or `was successful` (found by substring search, which
-is what makes a gigabyte take seconds); a test file mention is searched for backwards from a summary.
-A multi-line summary (`Ran N tests` ... `OK`, run_test.py's assertion list) cut by a block's end is held
-back and read with the next block.  Memory: two blocks, the markers, the failed test ids and the longest
-line.  tests/test_logparse_streaming.py checks the result is the whole-text reader's (kept there) on
-every log the tests keep, at many block sizes.
-"""
+The log is streamed (issue 28: a kept EasyBuild log of a whole test step reaches a gigabyte): read in blocks
+cut after a line end (LF, CRLF or a lone CR, never between the CR and LF of a CRLF), twice.  The first pass
+collects the marker lines only (so every announced suite and the marker after each piece are known, as the
+cut above needs); the second feeds each piece to a small state (its owner, the suite the last test file
+mention named, the failed tests it names) and keeps nothing else.  Only lines that can matter are looked at:
+those starting with a character a pattern starts with, and those holding `failed!` or `was successful`
+(found by substring search, which is what makes a gigabyte take seconds); a test file mention is searched
+for backwards from a summary. A multi-line summary (`Ran N tests` ... `OK`, run_test.py's assertion list)
+cut by a block's end is held back and read with the next block.  Memory: two blocks, the markers, the failed
+test ids and the longest line.  tests/test_logparse_streaming.py checks the result is the whole-text
+reader's (kept there) on every log the tests keep, at many block sizes. """
 
 import os
 import re
