@@ -49,7 +49,8 @@ those starting with a character a pattern starts with, and those holding `failed
 for backwards from a summary. A multi-line summary (`Ran N tests` ... `OK`, run_test.py's assertion list)
 cut by a block's end is held back and read with the next block.  Memory: two blocks, the markers, the failed
 test ids and the longest line.  tests/test_logparse_streaming.py checks the result is the whole-text
-reader's (kept there) on every log the tests keep, at many block sizes. """
+reader's (kept there) on every log the tests keep, at many block sizes.
+"""
 
 import os
 import re
@@ -479,8 +480,8 @@ def _text_blocks(text: str, size: int) -> Blocks:
     def blocks():
         start = 0
         while start < len(text):
-            end = _LINE_END.search(text, start + size - 1)
-            end = len(text) if end is None else end.end()
+            found = _LINE_END.search(text, start + size - 1)
+            end = len(text) if found is None else found.end()
             yield text[start:end]
             start = end
     return blocks
