@@ -12,11 +12,12 @@ import fcntl
 import json
 import os
 import shutil
+import stat
 import threading
 from typing import Dict, Optional, Tuple, cast
 
 from eb_pytorch_cuda.errors import PluginError
-from eb_pytorch_cuda.inputs import write_atomically
+from eb_pytorch_cuda.inputs import file_kind, write_atomically
 from eb_pytorch_cuda.testsuite.results.model import RunResult
 from eb_pytorch_cuda.testsuite.results.pieces import key_of, record_problem, with_merged
 from eb_pytorch_cuda.testsuite.results.records import OPTIONAL_TYPES, TIME_KEYS, StoreRecord
@@ -112,11 +113,14 @@ class ResultStore:
         """Hold this store's lock (flock on <path>.lock, released when the run ends or dies) for a run;
         PluginError naming the results directory when another run holds it: two runs on one store would
         both run every suite and count each other's XML reports."""
-        try:
-            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:  # non-blocking: a FIFO there must not wait for a writer (O_RDWR would not, O_NONBLOCK says so)
+            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY, 0o644)
         except OSError as err:
             raise PluginError(self.lock_path, f'cannot be created: {err.strerror}') from None
         try:
+            mode = os.fstat(fd).st_mode
+            if not stat.S_ISREG(mode):  # a FIFO or device: flock "works" but its pid cannot be written (ESPIPE)
+                raise PluginError(self.lock_path, f'is {file_kind(mode)}, not a regular file (remove it)')
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -125,8 +129,13 @@ class ResultStore:
                 raise PluginError(os.path.dirname(self.path), f'another run (pid {holder}) is using this results '
                                   f'directory ({os.path.basename(self.lock_path)} is locked); wait for it to end '
                                   f'or use another results directory') from None
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f'{os.getpid()}\n'.encode(), 0)
+            except OSError as err:
+                raise PluginError(self.lock_path, f'cannot be locked: {err.strerror}') from None
+            try:
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, f'{os.getpid()}\n'.encode(), 0)
+            except OSError as err:
+                raise PluginError(self.lock_path, f'cannot be written: {err.strerror}') from None
             yield self
         finally:
             os.close(fd)  # releases the flock
