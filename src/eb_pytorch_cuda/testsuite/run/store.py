@@ -17,7 +17,7 @@ import threading
 from typing import Dict, Optional, Tuple, cast
 
 from eb_pytorch_cuda.errors import PluginError
-from eb_pytorch_cuda.inputs import file_kind, write_atomically
+from eb_pytorch_cuda.inputs import file_kind, read_bytes, write_atomically
 from eb_pytorch_cuda.testsuite.results.model import RunResult
 from eb_pytorch_cuda.testsuite.results.pieces import key_of, record_problem, with_merged
 from eb_pytorch_cuda.testsuite.results.records import OPTIONAL_TYPES, TIME_KEYS, StoreRecord
@@ -53,11 +53,9 @@ class ResultStore:
     def load(self) -> Dict[str, StoreRecord]:
         """{suite name or piece key (results.pieces): record} already measured for this fingerprint; lines
         that are not valid records are set aside (see the class)."""
-        try:
-            with open(self.path, 'rb') as handle:
-                data = handle.read()
-        except FileNotFoundError:
+        if not os.path.lexists(self.path):
             return {}
+        data = read_bytes(self.path)  # a directory or a FIFO there: PluginError naming it, not a traceback
         lines = data.split(b'\n')
         torn = lines.pop()  # what follows the last newline: nothing, unless a write was cut short
         records: Dict[str, StoreRecord] = {}
@@ -155,17 +153,34 @@ class ResultStore:
                                                      allow_nan=False))
 
     def load_final(self):
-        try:
-            with open(self.final_path) as handle:
-                data = json.load(handle)
-        except (OSError, ValueError):
+        """The kept complete result of this build (save_final), None when there is none or it is another
+        build's; PluginError naming the file when it is not one save_final wrote (a directory, invalid JSON, a
+        key we never write, `suites: 5`): before, a traceback out of RunResult.from_dict."""
+        if not os.path.lexists(self.final_path):
             return None
-        return RunResult.from_dict(data) if data.get('fingerprint') == self.fingerprint else None
+        path = self.final_path
+        try:
+            data = json.loads(read_bytes(path).decode('utf-8'), parse_constant=no_constants)
+        except (ValueError, UnicodeDecodeError, RecursionError) as err:
+            raise PluginError(path, f'is not a kept result ({" ".join(str(err).split())[:80]})') from None
+        if not isinstance(data, dict) or not isinstance(data.get('fingerprint'), str):
+            raise PluginError(path, 'is not a kept result (no fingerprint)')
+        unknown = sorted(set(data) - {'fingerprint', 'suites'})
+        if unknown:
+            raise PluginError(path, f'is not a kept result (unknown key {unknown[0]!r:.60})')
+        if not isinstance(data.get('suites'), list):
+            raise PluginError(path, f"is not a kept result (suites: must be a list, got {data.get('suites')!r:.40})")
+        for index, suite in enumerate(data['suites']):
+            check_suite(path, f'suites[{index}]', suite)
+        return RunResult.from_dict(data) if data['fingerprint'] == self.fingerprint else None
 
     def remove(self):
         for path in (self.path, self.final_path, self.path + '.children'):
-            if os.path.exists(path):
-                os.unlink(path)
+            if os.path.lexists(path):
+                try:
+                    os.unlink(path)
+                except OSError as err:  # a directory there: named, not a traceback
+                    raise PluginError(path, f'cannot be removed: {err.strerror}') from None
         for kept in (self.cache_dir, self.cache_dir + '.partial'):
             if os.path.isdir(kept):
                 shutil.rmtree(kept)
