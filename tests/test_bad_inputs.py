@@ -334,6 +334,25 @@ def test_report_on_a_large_log_without_run_test_output_streams_it_for_the_summar
     assert size_mb > 140 and peak < size_mb, (peak, size_mb)  # was: 2117 MB for 1 GiB (read whole, decoded)
 
 
+def test_report_on_a_large_cr_only_log_shows_every_suite_in_bounded_memory(tmp_path):
+    path = tmp_path / 'cr.log'
+    line = b'test_a.py::A::test_padding PASSED\r'
+    megabyte = line * ((1 << 20) // len(line))
+    with open(path, 'wb') as handle:
+        handle.write(b'Running test_a 1/1 ... [2024-01-01 12:00:00]\r')
+        for _ in range(150):
+            handle.write(megabyte)
+        handle.write(b'=== 3 passed in 1.0s ===\rRunning test_b 1/1 ... [2024-01-01 12:10:00]\r'
+                     b'Ran 4 tests in 0.1s\r\rFAILED (failures=1)\r')
+    size_mb = os.path.getsize(path) / (1 << 20)
+    code, out, err, peak = _report_peak(tmp_path, path, '--max-failed-tests', '0', '--format', 'json')
+    assert code == 1 and err == '', (out, err)
+    suites = {suite['name']: (suite['status'], suite['counts']['passed'], suite['counts']['failed'])
+              for suite in json.loads(out)['suites']}
+    assert suites == {'test_a': ('passed', 3, 0), 'test_b': ('failed', 3, 1)}, suites  # was: test_a only
+    assert size_mb > 140 and peak < size_mb, (peak, size_mb)  # 97 MB, as with LF; was 783 MB (one 150 MB line)
+
+
 LONG_TEST = '''import unittest
 
 from common import run_tests
@@ -375,3 +394,75 @@ def test_a_failed_test_whose_id_is_too_long_to_rerun_is_skipped_and_the_verdict_
     assert len(note) == 1 and note[0].endswith("(200014 characters): skipped: its command line is too long for "
                                                "the kernel (Argument list too long)"), note
     assert 'Traceback' not in done.stderr
+
+
+# --- issue 35: writing errors name the file or stream; refusals create nothing ---
+
+def _report_argv():
+    import shutil
+    import sys
+    script = shutil.which('eb-pytorch-cuda', path=os.path.dirname(sys.executable) + os.pathsep + os.environ['PATH'])
+    log = os.path.join(os.path.dirname(__file__), 'data', 'pytorch_corpus', 'logs', 'run_test-2.6-plain.log')
+    return [script, 'report', log]
+
+
+@pytest.mark.parametrize('extra', [[], ['--format', 'json'], ['--format', 'markdown']])
+def test_report_into_a_closed_pipe_names_standard_output(extra):
+    child = subprocess.Popen(_report_argv() + extra, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    child.stdout.close()  # `| head -0`: the reader is gone before the first write
+    err = child.stderr.read().decode()
+    assert child.wait(timeout=300) == 2, err
+    assert err.splitlines() == ['eb-pytorch-cuda: error: standard output: cannot be written: Broken pipe'], err
+
+
+def test_report_into_dev_full_names_standard_output():
+    with open('/dev/full', 'w') as full:
+        done = subprocess.run(_report_argv(), stdout=full, stderr=subprocess.PIPE, text=True, timeout=300)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == [
+        'eb-pytorch-cuda: error: standard output: cannot be written: No space left on device'], done.stderr
+
+
+def _suite_argv(results, *extra, python=None):
+    import sys
+    from eb_pytorch_cuda import standins
+    return ['test-suite', standins.TORCH_SOURCES, '--python', python or sys.executable, '--results', results, *extra]
+
+
+def _errors(done):
+    """stderr of a test-suite run without its progress lines (`== ...`)."""
+    return [line for line in done.stderr.splitlines() if not line.startswith('== ')]
+
+
+def test_a_fifo_as_the_stores_lock_is_refused_without_blocking(tmp_path):
+    results = tmp_path / 'results'
+    results.mkdir()
+    lock = results / 'results.jsonl.lock'
+    os.mkfifo(lock)
+    done = cli(*_suite_argv(results))  # before: "Illegal seek" naming no file
+    assert done.returncode == 2 and _errors(done) == [
+        f'eb-pytorch-cuda: error: {lock}: is a FIFO (named pipe), not a regular file (remove it)'], done.stderr
+    assert sorted(os.listdir(results)) == ['results.jsonl.lock']
+
+
+def test_a_results_path_that_is_a_device_is_named(tmp_path):
+    done = cli(*_suite_argv('/dev/full'))  # before: "/dev/full: File exists"
+    assert done.returncode == 2 and _errors(done) == [
+        'eb-pytorch-cuda: error: /dev/full: is a character device, not a directory'], done.stderr
+
+
+@pytest.mark.parametrize('case', ['python-false', 'python-true', 'python-missing', 'runtest', 'easyconfig',
+                                  'rerun', 'timeout'])
+def test_a_refused_test_suite_creates_nothing(tmp_path, case):
+    (tmp_path / 'bad.eb').write_text('rerun_failed_tests = "x"\n')
+    results = str(tmp_path / 'parent' / 'results')
+    argv = {'python-false': _suite_argv(results, python='/bin/false'),
+            'python-true': _suite_argv(results, python='/bin/true'),
+            'python-missing': _suite_argv(results, python=str(tmp_path / 'nopython')),
+            'runtest': _suite_argv(results, '--runtest', 'cd test && true'),
+            'easyconfig': _suite_argv(results, '--easyconfig', tmp_path / 'bad.eb'),
+            'rerun': _suite_argv(results, '--rerun', '11'),
+            'timeout': _suite_argv(results, '--timeout', '0')}[case]
+    done = cli(*argv)
+    assert done.returncode == 2 and len(_errors(done)) == 1 and 'Traceback' not in done.stderr, done.stderr
+    assert not os.path.lexists(tmp_path / 'parent'), os.listdir(tmp_path / 'parent')  # was: .lock, .children

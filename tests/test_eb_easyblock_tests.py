@@ -280,3 +280,32 @@ def test_a_bad_test_parameter_stops_eb_before_any_step_naming_the_parameter(eb, 
     assert errors and str(path) in errors[0], out
     assert 'Traceback' not in out
     assert not build_log.exists() and 'running ' not in out  # nothing was built, no suite ran
+
+
+def _store_path(eb):
+    """The easyblock's results store of the stand-in (pytorch.py _results_store_path: outside the build dir)."""
+    return eb.prefix / 'build' / '.eb-pytorch-cuda-test-results' / 'PyTorch-2.1.2-standin-easyblock-system-system.jsonl'
+
+
+@pytest.mark.parametrize('case,problem', [
+    ('store-directory', 'is a directory, not a regular file'),
+    ('final-unknown-key', "is not a kept result (unknown key 'surprise')"),
+    ('final-suites-5', 'is not a kept result (suites: must be a list, got 5)'),
+])
+def test_a_store_or_kept_result_we_never_wrote_is_one_easybuild_error_naming_it(eb, tmp_path, case, problem):
+    store = _store_path(eb)
+    store.parent.mkdir(parents=True)
+    final = store.parent / (store.name + '.final.json')
+    if case == 'store-directory':
+        store.mkdir()
+        named = store
+    else:
+        data = {'fingerprint': 'f' * 64, 'suites': []}
+        data.update({'surprise': 1} if case == 'final-unknown-key' else {'suites': 5})
+        final.write_text(json.dumps(data))
+        named = final
+    done, out = run(eb)
+    assert done.returncode != 0
+    assert 'Traceback' not in out, out
+    errors = [line for line in out.splitlines() if 'ERROR' in line]
+    assert errors and all(f'{named}: {problem}' in line for line in errors), out  # was: a traceback

@@ -94,9 +94,11 @@ def _outcome(parse, *args, **kwargs):
 
 def _variants(text):
     """(text, the text the whole-text reader must read as the same): text itself, with CRLF line ends (read as
-    LF since issue 28 item 7), and cut at a quarter, a half and three quarters."""
+    LF since issue 28 item 7), with CR line ends only (read as LF since issue 35), and cut at a quarter, a half
+    and three quarters."""
     yield text, text
     yield text.replace('\n', '\r\n'), text.replace('\r\n', '\n')
+    yield text.replace('\r\n', '\n').replace('\n', '\r'), text.replace('\r\n', '\n')  # CR-only (issue 35)
     for part in (4, 2, 4 / 3):
         yield text[:int(len(text) / part)], text[:int(len(text) / part)].replace('\r\n', '\n')
 
@@ -110,7 +112,7 @@ def test_the_corpus_is_there():
 
 
 @pytest.mark.parametrize('path', FILES, ids=lambda path: os.path.relpath(path, ROOT))
-def test_every_kept_log_file_reads_the_same(path):
+def test_every_kept_log_file_reads_the_same(path, tmp_path):
     with open(path, 'rb') as handle:
         data = handle.read()
     lf = data.replace(b'\r\n', b'\n') if b'\0' not in data[:8192] else None
@@ -118,6 +120,15 @@ def test_every_kept_log_file_reads_the_same(path):
         _outcome(_reference(path), lf.decode('utf-8', 'replace'), source=path)
     for block in BLOCKS:
         assert _outcome(logparse.parse_log_file, path, block=block) == expected, block
+    if lf is not None:  # the same file with CR line ends only, and with CR and CRLF mixed, cut at every line end
+        half = lf.replace(b'\n', b'\r', lf.count(b'\n') // 2)
+        for name, data in (('cr', lf.replace(b'\n', b'\r')), ('mixed', half.replace(b'\n', b'\r\n'))):
+            variant = tmp_path / name
+            variant.write_bytes(data)
+            for block in BLOCKS:
+                outcome = _outcome(logparse.parse_log_file, str(variant), block=block)
+                assert outcome == expected if isinstance(expected, tuple) else \
+                    outcome == expected.replace(path, str(variant)), (name, block)
     with open(path, 'rb') as handle:
         text = handle.read().decode('utf-8', 'replace')
     for variant, same in _variants(text):

@@ -331,6 +331,41 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _NamedOutput:
+    """sys.stdout while main() runs a command: a write or flush that fails (the reader of a pipe gone: `report X |
+    head -0`; a full disk; `> /dev/full`) raises PluginError naming the stream, where before the one line said
+    "Broken pipe" or "No space left on device" naming nothing.  What is still buffered would fail again when the
+    interpreter flushes at exit ("Exception ignored ... BrokenPipeError", exit 120), so the descriptor is then
+    pointed at /dev/null: the exit status stays ours (2)."""
+
+    def __init__(self, stream, name):
+        self._stream, self._name = stream, name
+
+    def write(self, text):
+        try:
+            return self._stream.write(text)
+        except OSError as err:
+            raise self._failed(err) from None
+
+    def flush(self):
+        try:
+            self._stream.flush()
+        except OSError as err:
+            raise self._failed(err) from None
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+    def _failed(self, err):
+        try:
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, self._stream.fileno())
+            os.close(null)
+        except (OSError, ValueError):  # no descriptor (a test's StringIO): nothing will be flushed at exit
+            pass
+        return PluginError(self._name, f'cannot be written: {err.strerror or err}')
+
+
 def _raise_terminated(signum, frame):
     raise Terminated(signum)
 
@@ -342,9 +377,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     # arrives ignored (`nohup eb-pytorch-cuda test-suite ...`) stays ignored: the run outlives the logout
     previous = {signum: signal.signal(signum, _raise_terminated) for signum in (signal.SIGTERM, signal.SIGHUP)
                 if signal.getsignal(signum) != signal.SIG_IGN}
+    stdout = sys.stdout
+    sys.stdout = _NamedOutput(stdout, 'standard output')  # see _NamedOutput
     try:
         try:
-            return args.func(args)
+            code = args.func(args)
+            sys.stdout.flush()  # a write error at exit would name nothing: seen here, it names the stream
+            return code
         except PluginError as err:
             print(f'{PROG}: error: {printable(err)}', file=sys.stderr)  # a name with a newline: still one line
             return 2
@@ -362,6 +401,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
               f'no file left half-written', file=sys.stderr)
         return 128 + err.signum
     finally:
+        sys.stdout = stdout
         for signum, handler in previous.items():
             signal.signal(signum, handler)
 

@@ -330,8 +330,11 @@ class EB_PyTorch(UpstreamPyTorch):
         """The previous run's complete result, when that run kept its tested build (failed on the verdict only)."""
         if self._reuse is None:
             store = self._results_store()
-            self._discard_kept_results(store)
-            final = store.load_final()
+            try:  # a store path that is a directory, a final.json we never wrote: one line naming the file
+                self._discard_kept_results(store)
+                final = store.load_final()
+            except PluginError as err:
+                raise EasyBuildError(str(err)) from None
             self._reuse = final if final is not None and os.path.isdir(store.cache_dir) else False
         return self._reuse
 

@@ -305,14 +305,45 @@ def finish(store: ResultStore, jobs: int = 1) -> None:
 DEFAULT_RUNTEST = 'cd test && %(python)s run_test.py --continue-through-error %(excluded_tests)s'
 
 
+_IS_PYTHON = 'import sys; print("python", sys.hexversion)'
+
+
 def check_inputs(source: str, python: str) -> str:
-    """The test directory of source; PluginError (bad input) when source or python is unusable."""
+    """The test directory of source; PluginError (bad input) when source or python is unusable.  python must
+    run as a Python (one short child): `/bin/false` or `/bin/true` is refused here, before the results
+    directory, its lock and its registry are created (before, they were left behind by the refusal that
+    came from the harness's dry run)."""
     test_dir = os.path.join(source, 'test')
     if not os.path.isfile(os.path.join(test_dir, 'run_test.py')):
         raise PluginError(source, 'is not a PyTorch source tree (no test/run_test.py)')
     if not (os.path.isfile(python) and os.access(python, os.X_OK)):
         raise PluginError(python, 'is not an executable Python')
+    try:
+        done = process.capture([python, '-c', _IS_PYTHON], timeout=120, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise PluginError(python, f'is not an executable Python ({getattr(err, "strerror", None) or err})') \
+            from None
+    words = done.stdout.split()
+    if done.returncode != 0 or len(words) != 2 or words[0] != b'python' or not words[1].isdigit():
+        raise PluginError(python, f'is not a Python (`-c` code exited {done.returncode} without printing its '
+                                  f'version)')
     return test_dir
+
+
+def make_results_dir(results_dir: str) -> None:
+    """Create results_dir (and its parents); PluginError naming it when it cannot be (`--results /dev/full`:
+    "is a character device, not a directory", where os.makedirs says only "File exists")."""
+    from eb_pytorch_cuda.inputs import file_kind
+    try:
+        os.makedirs(results_dir, exist_ok=True)
+    except FileExistsError:
+        try:
+            kind = file_kind(os.stat(results_dir).st_mode)
+        except OSError:
+            kind = 'a symbolic link to nothing'
+        raise PluginError(results_dir, f'is {kind}, not a directory') from None
+    except OSError as err:
+        raise PluginError(results_dir, f'cannot be created: {err.strerror}') from None
 
 
 def store_for(results_dir: str, source: str, python: str, argv, command_env: Optional[Dict[str, str]] = None
@@ -359,8 +390,9 @@ def test_source_tree(source: str, python: str, results_dir: str, settings: TestS
     """The test step of command (source_tree_command) on source's test/ with python; results, outputs and reports
     kept in results_dir."""
     check_inputs(source, python)
+    discovery.check_command(command)  # every refusal of the inputs before anything is created
     python = os.path.abspath(python)
-    os.makedirs(results_dir, exist_ok=True)
+    make_results_dir(results_dir)
     store = store_for(results_dir, source, python, command.argv, command.env)
     env = dict(os.environ, **command.env)
     return run_and_judge(command, env, store, os.path.join(results_dir, 'output'), python, settings, policy,

@@ -47,22 +47,25 @@ Every pattern is linear in the line length (no nested or adjacent unbounded quan
 backtrack over one line, look-behinds where a search could restart inside a long run): a 160 KB
 summary line parses in milliseconds.
 
-CRLF line ends are read as LF.
+CRLF line ends are read as LF, and so is a lone CR (a log written on an old Mac or through a tool that
+turns every newline into a carriage return; before, a CR-only log was one line and only its first suite
+showed, with no hint): what a terminal shows as a line is a line.
 
-The log is streamed (issue 28: a kept EasyBuild log of a whole test step reaches a gigabyte): read in
-blocks cut after a newline, twice.  The first pass collects the marker lines only (so every announced
-suite and the marker after each piece are known, as the cut above needs); the second feeds each piece
-to a small state (its owner, the suite the last test file mention named, the failed tests it names)
-and keeps nothing else.  Only lines that can matter are looked at: those starting with a character a
-pattern starts with, and those holding `failed!` or `was successful` (found by substring search, which
-is what makes a gigabyte take seconds); a test file mention is searched for backwards from a summary.
-A multi-line summary (`Ran N tests` ... `OK`, run_test.py's assertion list) cut by a block's end is held
-back and read with the next block.  Memory: two blocks, the markers, the failed test ids and the longest
-line.  tests/test_logparse_streaming.py checks the result is the whole-text reader's (kept there) on
-every log the tests keep, at many block sizes.
+The log is streamed (issue 28: a kept EasyBuild log of a whole test step reaches a gigabyte): read in blocks
+cut after a line end (LF, CRLF or a lone CR, never between the CR and LF of a CRLF), twice.  The first pass
+collects the marker lines only (so every announced suite and the marker after each piece are known, as the
+cut above needs); the second feeds each piece to a small state (its owner, the suite the last test file
+mention named, the failed tests it names) and keeps nothing else.  Only lines that can matter are looked at:
+those starting with a character a pattern starts with, and those holding `failed!` or `was successful`
+(found by substring search, which is what makes a gigabyte take seconds); a test file mention is searched
+for backwards from a summary. A multi-line summary (`Ran N tests` ... `OK`, run_test.py's assertion list)
+cut by a block's end is held back and read with the next block.  Memory: two blocks, the markers, the failed
+test ids and the longest line.  tests/test_logparse_streaming.py checks the result is the whole-text
+reader's (kept there) on every log the tests keep, at many block sizes.
 """
 
 import os
+import re
 from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 from eb_pytorch_cuda.errors import PluginError
@@ -557,12 +560,14 @@ Blocks = Callable[[], Iterator[str]]
 
 
 def _lf_blocks(blocks: Blocks) -> Blocks:
-    """blocks with CRLF line ends read as LF: a log copied through Windows or a web form is the same run (the
-    summaries' patterns end at `\n`; before, such a passing run read as `no summary`).  A block ends
-    after a newline, so no CRLF is cut."""
+    """blocks with CRLF and lone CR line ends read as LF: a log copied through Windows or a web form is the same
+    run (the summaries' patterns end at `\n`; before, such a passing run read as `no summary`), and so is a
+    CR-only log.  A block ends after a line end that is not the CR of a CRLF, so no CRLF is cut."""
     def converted():
         for block in blocks():
-            yield block.replace('\r\n', '\n') if '\r\n' in block else block
+            if '\r' in block:
+                block = block.replace('\r\n', '\n').replace('\r', '\n')
+            yield block
     return converted
 
 
@@ -625,15 +630,24 @@ def parse_log_blocks(blocks: Blocks, source: str = 'log', only_shard: Optional[D
     return result
 
 
+_LINE_END = re.compile(r'\r\n?|\n')
+
+
 def _text_blocks(text: str, size: int) -> Blocks:
     def blocks():
         start = 0
         while start < len(text):
-            end = text.find('\n', start + size - 1)
-            end = len(text) if end < 0 else end + 1
+            found = _LINE_END.search(text, start + size - 1)
+            end = len(text) if found is None else found.end()
             yield text[start:end]
             start = end
     return blocks
+
+
+def _cut(data: bytes) -> int:
+    """Where a block of data read from a file ends: after its last LF, or after a later lone CR (one whose next
+    byte is in data, so not the CR of a CRLF the next read completes); 0 for none."""
+    return max(data.rfind(b'\n'), data.rfind(b'\r', 0, len(data) - 1)) + 1
 
 
 def _file_blocks(path: str, size: int) -> Blocks:
@@ -647,14 +661,14 @@ def _file_blocks(path: str, size: int) -> Blocks:
                     raise PluginError(path, f'cannot be read: {err.strerror}') from None
                 if not data:
                     break
-                cut = data.rfind(b'\n') + 1
+                cut = _cut(data)
                 if not cut:  # a line longer than a block: kept whole (parts joined once)
                     rest.append(data)
                     continue
                 if rest:
                     data = b''.join(rest + [data])
-                    cut = data.rfind(b'\n') + 1
-                # a newline ends no multi-byte sequence: blocks decode as the whole file does
+                    cut = _cut(data)
+                # a line end ends no multi-byte sequence: blocks decode as the whole file does
                 yield str(memoryview(data)[:cut], 'utf-8', 'replace')
                 rest = [data[cut:]] if cut < len(data) else []
             if rest:

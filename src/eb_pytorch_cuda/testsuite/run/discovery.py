@@ -49,12 +49,18 @@ def _names_and_serial(output):
     return None, None
 
 
-def _probe_argv(command, out):
-    """The probe's command line: the test Python, the probe script, OUT, run_test.py and the runtest arguments."""
+def check_command(command) -> None:
+    """PluginError (bad input) unless command runs a run_test.py, which discovery asks which suites it runs;
+    called before anything is created for a run (service.test_source_tree), and again by the probe."""
     if len(command.argv) < 2 or not command.argv[1].endswith('run_test.py'):
         raise PluginError('runtest', f"'{' '.join(command.argv)}' does not run a run_test.py: the test step asks "
                                      f"PyTorch's harness which suites it runs (write it as '[cd test &&] "
                                      f"%(python)s run_test.py ...')")
+
+
+def _probe_argv(command, out):
+    """The probe's command line: the test Python, the probe script, OUT, run_test.py and the runtest arguments."""
+    check_command(command)
     with open(_PROBE, encoding='utf-8') as handle:  # as `-c`: the plugin's own directory stays off sys.path
         source = handle.read()
     return [command.argv[0], '-c', source, out, command.argv[1], *command.argv[2:]]

@@ -12,11 +12,12 @@ import fcntl
 import json
 import os
 import shutil
+import stat
 import threading
 from typing import Dict, Optional, Tuple, cast
 
 from eb_pytorch_cuda.errors import PluginError
-from eb_pytorch_cuda.inputs import write_atomically
+from eb_pytorch_cuda.inputs import file_kind, read_bytes, write_atomically
 from eb_pytorch_cuda.testsuite.results.model import RunResult
 from eb_pytorch_cuda.testsuite.results.pieces import key_of, record_problem, with_merged
 from eb_pytorch_cuda.testsuite.results.records import OPTIONAL_TYPES, TIME_KEYS, StoreRecord
@@ -52,11 +53,9 @@ class ResultStore:
     def load(self) -> Dict[str, StoreRecord]:
         """{suite name or piece key (results.pieces): record} already measured for this fingerprint; lines
         that are not valid records are set aside (see the class)."""
-        try:
-            with open(self.path, 'rb') as handle:
-                data = handle.read()
-        except FileNotFoundError:
+        if not os.path.lexists(self.path):
             return {}
+        data = read_bytes(self.path)  # a directory or a FIFO there: PluginError naming it, not a traceback
         lines = data.split(b'\n')
         torn = lines.pop()  # what follows the last newline: nothing, unless a write was cut short
         records: Dict[str, StoreRecord] = {}
@@ -112,11 +111,14 @@ class ResultStore:
         """Hold this store's lock (flock on <path>.lock, released when the run ends or dies) for a run;
         PluginError naming the results directory when another run holds it: two runs on one store would
         both run every suite and count each other's XML reports."""
-        try:
-            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:  # non-blocking: a FIFO there must not wait for a writer (O_RDWR would not, O_NONBLOCK says so)
+            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY, 0o644)
         except OSError as err:
             raise PluginError(self.lock_path, f'cannot be created: {err.strerror}') from None
         try:
+            mode = os.fstat(fd).st_mode
+            if not stat.S_ISREG(mode):  # a FIFO or device: flock "works" but its pid cannot be written (ESPIPE)
+                raise PluginError(self.lock_path, f'is {file_kind(mode)}, not a regular file (remove it)')
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -125,8 +127,13 @@ class ResultStore:
                 raise PluginError(os.path.dirname(self.path), f'another run (pid {holder}) is using this results '
                                   f'directory ({os.path.basename(self.lock_path)} is locked); wait for it to end '
                                   f'or use another results directory') from None
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f'{os.getpid()}\n'.encode(), 0)
+            except OSError as err:
+                raise PluginError(self.lock_path, f'cannot be locked: {err.strerror}') from None
+            try:
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, f'{os.getpid()}\n'.encode(), 0)
+            except OSError as err:
+                raise PluginError(self.lock_path, f'cannot be written: {err.strerror}') from None
             yield self
         finally:
             os.close(fd)  # releases the flock
@@ -146,17 +153,34 @@ class ResultStore:
                                                      allow_nan=False))
 
     def load_final(self):
-        try:
-            with open(self.final_path) as handle:
-                data = json.load(handle)
-        except (OSError, ValueError):
+        """The kept complete result of this build (save_final), None when there is none or it is another
+        build's; PluginError naming the file when it is not one save_final wrote (a directory, invalid JSON, a
+        key we never write, `suites: 5`): before, a traceback out of RunResult.from_dict."""
+        if not os.path.lexists(self.final_path):
             return None
-        return RunResult.from_dict(data) if data.get('fingerprint') == self.fingerprint else None
+        path = self.final_path
+        try:
+            data = json.loads(read_bytes(path).decode('utf-8'), parse_constant=no_constants)
+        except (ValueError, UnicodeDecodeError, RecursionError) as err:
+            raise PluginError(path, f'is not a kept result ({" ".join(str(err).split())[:80]})') from None
+        if not isinstance(data, dict) or not isinstance(data.get('fingerprint'), str):
+            raise PluginError(path, 'is not a kept result (no fingerprint)')
+        unknown = sorted(set(data) - {'fingerprint', 'suites'})
+        if unknown:
+            raise PluginError(path, f'is not a kept result (unknown key {unknown[0]!r:.60})')
+        if not isinstance(data.get('suites'), list):
+            raise PluginError(path, f"is not a kept result (suites: must be a list, got {data.get('suites')!r:.40})")
+        for index, suite in enumerate(data['suites']):
+            check_suite(path, f'suites[{index}]', suite)
+        return RunResult.from_dict(data) if data['fingerprint'] == self.fingerprint else None
 
     def remove(self):
         for path in (self.path, self.final_path, self.path + '.children'):
-            if os.path.exists(path):
-                os.unlink(path)
+            if os.path.lexists(path):
+                try:
+                    os.unlink(path)
+                except OSError as err:  # a directory there: named, not a traceback
+                    raise PluginError(path, f'cannot be removed: {err.strerror}') from None
         for kept in (self.cache_dir, self.cache_dir + '.partial'):
             if os.path.isdir(kept):
                 shutil.rmtree(kept)
