@@ -41,6 +41,23 @@ from eb_pytorch_cuda.testsuite.run.devicetests import (CUDA_ENVIRONMENT, UPSTREA
 from eb_pytorch_cuda.testsuite.run.devicetests import planned as planned_device_tests  # noqa: F401 - the dry run's
 from eb_pytorch_cuda.testsuite.run.gpus import gpu_compute_capabilities, gpu_count
 from eb_pytorch_cuda.testsuite.run.store import ResultStore
+from eb_pytorch_cuda.testsuite.policy import settings as _settings
+from eb_pytorch_cuda.testsuite.policy.judging import FAMILIES
+from eb_pytorch_cuda.testsuite.policy.report import to_text
+from eb_pytorch_cuda.testsuite.run.command import with_test_options
+from eb_pytorch_cuda.testsuite.spread.worker import CLAIM_SECONDS
+
+# --- what the easyblock reads of the step: it imports this module only (tests/test_easyblock_imports.py) ---
+# the test step's easyconfig parameters (policy.settings: one list for all their readers) and their facts
+SETTING_DEFAULTS = _settings.DEFAULTS
+SETTING_NAMES = _settings.NAMES
+MAX_RERUNS = _settings.MAX_RERUNS
+TIMEOUT_RULE = _settings.TIMEOUT_RULE
+CPU_FAMILIES = FAMILIES  # the CPU families a scope of excluded_tests/known_test_failures may name
+# what the dry run says of a run: suites per run_test.py call, the XML switch, a Slurm job's claim
+BATCH_SIZE = batches.DEFAULT_BATCH_SIZE
+XML_VARIABLE = batches.XML_VARIABLE
+CLAIM_MINUTES = CLAIM_SECONDS // 60
 
 FLAG_VARIABLES = ('CFLAGS', 'CXXFLAGS', 'LDFLAGS', 'TORCH_CUDA_ARCH_LIST')
 
@@ -316,6 +333,29 @@ def source_tree_command(source: str, python: str, runtest: Optional[str] = None,
     command = parse_runtest(runtest or DEFAULT_RUNTEST, os.path.abspath(source), python, list(excluded))
     command.env = {**(pretest_env or {}), **command.env}
     return command
+
+
+def easyconfig_command(runtest: str, pretestopts: str, testopts: str, source: str, start_dir: str, python: str,
+                       excluded: Sequence[str]) -> TestCommand:
+    """The test step's command: runtest with an easyconfig's pretestopts and testopts applied as
+    PythonPackage.test_step applies them (`pretestopts runtest testopts`, run.command.with_test_options),
+    without a shell; the runtest line's own assignments win over pretestopts'.  PluginError naming source
+    (the easyconfig) when a part needs a shell."""
+    text, pre_env = with_test_options(runtest, pretestopts, testopts, source)
+    command = parse_runtest(text, start_dir, python, list(excluded))
+    command.env = {**pre_env, **command.env}
+    return command
+
+
+def verdict_lines(outcome: StepOutcome) -> List[str]:
+    """The verdict and its reasons, one screen of lines (policy.report.to_text), for the caller to print."""
+    return to_text(outcome.result, outcome.verdict).splitlines()
+
+
+def open_store(path: str, fingerprint: str) -> ResultStore:
+    """The results store at path (JSON lines) of the build whose fingerprint (build_fingerprint) is given: the
+    suites it holds for that fingerprint are not run again; records of another fingerprint are not read."""
+    return ResultStore(path, fingerprint)
 
 
 def torch_has_cuda(python: str) -> bool:
