@@ -96,7 +96,7 @@ TIER_OF_MODULE = {
     'test_elf_dynamic_tables': 'real_tools', 'test_full_results_disk': 'real_tools',
     'test_setup_script': 'real_tools', 'test_entry_points': 'real_eb',
 }
-UNIT_MODULES = {'test_store_records', 'test_device_tests', 'test_easyblock_imports',
+UNIT_MODULES = {'test_store_records', 'test_device_tests', 'test_easyblock_imports', 'test_module_map',
                 'test_cudnn_catalog', 'test_field_policy', 'test_gpu_record', 'test_logparse_streaming',
                 'test_report_escaping', 'test_test_parameters', 'test_testsuite_parsing', 'test_testsuite_policy',
                 'test_upstream_corpus', 'test_xml_encodings'}

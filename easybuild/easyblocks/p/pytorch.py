@@ -228,7 +228,8 @@ class EB_PyTorch(UpstreamPyTorch):
 
     def _set_test_environment(self):
         """What upstream's test step sets: cache dirs, FB-CI mode, no bottleneck test, MAX_JOBS, OMP threads.
-        (Its EASYBUILD_WRITE_PYTORCH_TEST_REPORTS is set for each batch of suites, with --save-xml: batchrun.)"""
+        (Its EASYBUILD_WRITE_PYTORCH_TEST_REPORTS is set for each batch of suites, with --save-xml:
+        testsuite/run/batches.)"""
         for name in ('_set_cache_dirs', '_set_cache_dir'):
             if hasattr(self, name):
                 getattr(self, name)()
@@ -239,8 +240,8 @@ class EB_PyTorch(UpstreamPyTorch):
         os.environ.setdefault('OMP_NUM_THREADS', str(max(4, int(parallel) // 4)))
 
     def test_step(self):
-        """Run run_test.py (batches of suites, testsuite.step) against a patched temporary install, judge once
-        by the policy, report."""
+        """Run run_test.py (batches of suites: testsuite.service.run_and_judge) against a patched temporary
+        install, judge once by the policy, report."""
         settings = self._settings()
         context = self._scope_context(settings, on_this_node=not self.dry_run and settings.test_suite_jobs <= 1)
         excluded = settings.excluded(context)

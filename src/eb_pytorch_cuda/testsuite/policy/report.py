@@ -151,7 +151,7 @@ def suggestion_block(result: RunResult, verdict: Verdict, context: Optional[Scop
                      suggestion: Optional[str] = None) -> list:
     """Markdown lines: the known_test_failures entries that would make a failed run pass, in a collapsed block.
 
-    suggestion: text from testsuite.suggest.render (several runs merged); default: this run's own entries,
+    suggestion: text from policy.suggest.render (several runs merged); default: this run's own entries,
     scoped to its target.  Nothing for a passing run.
     """
     if verdict.passed:

@@ -167,7 +167,7 @@ SUITE_KEYS = {'name', 'status', 'counts', 'failed_tests', 'signal', 'sources', '
 
 def check_suite(path, where, suite):
     """PluginError (path: where...: problem) unless suite is a suite of the model's shape, as a saved result and
-    a results-store record (testsuite/suiterun) hold it."""
+    a results-store record (run/store, results/records) hold it."""
     if not isinstance(suite, dict):
         _refuse(path, where, 'must be an object')
     unknown = set(suite) - SUITE_KEYS

@@ -87,7 +87,7 @@ WATCH_SECONDS = 5  # how often a running batch's started suites are checked agai
 
 
 def _stored(result, exit_code, notes, suite_seconds, batch_seconds, code, gpu, text, output_path) -> StoreRecord:
-    """The store's record of one suite of a batch (the form suiterun.run_suite gives a suite run alone)."""
+    """The store's record of one suite of a batch (the form solo.run_suite gives a suite run alone)."""
     return {'suite': asdict(result), 'exit_code': exit_code, 'seconds': suite_seconds, 'batch_seconds': batch_seconds,
             'batch_exit_code': code, 'gpu': gpu, 'notes': notes, 'output_tail': text[-OUTPUT_KEPT:],
             'output_file': output_path}

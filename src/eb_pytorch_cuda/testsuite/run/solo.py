@@ -79,7 +79,7 @@ def run_all(command, suites, store, output_dir, env, timeout_for, parallel=1, pr
             batch_size=batches.DEFAULT_BATCH_SIZE):
     """Run every suite not already in the store, in batches; return (RunResult of all, [suites run now])."""
     harness = harness or harness_of(command.cwd)
-    env = harness_environment(env, command)  # also for callers other than step.run_suites
+    env = harness_environment(env, command)  # also for callers other than service.run_suites
     gpus = slot_gpus(env, parallel)
     todo = batches.run_batches(command, suites, store, output_dir, env, timeout_for, harness, parallel, progress,
                                gpus, solo=lambda suite, timeout: run_suite(command, suite, timeout, output_dir, env),

@@ -1,7 +1,7 @@
 """What each Slurm job of a spread test step runs: `python -m eb_pytorch_cuda.testsuite.spread.worker QUEUE_DIR`.
 
-It takes suites from the shared queue (queue.SuiteQueue) until none is left and runs them with the
-same runner as a serial test step: several at a time through one run_test.py call (batchrun: its own
+It takes suites from the shared queue (workqueue.SuiteQueue) until none is left and runs them with the
+same runner as a serial test step: several at a time through one run_test.py call (run/batches: its own
 pool and handlers, each suite's own timeout, a process group pinned to one of the job's GPUs; about 4 s
 of start-up saved per suite), a claim holding as many suites as add up to CLAIM_SECONDS of expected
 time (previous installation's times; UNKNOWN_SECONDS for a suite without one), and at most
@@ -51,7 +51,7 @@ def _timeout_of(spec: QueueSpec):
 
 def run_one(spec: QueueSpec, key: str, env: dict, gpu: Optional[str]) -> StoreRecord:
     """Run `key` (a suite, or a piece of one: results.pieces) alone as spec describes; return its record
-    (suiterun's form, labelled with its piece)."""
+    (solo.run_suite's form, labelled with its piece)."""
     command = TestCommand(spec['cwd'], {}, list(spec['argv']))
     piece = Piece.parse(key)
     return solo.run_suite(command, piece.suite, _timeout_of(spec)(key), spec['output_dir'], env, gpu, piece)
