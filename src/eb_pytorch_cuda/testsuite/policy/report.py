@@ -25,7 +25,7 @@ def _failure_label(suite, test_id):
     return f'{suite}::{test_id}' if test_id else f'{suite} (unnamed failure)'
 
 
-def to_json(result, verdict, context=None):
+def to_json(result: RunResult, verdict: Verdict, context: Optional[ScopeContext] = None) -> dict:
     """Everything a maintainer or a script needs; holds at least failed_tests, failed_suites,
     terminated_suites and verdict, and reloads with `eb-pytorch-cuda report`."""
     data = {'format': RESULT_FORMAT, 'verdict': 'pass' if verdict.passed else 'fail', 'reasons': verdict.reasons,
@@ -55,7 +55,7 @@ def to_json(result, verdict, context=None):
     return data
 
 
-def to_text(result, verdict):
+def to_text(result: RunResult, verdict: Verdict) -> str:
     """The verdict and its reasons in one screen."""
     lines = []
     for suite in sorted(result.suites.values(), key=lambda s: s.name):
