@@ -62,7 +62,8 @@ CLAIM_MINUTES = CLAIM_SECONDS // 60
 FLAG_VARIABLES = ('CFLAGS', 'CXXFLAGS', 'LDFLAGS', 'TORCH_CUDA_ARCH_LIST')
 
 
-def build_fingerprint(easyconfig_values, environ, extra=None):
+def build_fingerprint(easyconfig_values: Mapping[str, object], environ: Mapping[str, str],
+                      extra: Optional[Mapping[str, object]] = None) -> str:
     """sha256 of what the tested build depends on: the easyconfig's parameters without the policy ones,
     the compiler flags, and extra facts (e.g. the CUDA compute capabilities)."""
     values = {k: v for k, v in easyconfig_values.items() if k not in JUDGING}  # policy, not build
@@ -71,7 +72,8 @@ def build_fingerprint(easyconfig_values, environ, extra=None):
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def suite_timeouts(explicit, previous_results, progress: Optional[Callable[[str], None]] = None):
+def suite_timeouts(explicit: Optional[int], previous_results: Optional[str],
+                   progress: Optional[Callable[[str], None]] = None) -> Dict[str, int]:
     """{suite: seconds}, '' for the rest: the explicit value, else 4x (at least 10 min) each suite's time in
     a previous results JSON (results.previous: a time that is not one is left out, said through progress),
     else the default (settings.TIMEOUT_RULE)."""
@@ -135,12 +137,12 @@ def _run_suites(command, env, store, output_dir, python, timeouts, parallel, rer
     return result
 
 
-def notes(store) -> dict:
+def notes(store: ResultStore) -> dict:
     """{suite: [notes]} of the suites stored for this build: a pass with 0 tests, log and XML disagreeing."""
     return {suite: record['notes'] for suite, record in sorted(store.load().items()) if record.get('notes')}
 
 
-def test_seconds(store) -> Dict[str, Dict[str, float]]:
+def test_seconds(store: ResultStore) -> Dict[str, Dict[str, float]]:
     """{suite: {node id: seconds}} its long suites' records kept (results/testtimes; a suite run as pieces:
     all its pieces'), for the results JSON, where the next build of the target reads them to split."""
     return {suite: dict(sorted(record['test_seconds'].items()))
@@ -148,7 +150,7 @@ def test_seconds(store) -> Dict[str, Dict[str, float]]:
             if not record.get('piece') and record.get('test_seconds')}
 
 
-def keep(store, result, tested_installation):
+def keep(store: ResultStore, result: RunResult, tested_installation: str) -> None:
     """Keep result and the tested installation (for a run that failed on its verdict only).
 
     The copy is made beside the kept place and renamed into it, and only then is the result recorded as
@@ -214,8 +216,9 @@ def cuda_test_warnings(result: RunResult, mode: Optional[DeviceTestMode]) -> Tup
     return [problem], (problem if mode.requested is True else None)
 
 
-def scope_context(built_capabilities: Sequence, on_this_node: bool, env, target: Optional[str] = None,
-                  aliases: tuple = (), progress: Optional[Callable[[str], None]] = None) -> ScopeContext:
+def scope_context(built_capabilities: Sequence, on_this_node: bool, env: Mapping[str, str],
+                  target: Optional[str] = None, aliases: tuple = (),
+                  progress: Optional[Callable[[str], None]] = None) -> ScopeContext:
     """Where the policy applies.  on_this_node (the suites run here): the compute capabilities of the GPUs
     they run on, where nvidia-smi sees any, for a known failure scoped '8.0' was seen on such GPUs;
     otherwise (dry run, no GPU seen, suites spread to other nodes) the build's own."""
@@ -311,8 +314,8 @@ def check_inputs(source: str, python: str) -> str:
     return test_dir
 
 
-def store_for(results_dir: str, source: str, python: str, argv, command_env: Optional[Dict[str, str]] = None
-              ) -> ResultStore:
+def store_for(results_dir: str, source: str, python: str, argv: Sequence[str],
+              command_env: Optional[Dict[str, str]] = None) -> ResultStore:
     """The results store of this tree, Python and command (its argv and the assignments of its runtest line and
     pretestopts) in results_dir: the same command again runs only what is missing."""
     facts: Dict[str, object] = {'source': os.path.realpath(source), 'python': os.path.abspath(python),

@@ -53,7 +53,7 @@ def _recorder(run_test, name, calls):
     setattr(run_test, name, recording)
 
 
-def main():
+def main() -> None:
     out, script, argv = sys.argv[1], sys.argv[2], sys.argv[3:]  # sys.argv[0] is '-c'
     sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
     # common_utils builds its parser with add_help only when `"run_test.py" in __main__.__file__` is false,
