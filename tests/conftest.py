@@ -89,7 +89,7 @@ TIER_OF_MODULE = {
     'test_doctor_differential': 'real_tools', 'test_doctor_execstack': 'real_tools', 'test_doctor_model': 'real_tools',
     'test_doctor_field_orders': 'real_tools', 'test_lddebug': 'real_tools', 'test_loader_failure': 'real_tools',
     'test_packaging': 'real_tools', 'test_patch_faults': 'real_tools', 'test_patch_plan': 'real_tools',
-    'test_resolve': 'real_tools', 'test_suiterun': 'real_tools', 'test_result_store_faults': 'real_tools',
+    'test_resolve': 'real_tools', 'test_run_here': 'real_tools', 'test_result_store_faults': 'real_tools',
     'test_process': 'real_tools', 'test_no_orphans': 'real_tools', 'test_suggest_policy': 'real_tools',
     'test_leftovers': 'real_tools', 'test_bad_times': 'real_tools',
     'test_gpu_mixed_record': 'real_tools', 'test_elf_string_tables': 'real_tools',
