@@ -90,14 +90,14 @@ TIER_OF_MODULE = {
     'test_doctor_differential': 'real_tools', 'test_doctor_execstack': 'real_tools', 'test_doctor_model': 'real_tools',
     'test_doctor_field_orders': 'real_tools', 'test_lddebug': 'real_tools', 'test_loader_failure': 'real_tools',
     'test_packaging': 'real_tools', 'test_patch_faults': 'real_tools', 'test_patch_plan': 'real_tools',
-    'test_resolve': 'real_tools', 'test_suiterun': 'real_tools', 'test_result_store_faults': 'real_tools',
+    'test_resolve': 'real_tools', 'test_run_here': 'real_tools', 'test_result_store_faults': 'real_tools',
     'test_process': 'real_tools', 'test_no_orphans': 'real_tools', 'test_suggest_policy': 'real_tools',
     'test_leftovers': 'real_tools', 'test_bad_times': 'real_tools',
     'test_gpu_mixed_record': 'real_tools', 'test_elf_string_tables': 'real_tools',
     'test_elf_dynamic_tables': 'real_tools', 'test_full_results_disk': 'real_tools',
     'test_setup_script': 'real_tools', 'test_entry_points': 'real_eb',
 }
-UNIT_MODULES = {'test_store_records', 'test_device_tests',
+UNIT_MODULES = {'test_store_records', 'test_device_tests', 'test_easyblock_imports', 'test_module_map',
                 'test_cudnn_catalog', 'test_field_policy', 'test_gpu_record', 'test_logparse_streaming',
                 'test_report_escaping', 'test_test_parameters', 'test_testsuite_parsing', 'test_testsuite_policy',
                 'test_upstream_corpus', 'test_xml_encodings', 'test_report_plain26'}

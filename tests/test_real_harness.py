@@ -7,7 +7,7 @@ exit 0 without a GPU), test_ci_sanity_check_fail (custom handler; fails for real
 its test passes, so its handler returns 1), and fast CPU suites.  The run is made with CI=true, as GitLab and
 GitHub runners set it: the test step must still test as a build node does (CI mode would make the handler pass,
 pipe logs to files and skip suites by target determination).  A hang, a crash and a killed `eb` are only
-shown by the stand-in (tests/test_eb_easyblock_tests.py, tests/test_suiterun.py).
+shown by the stand-in (tests/test_eb_easyblock_tests.py, tests/test_run_here.py).
 """
 
 import json

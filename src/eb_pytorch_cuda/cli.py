@@ -167,7 +167,8 @@ def _test_suite_command(args: argparse.Namespace, excluded, progress):
     from eb_pytorch_cuda.eb import ecpolicy
     from eb_pytorch_cuda.testsuite import service
     from eb_pytorch_cuda.testsuite.run.command import with_test_options
-    runtest, pretest_env, origin = args.runtest, {}, '--runtest'
+    pretest_env: Dict[str, str] = {}
+    runtest, origin = args.runtest, '--runtest'
     if runtest is None and args.easyconfig:
         written, pretestopts, testopts = ecpolicy.read_test_command(args.easyconfig)
         if written is not None:

@@ -47,15 +47,7 @@ from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.patch.plan import find_libraries
 from eb_pytorch_cuda.escape import printable
 from eb_pytorch_cuda.eb import compat, ecpolicy, testinstall
-from eb_pytorch_cuda.testsuite.run import batches
-from eb_pytorch_cuda.testsuite import service
-from eb_pytorch_cuda.testsuite.run.command import parse_runtest, with_test_options
-from eb_pytorch_cuda.testsuite.policy.report import RESULTS_JSON, RESULTS_MARKDOWN, to_text
-from eb_pytorch_cuda.testsuite.policy import settings as settings_facts
-from eb_pytorch_cuda.testsuite.policy.settings import DEFAULTS, NAMES as SETTINGS_NAMES, TestSettings
-from eb_pytorch_cuda.testsuite.spread.worker import CLAIM_SECONDS
-from eb_pytorch_cuda.testsuite.run.store import ResultStore
-from eb_pytorch_cuda.testsuite.policy.judging import FAMILIES
+from eb_pytorch_cuda.testsuite import service  # the one module of the test step read here
 
 
 # every copy of this file carries this line; upstream's pytorch.py never does
@@ -113,18 +105,18 @@ UpstreamPyTorch = _UPSTREAM.EB_PyTorch
 _POST_INSTALL = 'post_processing_step' if hasattr(UpstreamPyTorch, 'post_processing_step') else 'post_install_step'
 
 
-# our test-step parameters (defaults: testsuite/policy/settings.DEFAULTS, the one list all their readers use)
+# our test-step parameters (defaults: service.SETTING_DEFAULTS, testsuite/policy/settings' one list for all readers)
 _OUR_TEST_PARAMETERS = {
     'known_test_failures': "Tests expected to fail, as {scope: [(test, reason), ...]} with scopes as for "
                            "excluded_tests; test is 'suite' or 'suite::Class.test' (globs allowed). They do not "
                            "consume the budget; one that passed is reported as stale; a suite killed by a signal or "
                            "failing without a countable summary fails the build unless listed",
     'rerun_failed_tests': "Rerun each failed test (its suite when the test is not named) in isolation up to this "
-                          f"many times (at most {settings_facts.MAX_RERUNS}); a pass makes it flaky, else reproducible",
+                          f"many times (at most {service.MAX_RERUNS}); a pass makes it flaky, else reproducible",
     'flaky_failures_consume_budget': "Count flaky failures (passed on a rerun) against max_failed_tests",
     'test_suite_timeout': "Seconds a test suite may run before it is killed with its whole process group and "
                           "recorded as timed out (judged like a crashed suite). Default: "
-                          f"{settings_facts.TIMEOUT_RULE} (the previous installation's)",
+                          f"{service.TIMEOUT_RULE} (the previous installation's)",
     'parallel_test_suites': "Run this many batches of test suites at a time ('auto': from the node's CPUs, memory "
                             "and GPU memory at the test step; GPU suites are spread over the GPUs with "
                             "CUDA_VISIBLE_DEVICES)",
@@ -148,21 +140,23 @@ class EB_PyTorch(UpstreamPyTorch):
                                              "flaky_failures_consume_budget)")
         extra_vars['excluded_tests'][1] = ("Test files to skip (run_test.py -x), as {scope: [files]}; scope '' "
                                            "(all), a CPU family ("
-                                           f"{', '.join(map(repr, FAMILIES))}, or EasyBuild's 'AArch64'/'POWER'), "
+                                           f"{', '.join(map(repr, service.CPU_FAMILIES))}, "
+                                           "or EasyBuild's 'AArch64'/'POWER'), "
                                            "an EESSI CPU target ('x86_64/intel/haswell', globs "
                                            "allowed; from $EESSI_SOFTWARE_SUBDIR, else detected) or a CUDA compute "
                                            "capability ('9.0')")
         # upstream's since easybuild-easyblocks 5.x (#4052); EasyBuild 4.9.4's EB_PyTorch has neither
-        extra_vars.setdefault('allow_missing_failures', [DEFAULTS['allow_missing_failures'],
+        extra_vars.setdefault('allow_missing_failures', [service.SETTING_DEFAULTS['allow_missing_failures'],
                                                          "Pass although up to this many test suites failed "
                                                          "uncountably (killed, crashed, no summary) and no "
                                                          "known_test_failures entry names them (True: any "
                                                          "number), with a warning for each", CUSTOM])
-        extra_vars.setdefault('allow_extra_failures', [DEFAULTS['allow_extra_failures'],
+        extra_vars.setdefault('allow_extra_failures', [service.SETTING_DEFAULTS['allow_extra_failures'],
                                                        "Accepted as upstream's; no effect: every suite is "
                                                        "counted from its own output and XML reports, so no "
                                                        "failing suite is extra to a summary", CUSTOM])
-        extra_vars.update({name: [DEFAULTS[name], text, CUSTOM] for name, text in _OUR_TEST_PARAMETERS.items()})
+        extra_vars.update({name: [service.SETTING_DEFAULTS[name], text, CUSTOM]
+                           for name, text in _OUR_TEST_PARAMETERS.items()})
         extra_vars.update({
             'cudnn_needed': [None, "cuDNN sub-libraries to add as NEEDED entries of libtorch_cuda.so (a list of "
                                    "sonames, or a dict {cuDNN major version: list}); None: the catalog default "
@@ -182,21 +176,19 @@ class EB_PyTorch(UpstreamPyTorch):
         easybuild_hooks.easyconfig_cudnn_needed(self)  # and so does a cudnn_needed of the wrong form
 
     def _raw_runtest(self):
-        """runtest as written: %(python)s and %(excluded_tests)s are filled in by parse_runtest, without a shell."""
+        """runtest as written: %(python)s and %(excluded_tests)s are filled in by service.easyconfig_command."""
         with self.cfg.disable_templating():
             return self.cfg['runtest']
 
     def _test_command(self, runtest, start_dir, python, excluded):
         """The test command: runtest with the easyconfig's pretestopts and testopts applied as
-        PythonPackage.test_step applies them (`pretestopts runtest testopts`), without a shell."""
+        PythonPackage.test_step applies them (`pretestopts runtest testopts`), without a shell
+        (service.easyconfig_command)."""
         try:
-            text, pre_env = with_test_options(runtest, self.cfg['pretestopts'], self.cfg['testopts'],
-                                              self.cfg.path or 'easyconfig')
-            command = parse_runtest(text, start_dir, python, excluded)
+            return service.easyconfig_command(runtest, self.cfg['pretestopts'], self.cfg['testopts'],
+                                              self.cfg.path or 'easyconfig', start_dir, python, excluded)
         except PluginError as err:
             raise EasyBuildError(str(err)) from None
-        command.env = {**pre_env, **command.env}
-        return command
 
     def _scope_context(self, settings, on_this_node=False):
         """Where the policy applies (service.scope_context: the GPUs the suites run on, else the build's)."""
@@ -205,11 +197,11 @@ class EB_PyTorch(UpstreamPyTorch):
                                      progress=lambda message: print_msg(message, log=self.log))
 
     def _settings(self):
-        """The test step's parameters of this easyconfig (testsuite/settings: one list for all their readers),
+        """The test step's parameters of this easyconfig (testsuite/policy/settings: one list for all their readers),
         checked by type and range: EasyBuildError naming the easyconfig and the parameter otherwise."""
         try:
-            return TestSettings.from_values({name: self.cfg[name] for name in SETTINGS_NAMES},
-                                            self.cfg.path or 'easyconfig')
+            values = {name: self.cfg[name] for name in service.SETTING_NAMES}
+            return service.TestSettings.from_values(values, self.cfg.path or 'easyconfig')
         except PluginError as err:
             raise EasyBuildError(str(err)) from None
 
@@ -237,7 +229,8 @@ class EB_PyTorch(UpstreamPyTorch):
 
     def _set_test_environment(self):
         """What upstream's test step sets: cache dirs, FB-CI mode, no bottleneck test, MAX_JOBS, OMP threads.
-        (Its EASYBUILD_WRITE_PYTORCH_TEST_REPORTS is set for each batch of suites, with --save-xml: batchrun.)"""
+        (Its EASYBUILD_WRITE_PYTORCH_TEST_REPORTS is set for each batch of suites, with --save-xml:
+        testsuite/run/batches.)"""
         for name in ('_set_cache_dirs', '_set_cache_dir'):
             if hasattr(self, name):
                 getattr(self, name)()
@@ -248,8 +241,8 @@ class EB_PyTorch(UpstreamPyTorch):
         os.environ.setdefault('OMP_NUM_THREADS', str(max(4, int(parallel) // 4)))
 
     def test_step(self):
-        """Run run_test.py (batches of suites, testsuite.step) against a patched temporary install, judge once
-        by the policy, report."""
+        """Run run_test.py (batches of suites: testsuite.service.run_and_judge) against a patched temporary
+        install, judge once by the policy, report."""
         settings = self._settings()
         context = self._scope_context(settings, on_this_node=not self.dry_run and settings.test_suite_jobs <= 1)
         excluded = settings.excluded(context)
@@ -301,7 +294,7 @@ class EB_PyTorch(UpstreamPyTorch):
     def _judge(self, outcome):
         """Print and write the verdict; raise when the policy says the run failed."""
         self.pytorch_test_report = outcome
-        for line in to_text(outcome.result, outcome.verdict).splitlines():
+        for line in service.verdict_lines(outcome):
             print_msg(line, log=self.log)
         self._write_reports(self.builddir)
         if not outcome.verdict.passed:
@@ -313,7 +306,7 @@ class EB_PyTorch(UpstreamPyTorch):
 
     def _results_store(self):
         if self._store is None:
-            self._store = ResultStore(self._results_store_path(), self._build_fingerprint())
+            self._store = service.open_store(self._results_store_path(), self._build_fingerprint())
         return self._store
 
     def _discard_kept_results(self, store):
@@ -371,7 +364,7 @@ class EB_PyTorch(UpstreamPyTorch):
 
     def _previous_results(self):
         """The results JSON of the previous installation (per-suite times: timeouts, longest-first spread)."""
-        return os.path.join(self.installdir, 'easybuild', RESULTS_JSON)
+        return os.path.join(self.installdir, 'easybuild', service.RESULTS_JSON)
 
     def _write_reports(self, directory):
         """The service's two reports (the same as `test-suite` writes) into directory; their paths."""
@@ -462,17 +455,17 @@ class EB_PyTorch(UpstreamPyTorch):
             self.dry_run_msg(f"  command (no shell): {' '.join(command.argv)}  [in {command.cwd}]")
             if command.env:
                 self.dry_run_msg('  environment: ' + ' '.join(f'{k}={v}' for k, v in sorted(command.env.items())))
-            self.dry_run_msg(f"  suites: as its --dry-run selects them, run {batches.DEFAULT_BATCH_SIZE} at most per "
+            self.dry_run_msg(f"  suites: as its --dry-run selects them, run {service.BATCH_SIZE} at most per "
                              f"run_test.py call (its own pool and serial list apply), "
                              f"{service.planned_slots(settings.parallel_test_suites)} at a time; XML reports on "
-                             f"({batches.XML_VARIABLE}=1, --save-xml under pytest or with xmlrunner)")
+                             f"({service.XML_VARIABLE}=1, --save-xml under pytest or with xmlrunner)")
         except (PluginError, EasyBuildError) as err:
             self.dry_run_msg(f'  command: cannot run without a shell: {err}')
         jobs = settings.test_suite_jobs
         if jobs > 1:
-            self.dry_run_msg(f'  spread over {jobs} Slurm jobs (sbatch; claims of up to {CLAIM_SECONDS // 60} minutes '
-                             f'of suites from a shared queue, longest first, each claim one run_test.py call; tested '
-                             f'installation and results under {self.builddir})')
+            self.dry_run_msg(f'  spread over {jobs} Slurm jobs (sbatch; claims of up to {service.CLAIM_MINUTES} '
+                             f'minutes of suites from a shared queue, longest first, each claim one run_test.py call; '
+                             f'tested installation and results under {self.builddir})')
         self.dry_run_msg('  ' + service.planned_device_tests(settings.cuda_device_tests, self._has_cuda(),
                                                              context.compute_capabilities))
         self.dry_run_msg(f'  scope: {context.cpu_family}, target {context.target}, '
@@ -487,7 +480,7 @@ class EB_PyTorch(UpstreamPyTorch):
         if others:
             self.dry_run_msg(f"  known failures of scopes not in force here: {', '.join(others)} "
                              f'(set $EESSI_SOFTWARE_SUBDIR to build for another target)')
-        self.dry_run_msg(f"  results: {RESULTS_JSON} and {RESULTS_MARKDOWN} in <installdir>/easybuild/")
+        self.dry_run_msg(f"  results: {service.RESULTS_JSON} and {service.RESULTS_MARKDOWN} in <installdir>/easybuild/")
 
 
 EB_PyTorch._post_install_with_reports.__name__ = _POST_INSTALL  # as the dry run names the step

@@ -6,14 +6,18 @@ is four layers and a service; each imports only the layers below it (setup.cfg's
 checked in CI):
 
     service          the one test step the easyblock and `eb-pytorch-cuda test-suite` call: where the
-                     policy applies, run and judge, the kept result, the reports, the cleanup
+                     policy applies, run and judge, the kept result, the reports, the cleanup; the only
+                     module of the step the easyblock imports (tests/test_easyblock_imports.py)
     spread/          one build's suites over N Slurm jobs: workqueue (the shared-directory queue, its
-                     typed spec.json), slurm (sbatch, squeue, scancel), worker (what each job runs),
-                     controller
+                     typed spec.json), slurm (sbatch, squeue, scancel, node-local refusal), worker (what
+                     each job runs), controller (run_spread: the submitting side)
     run/             running suites here: command (the runtest line, no shell), harness (run_test.py's
                      serial lists and switches), discovery + selection_probe (the selection asked of
                      the harness itself), batches (run_test.py calls), solo (a suite alone), store (the
-                     results of one build, resumable), gpus, reruns (one failed test alone)
+                     results of one build, resumable), gpus (GPUs to spread over, their compute
+                     capabilities), devicetests (CUDA device tests or upstream's SANDCASTLE=1), node (how many
+                     batches this node holds), piece_times
+                     (the times file that splits a long suite into our pieces), reruns (one failed test alone)
     policy/          judging (scopes, known failures, the budget, the verdict), settings (the test
                      parameters, one list), suggest (policy entries from failed runs), report (JSON, text,
                      Markdown)
@@ -22,7 +26,9 @@ checked in CI):
                      test-reports layout; each attempt's own report directory), splitting (a batch's
                      output per suite), outcome (one suite's result from its log and XML), pieces and
                      testtimes (a long suite cut into shards), saved (results JSON: load, validate, merge),
-                     records (the typed store record)
+                     records (the typed store record), cudatests (the tests that ran on a CUDA device,
+                     from the XML), seconds (the one reader of a time), previous (the times in the previous
+                     results JSON)
 
 Every process the step starts goes through eb_pytorch_cuda.process (own group, dies with us).
 """

@@ -42,11 +42,29 @@ from eb_pytorch_cuda.testsuite.run.devicetests import planned as planned_device_
 from eb_pytorch_cuda.testsuite.run.gpus import gpu_compute_capabilities, gpu_count
 from eb_pytorch_cuda.testsuite.run.node import this_node
 from eb_pytorch_cuda.testsuite.run.store import ResultStore
+from eb_pytorch_cuda.testsuite.policy import settings as _settings
+from eb_pytorch_cuda.testsuite.policy.judging import FAMILIES
+from eb_pytorch_cuda.testsuite.policy.report import to_text
+from eb_pytorch_cuda.testsuite.run.command import with_test_options
+from eb_pytorch_cuda.testsuite.spread.worker import CLAIM_SECONDS
+
+# --- what the easyblock reads of the step: it imports this module only (tests/test_easyblock_imports.py) ---
+# the test step's easyconfig parameters (policy.settings: one list for all their readers) and their facts
+SETTING_DEFAULTS = _settings.DEFAULTS
+SETTING_NAMES = _settings.NAMES
+MAX_RERUNS = _settings.MAX_RERUNS
+TIMEOUT_RULE = _settings.TIMEOUT_RULE
+CPU_FAMILIES = FAMILIES  # the CPU families a scope of excluded_tests/known_test_failures may name
+# what the dry run says of a run: suites per run_test.py call, the XML switch, a Slurm job's claim
+BATCH_SIZE = batches.DEFAULT_BATCH_SIZE
+XML_VARIABLE = batches.XML_VARIABLE
+CLAIM_MINUTES = CLAIM_SECONDS // 60
 
 FLAG_VARIABLES = ('CFLAGS', 'CXXFLAGS', 'LDFLAGS', 'TORCH_CUDA_ARCH_LIST')
 
 
-def build_fingerprint(easyconfig_values, environ, extra=None):
+def build_fingerprint(easyconfig_values: Mapping[str, object], environ: Mapping[str, str],
+                      extra: Optional[Mapping[str, object]] = None) -> str:
     """sha256 of what the tested build depends on: the easyconfig's parameters without the policy ones,
     the compiler flags, and extra facts (e.g. the CUDA compute capabilities)."""
     values = {k: v for k, v in easyconfig_values.items() if k not in JUDGING}  # policy, not build
@@ -55,7 +73,8 @@ def build_fingerprint(easyconfig_values, environ, extra=None):
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def suite_timeouts(explicit, previous_results, progress: Optional[Callable[[str], None]] = None):
+def suite_timeouts(explicit: Optional[int], previous_results: Optional[str],
+                   progress: Optional[Callable[[str], None]] = None) -> Dict[str, int]:
     """{suite: seconds}, '' for the rest: the explicit value, else 4x (at least 10 min) each suite's time in
     a previous results JSON (results.previous: a time that is not one is left out, said through progress),
     else the default (settings.TIMEOUT_RULE)."""
@@ -119,12 +138,12 @@ def _run_suites(command, env, store, output_dir, python, timeouts, parallel, rer
     return result
 
 
-def notes(store) -> dict:
+def notes(store: ResultStore) -> dict:
     """{suite: [notes]} of the suites stored for this build: a pass with 0 tests, log and XML disagreeing."""
     return {suite: record['notes'] for suite, record in sorted(store.load().items()) if record.get('notes')}
 
 
-def test_seconds(store) -> Dict[str, Dict[str, float]]:
+def test_seconds(store: ResultStore) -> Dict[str, Dict[str, float]]:
     """{suite: {node id: seconds}} its long suites' records kept (results/testtimes; a suite run as pieces:
     all its pieces'), for the results JSON, where the next build of the target reads them to split."""
     return {suite: dict(sorted(record['test_seconds'].items()))
@@ -132,7 +151,7 @@ def test_seconds(store) -> Dict[str, Dict[str, float]]:
             if not record.get('piece') and record.get('test_seconds')}
 
 
-def keep(store, result, tested_installation):
+def keep(store: ResultStore, result: RunResult, tested_installation: str) -> None:
     """Keep result and the tested installation (for a run that failed on its verdict only).
 
     The copy is made beside the kept place and renamed into it, and only then is the result recorded as
@@ -217,8 +236,9 @@ def cuda_test_warnings(result: RunResult, mode: Optional[DeviceTestMode]) -> Tup
     return [problem], (problem if mode.requested is True else None)
 
 
-def scope_context(built_capabilities: Sequence, on_this_node: bool, env, target: Optional[str] = None,
-                  aliases: tuple = (), progress: Optional[Callable[[str], None]] = None) -> ScopeContext:
+def scope_context(built_capabilities: Sequence, on_this_node: bool, env: Mapping[str, str],
+                  target: Optional[str] = None, aliases: tuple = (),
+                  progress: Optional[Callable[[str], None]] = None) -> ScopeContext:
     """Where the policy applies.  on_this_node (the suites run here): the compute capabilities of the GPUs
     they run on, where nvidia-smi sees any, for a known failure scoped '8.0' was seen on such GPUs;
     otherwise (dry run, no GPU seen, suites spread to other nodes) the build's own."""
@@ -346,8 +366,8 @@ def make_results_dir(results_dir: str) -> None:
         raise PluginError(results_dir, f'cannot be created: {err.strerror}') from None
 
 
-def store_for(results_dir: str, source: str, python: str, argv, command_env: Optional[Dict[str, str]] = None
-              ) -> ResultStore:
+def store_for(results_dir: str, source: str, python: str, argv: Sequence[str],
+              command_env: Optional[Dict[str, str]] = None) -> ResultStore:
     """The results store of this tree, Python and command (its argv and the assignments of its runtest line and
     pretestopts) in results_dir: the same command again runs only what is missing."""
     facts: Dict[str, object] = {'source': os.path.realpath(source), 'python': os.path.abspath(python),
@@ -368,6 +388,29 @@ def source_tree_command(source: str, python: str, runtest: Optional[str] = None,
     command = parse_runtest(runtest or DEFAULT_RUNTEST, os.path.abspath(source), python, list(excluded))
     command.env = {**(pretest_env or {}), **command.env}
     return command
+
+
+def easyconfig_command(runtest: str, pretestopts: str, testopts: str, source: str, start_dir: str, python: str,
+                       excluded: Sequence[str]) -> TestCommand:
+    """The test step's command: runtest with an easyconfig's pretestopts and testopts applied as
+    PythonPackage.test_step applies them (`pretestopts runtest testopts`, run.command.with_test_options),
+    without a shell; the runtest line's own assignments win over pretestopts'.  PluginError naming source
+    (the easyconfig) when a part needs a shell."""
+    text, pre_env = with_test_options(runtest, pretestopts, testopts, source)
+    command = parse_runtest(text, start_dir, python, list(excluded))
+    command.env = {**pre_env, **command.env}
+    return command
+
+
+def verdict_lines(outcome: StepOutcome) -> List[str]:
+    """The verdict and its reasons, one screen of lines (policy.report.to_text), for the caller to print."""
+    return to_text(outcome.result, outcome.verdict).splitlines()
+
+
+def open_store(path: str, fingerprint: str) -> ResultStore:
+    """The results store at path (JSON lines) of the build whose fingerprint (build_fingerprint) is given: the
+    suites it holds for that fingerprint are not run again; records of another fingerprint are not read."""
+    return ResultStore(path, fingerprint)
 
 
 def torch_has_cuda(python: str) -> bool:

@@ -12,16 +12,16 @@ import platform
 import re
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
-from typing import List, NamedTuple, Optional
+from typing import Any, List, Mapping, NamedTuple, Optional
 
 from eb_pytorch_cuda.errors import PluginError
-from eb_pytorch_cuda.testsuite.results.model import UNJUDGEABLE
+from eb_pytorch_cuda.testsuite.results.model import UNJUDGEABLE, RunResult
 
 _COMPUTE_CAPABILITY = re.compile(r'^\d+\.\d+$')
 _VENDORS = {'GenuineIntel': 'intel', 'AuthenticAMD': 'amd', 'ARM': 'arm', 'Nvidia': 'nvidia', 'NVIDIA': 'nvidia'}
 
 
-def is_compute_capability(scope) -> bool:
+def is_compute_capability(scope: object) -> bool:
     """Whether a scope names a CUDA compute capability ('8.0'), not a CPU family or target."""
     return bool(_COMPUTE_CAPABILITY.match(str(scope)))
 
@@ -35,7 +35,7 @@ class ScopeContext:
     compute_capabilities: tuple = ()
     aliases: tuple = ()  # other names of the CPU family, e.g. EasyBuild's 'AArch64', 'POWER'
 
-    def applies(self, scope):
+    def applies(self, scope: object) -> bool:
         scope = str(scope)
         if scope in ('', self.cpu_family) or scope in self.aliases:
             return True
@@ -44,7 +44,7 @@ class ScopeContext:
         return '/' in scope and fnmatchcase(self.target, scope)
 
 
-def detect_target(cpu_family, environ=None):
+def detect_target(cpu_family: str, environ: Optional[Mapping[str, str]] = None) -> str:
     """$EESSI_SOFTWARE_SUBDIR when set, else family/vendor/microarchitecture from archspec, else family/generic."""
     environ = os.environ if environ is None else environ
     if environ.get('EESSI_SOFTWARE_SUBDIR'):
@@ -75,7 +75,7 @@ def detect_context(compute_capabilities: tuple = (), cpu_family: Optional[str] =
                         aliases)
 
 
-def excluded_tests(setting, context):
+def excluded_tests(setting: Any, context: ScopeContext) -> List[str]:
     """Test files to skip (run_test.py -x) for this context, in the easyconfig's order, without repeats."""
     result = []
     for scope, tests in (setting or {}).items():
@@ -98,25 +98,25 @@ class KnownFailure:
     limit: Optional[int] = None
 
     @property
-    def suite_pattern(self):
+    def suite_pattern(self) -> str:
         return self.pattern.split('::', 1)[0]
 
     @property
-    def test_pattern(self):
+    def test_pattern(self) -> Optional[str]:
         return self.pattern.split('::', 1)[1] if '::' in self.pattern else None
 
-    def covers_suite(self, suite):
+    def covers_suite(self, suite: str) -> bool:
         """True for a whole-suite entry naming this suite (it then covers a crash or signal too)."""
         return self.test_pattern is None and fnmatchcase(suite, self.suite_pattern)
 
-    def covers_test(self, suite, test_id):
+    def covers_test(self, suite: str, test_id: str) -> bool:
         if not fnmatchcase(suite, self.suite_pattern):
             return False
         pattern = self.test_pattern
         return pattern is None or fnmatchcase(test_id, pattern) or fnmatchcase(test_id.rsplit('.', 1)[-1], pattern)
 
 
-def known_failures(setting, context, source='known_test_failures'):
+def known_failures(setting: Any, context: ScopeContext, source: str = 'known_test_failures') -> List['KnownFailure']:
     """KnownFailure entries of the scopes that apply; entries are (pattern, reason) or {'test':..., 'reason':...}."""
     entries = []
     for scope, items in (setting or {}).items():
@@ -226,7 +226,7 @@ def _first(entries, predicate, used=None):
     return None
 
 
-def judge(result, policy):
+def judge(result: 'RunResult', policy: 'Policy') -> 'Verdict':
     """Apply policy to a RunResult; see Verdict."""
     known: List[KnownHit] = []
     unknown: List[Failure] = []

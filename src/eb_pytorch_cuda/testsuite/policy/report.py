@@ -25,7 +25,7 @@ def _failure_label(suite, test_id):
     return f'{suite}::{test_id}' if test_id else f'{suite} (unnamed failure)'
 
 
-def to_json(result, verdict, context=None):
+def to_json(result: RunResult, verdict: Verdict, context: Optional[ScopeContext] = None) -> dict:
     """Everything a maintainer or a script needs; holds at least failed_tests, failed_suites,
     terminated_suites and verdict, and reloads with `eb-pytorch-cuda report`."""
     data = {'format': RESULT_FORMAT, 'verdict': 'pass' if verdict.passed else 'fail', 'reasons': verdict.reasons,
@@ -55,7 +55,7 @@ def to_json(result, verdict, context=None):
     return data
 
 
-def to_text(result, verdict):
+def to_text(result: RunResult, verdict: Verdict) -> str:
     """The verdict and its reasons in one screen."""
     lines = []
     for suite in sorted(result.suites.values(), key=lambda s: s.name):
@@ -151,7 +151,7 @@ def suggestion_block(result: RunResult, verdict: Verdict, context: Optional[Scop
                      suggestion: Optional[str] = None) -> list:
     """Markdown lines: the known_test_failures entries that would make a failed run pass, in a collapsed block.
 
-    suggestion: text from testsuite.suggest.render (several runs merged); default: this run's own entries,
+    suggestion: text from policy.suggest.render (several runs merged); default: this run's own entries,
     scoped to its target.  Nothing for a passing run.
     """
     if verdict.passed:

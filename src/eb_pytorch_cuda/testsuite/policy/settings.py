@@ -121,14 +121,14 @@ class TestSettings:
                    cuda_compute_capabilities=tuple(value('cuda_compute_capabilities')),
                    cuda_device_tests=value('cuda_device_tests'))
 
-    def policy(self, context, default_budget: int = 0, source: str = 'known_test_failures') -> Policy:
+    def policy(self, context: ScopeContext, default_budget: int = 0, source: str = 'known_test_failures') -> Policy:
         """The failure policy in force in context (default_budget when max_failed_tests is not set)."""
         budget = default_budget if self.max_failed_tests is None else self.max_failed_tests
         return Policy(max_failed_tests=int(budget), known=known_failures(self.known_test_failures, context, source),
                       flaky_consumes_budget=self.flaky_failures_consume_budget,
                       allow_missing_failures=allowance(self.allow_missing_failures))
 
-    def excluded(self, context) -> list:
+    def excluded(self, context: ScopeContext) -> list:
         """run_test.py -x suites in force in context."""
         return excluded_tests(self.excluded_tests, context)
 
@@ -151,7 +151,7 @@ def _shown(value) -> str:
     return f'{value!r:.60}'
 
 
-def is_integer(value) -> bool:
+def is_integer(value: object) -> bool:
     """An int that is not a bool (True is an int to Python, not a count to an easyconfig)."""
     return isinstance(value, int) and not isinstance(value, bool)
 
@@ -177,7 +177,7 @@ def _range_problem(value, minimum: int, maximum: Optional[int]) -> Optional[str]
     return f'must be an integer >= {minimum}{upper}, got {_shown(value)}'
 
 
-def check_option(name: str, value, minimum: int, maximum: Optional[int] = None) -> None:
+def check_option(name: str, value: object, minimum: int, maximum: Optional[int] = None) -> None:
     """PluginError naming the option or parameter unless value is None or an integer in [minimum, maximum]."""
     problem = None if value is None else _range_problem(value, minimum, maximum)
     if problem:

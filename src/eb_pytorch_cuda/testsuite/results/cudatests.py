@@ -14,7 +14,7 @@ device-generic and are not counted: the count answers "did the device-generic CU
 import re
 from typing import Dict, Iterable, Optional, Tuple
 
-from eb_pytorch_cuda.testsuite.results.model import CUDA_COUNT_KEYS
+from eb_pytorch_cuda.testsuite.results.model import CUDA_COUNT_KEYS, RunResult
 
 _TESTCASE = re.compile(rb'<testcase\b')
 _CLASSNAME = re.compile(rb'\bclassname\s*=\s*"([^"]*)"')
@@ -84,7 +84,7 @@ def add_counts(total: Optional[Dict[str, int]], more: Optional[Dict[str, int]]) 
     return {key: (total or {}).get(key, 0) + (more or {}).get(key, 0) for key in CUDA_COUNT_KEYS}
 
 
-def cuda_totals(result) -> Optional[Dict[str, int]]:
+def cuda_totals(result: RunResult) -> Optional[Dict[str, int]]:
     """{ran, failed, skipped} over every suite of result (a results.model.RunResult) whose CUDA tests were
     counted; None where no suite's were (no XML report anywhere)."""
     total = None

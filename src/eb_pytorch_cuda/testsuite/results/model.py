@@ -1,7 +1,7 @@
 """The result model shared by the parsers, the policy and the reports (plain data, JSON round-trip)."""
 
 from dataclasses import asdict, dataclass, field
-from typing import Optional
+from typing import Any, Mapping, Optional
 
 # states of a test case, as the reports name them
 PASSED, FAILED, ERROR, SKIPPED, XFAILED, XPASSED = 'passed', 'failed', 'error', 'skipped', 'xfailed', 'xpassed'
@@ -53,10 +53,10 @@ class Suite:
     cuda_counts: Optional[dict] = None  # {CUDA_COUNT_KEYS: n} of its tests that ran on a CUDA device (None: unknown)
 
     @property
-    def failing_count(self):
+    def failing_count(self) -> int:
         return self.counts['failed'] + self.counts['errors']
 
-    def summary(self):
+    def summary(self) -> str:
         """'2 failed, 2065 passed, 14 skipped, 33 xfailed, 4 rerun' (zero counts left out, passed always shown)."""
         parts = [f"{self.counts[k]} {'errors' if k == 'errors' else k}" for k in COUNT_KEYS
                  if self.counts[k] or k == 'passed']
@@ -69,16 +69,16 @@ class RunResult:
 
     suites: dict = field(default_factory=dict)
 
-    def suite(self, name):
+    def suite(self, name: str) -> Suite:
         if name not in self.suites:
             self.suites[name] = Suite(name)
         return self.suites[name]
 
-    def to_dict(self):
+    def to_dict(self) -> dict:
         return {'suites': [asdict(suite) for suite in sorted(self.suites.values(), key=lambda s: s.name)]}
 
     @classmethod
-    def from_dict(cls, data):
+    def from_dict(cls, data: Mapping[str, Any]) -> 'RunResult':
         result = cls()
         for item in data['suites']:
             item = dict(item)

@@ -9,7 +9,7 @@ and failed tests; the log is compared with them, a difference becomes a note, an
 only one of the two shows still counts.
 """
 
-from typing import Optional
+from typing import List, Optional, Tuple
 
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite.results import grammar, reportdirs
@@ -22,7 +22,8 @@ from eb_pytorch_cuda.testsuite.results.seconds import NotSeconds, seconds_in_tex
 from eb_pytorch_cuda.testsuite.results.xmlparse import parse_report_files
 
 
-def report_files(test_dir: str, suite: str, attempt: Optional[Attempt] = None, with_variants: bool = False):
+def report_files(test_dir: str, suite: str, attempt: Optional[Attempt] = None, with_variants: bool = False
+                 ) -> List[str]:
     """The XML report files of suite: this attempt's own (results.reportdirs.Attempt; with_variants: and the
     harness's variant directories'), or, without an attempt, those in the harness's own places."""
     if attempt is not None:
@@ -30,7 +31,7 @@ def report_files(test_dir: str, suite: str, attempt: Optional[Attempt] = None, w
     return reportdirs.suite_report_files(test_dir, suite)
 
 
-def suite_reports(test_dir: str, suite: str, attempt: Optional[Attempt] = None):
+def suite_reports(test_dir: str, suite: str, attempt: Optional[Attempt] = None) -> Optional[Suite]:
     """The XML reports of suite (report_files: only this attempt's, when given), as a Suite or None."""
     files = report_files(test_dir, suite, attempt)
     if not files:
@@ -50,7 +51,7 @@ def remove_reports(test_dir: str, suite: str, piece: Optional[Piece] = None) -> 
     reportdirs.remove_suite_reports(test_dir, suite, runners)
 
 
-def summary_seconds(text: str, notes: Optional[list] = None):
+def summary_seconds(text: str, notes: Optional[list] = None) -> Optional[float]:
     """Seconds the suite's tests took by its own summaries (start-up excluded), None without any; a summary
     whose time is not one (results.seconds: `1.2.3`, 400 digits) is left out, with a note in notes."""
     times = []
@@ -96,8 +97,9 @@ def _combined(log, xml):
     return suite
 
 
-def build_outcome(suite: str, text: str, finished: bool, failed: bool, signal=None, timed_out=None,
-                  test_dir=None, piece=None, attempt: Optional[Attempt] = None):
+def build_outcome(suite: str, text: str, finished: bool, failed: bool, signal: Optional[str] = None,
+                  timed_out: Optional[str] = None, test_dir: Optional[str] = None, piece: Optional[Piece] = None,
+                  attempt: Optional[Attempt] = None) -> Tuple[Suite, Optional[int], List[str]]:
     """(Suite, exit_code, notes) of one suite, or of one piece of it (results.pieces.Piece: its shard of
     the log) read from its XML reports of this attempt (results.reportdirs.Attempt; None: the harness's places).
 

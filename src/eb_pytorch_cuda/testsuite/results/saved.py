@@ -14,7 +14,7 @@ those entries, so re-judging it applies the same rule.
 
 import json
 import os
-from typing import Optional
+from typing import Any, Iterable, NoReturn, Optional
 
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.inputs import read_bytes
@@ -71,7 +71,7 @@ def merge(primary: RunResult, secondary: RunResult) -> RunResult:
     return primary
 
 
-def mark_missing(result: RunResult, expected_suites) -> list:
+def mark_missing(result: RunResult, expected_suites: Iterable[str]) -> list:
     """Add every suite of expected_suites that has no outcome in result as SUITE_MISSING; return their names.
 
     expected_suites: suite names as run_test.py spells them ('dynamo/test_functions'), e.g. the list of
@@ -165,9 +165,9 @@ SUITE_KEYS = {'name', 'status', 'counts', 'failed_tests', 'signal', 'sources', '
               'cuda_counts'}
 
 
-def check_suite(path, where, suite):
+def check_suite(path: str, where: str, suite: Any) -> None:
     """PluginError (path: where...: problem) unless suite is a suite of the model's shape, as a saved result and
-    a results-store record (testsuite/suiterun) hold it."""
+    a results-store record (run/store, results/records) hold it."""
     if not isinstance(suite, dict):
         _refuse(path, where, 'must be an object')
     unknown = set(suite) - SUITE_KEYS
@@ -207,12 +207,12 @@ def check_suite(path, where, suite):
             _refuse(path, f'{where}.seconds', str(err))
 
 
-def no_constants(name):
+def no_constants(name: str) -> NoReturn:
     """json.loads parse_constant: NaN and Infinity are no number JSON allows (nor a count or a time)."""
     raise ValueError(f'{name} is not a number JSON allows')
 
 
-def validate_saved(path: str, data) -> None:
+def validate_saved(path: str, data: Any) -> None:
     """PluginError (one line, naming the file and the place) unless data is a saved result we wrote:
     the format tag, suites of the model's shape, known states, counts that are integers in range,
     finite non-negative seconds, unique suite names, at most MAX_DEPTH levels of nesting."""
@@ -244,7 +244,7 @@ def load_saved(path: str) -> RunResult:
     return RunResult.from_dict(data)
 
 
-def load_results(paths, parsed: Optional[dict] = None) -> RunResult:
+def load_results(paths: Iterable[str], parsed: Optional[dict] = None) -> RunResult:
     """One RunResult from any mix of run_test.py logs, XML report directories and saved JSON results;
     parsed: {log path: its RunResult} of logs a caller has already read (not read again)."""
     xml, logs, saved = RunResult(), [], []

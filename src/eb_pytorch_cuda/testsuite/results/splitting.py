@@ -17,7 +17,7 @@ A suite that none of these mentions has not finished.
 
 import os
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Callable, Optional, Sequence
 
 from eb_pytorch_cuda.testsuite.results import grammar
 
@@ -53,8 +53,8 @@ def _read(path):
         return ''
 
 
-def split_batch_output(text: str, suites, test_dir: str, inline_is_serial: bool = False, runs_of=None,
-                       full_log_means_passed: bool = False) -> dict:
+def split_batch_output(text: str, suites: Sequence[str], test_dir: str, inline_is_serial: bool = False,
+                       runs_of: Optional[Callable[[str], int]] = None, full_log_means_passed: bool = False) -> dict:
     """{suite: SuiteOutput} for each of suites, from one run_test.py output (text) run in test_dir.
 
     inline_is_serial: the harness prints suites inline one after another (no pool, no replayed logs), so

@@ -103,7 +103,7 @@ def case_times(paths: Iterable[str], prefix: str = '', notes: Optional[List[str]
     return times
 
 
-def kept_times(suite_seconds, paths: Iterable[str], prefix: str = '',
+def kept_times(suite_seconds: Optional[float], paths: Iterable[str], prefix: str = '',
                notes: Optional[List[str]] = None) -> Dict[str, float]:
     """The times a record keeps: case_times(paths, prefix, notes) for a suite of at least KEPT_FROM seconds,
     else none."""

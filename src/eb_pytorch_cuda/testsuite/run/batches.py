@@ -14,7 +14,7 @@ import os
 import subprocess
 import threading
 import time
-from typing import Optional
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 
@@ -26,13 +26,18 @@ from eb_pytorch_cuda.testsuite.results.testtimes import kept_times, node_prefix
 from eb_pytorch_cuda.testsuite.results.outcome import build_outcome, remove_reports, report_files
 from eb_pytorch_cuda.testsuite.results.records import StoreRecord
 from eb_pytorch_cuda.testsuite.results.reportdirs import Attempt
+from eb_pytorch_cuda.testsuite.run.command import TestCommand
+from eb_pytorch_cuda.testsuite.run.harness import Harness
+from eb_pytorch_cuda.testsuite.run.store import ResultStore
+
+Solo = Callable[[str, float], StoreRecord]  # solo(suite, timeout): run a suite alone, return its record
 
 OUTPUT_KEPT = 20000  # characters of a suite's output kept in the results file
 DEFAULT_BATCH_SIZE = 50  # suites per run_test.py call: ~4 s of start-up per 50 suites, resume granularity
 XML_VARIABLE = 'EASYBUILD_WRITE_PYTORCH_TEST_REPORTS'  # upstream EB_PyTorch's switch for XML reports
 
 
-def batch_options(harness, save_xml=True):
+def batch_options(harness: Harness, save_xml: bool = True) -> List[str]:
     """Options added to each batch call: keep going after a failed suite, per-suite logs, XML reports."""
     options = ['--continue-through-error']
     if harness.pipe_logs:
@@ -44,7 +49,7 @@ def batch_options(harness, save_xml=True):
     return options
 
 
-def xml_reports_safe(harness, command, env) -> bool:
+def xml_reports_safe(harness: Harness, command: TestCommand, env: Mapping[str, str]) -> bool:
     """Whether the suites can be asked for XML reports (--save-xml).  Under pytest they always can (pytest
     writes them); under unittest (a harness older than 2.1, or PYTORCH_TEST_DO_NOT_USE_PYTEST set)
     common_utils.run_tests imports xmlrunner on --save-xml, so every suite would die of an ImportError
@@ -65,13 +70,15 @@ def xml_reports_safe(harness, command, env) -> bool:
 _XMLRUNNER_FOUND: dict = {}  # (test command's program, its directory, environment) -> imports xmlrunner
 
 
-def call_options(harness, command, env, save_xml=True):
+def call_options(harness: Harness, command: TestCommand, env: Mapping[str, str], save_xml: bool = True
+                 ) -> List[str]:
     """The options of every run_test.py call of this command (a batch, a suite alone, a Slurm job's claim):
     batch_options, XML reports asked for where the suites can write them (xml_reports_safe)."""
     return batch_options(harness, save_xml and xml_reports_safe(harness, command, env))
 
 
-def batch_env(env, gpu=None, attempt: Optional[Attempt] = None):
+def batch_env(env: Mapping[str, str], gpu: Optional[str] = None, attempt: Optional[Attempt] = None
+              ) -> Dict[str, str]:
     """The suites' environment: XML reports on (into attempt's own directory, when given), the GPU."""
     env = dict(env)
     if attempt is not None:
@@ -87,7 +94,7 @@ WATCH_SECONDS = 5  # how often a running batch's started suites are checked agai
 
 
 def _stored(result, exit_code, notes, suite_seconds, batch_seconds, code, gpu, text, output_path) -> StoreRecord:
-    """The store's record of one suite of a batch (the form suiterun.run_suite gives a suite run alone)."""
+    """The store's record of one suite of a batch (the form solo.run_suite gives a suite run alone)."""
     return {'suite': asdict(result), 'exit_code': exit_code, 'seconds': suite_seconds, 'batch_seconds': batch_seconds,
             'batch_exit_code': code, 'gpu': gpu, 'notes': notes, 'output_tail': text[-OUTPUT_KEPT:],
             'output_file': output_path}
@@ -104,8 +111,11 @@ def _record(suite, out, seconds, code, gpu, output_path, test_dir, attempt):
     return record
 
 
-def run_batch(command, suites, timeout, output_path, env, options, gpu=None, harness=None, on_settled=None,
-              timeout_for=None):
+def run_batch(command: TestCommand, suites: Sequence[str], timeout: float, output_path: str,
+              env: Mapping[str, str], options: Sequence[str], gpu: Optional[str] = None,
+              harness: Optional[Harness] = None, on_settled: Optional[Callable[[str, StoreRecord], None]] = None,
+              timeout_for: Optional[Callable[[str], float]] = None
+              ) -> Tuple[dict, bool]:
     """Run suites in one run_test.py call.  on_settled(suite, record) is called as soon as the output says a
     suite's outcome is final (its `failed!` or `was successful` line; with a serial inline harness, the next
     suite's start), so it can be stored before the batch ends.  Returns ({suite: record or None when the
@@ -215,8 +225,11 @@ def run_batch(command, suites, timeout, output_path, env, options, gpu=None, har
     return records, killed
 
 
-def run_batch_to_the_end(command, batch, output_path, env, options, gpu, harness, timeout_for, report, amend,
-                         solo=None, progress=None):
+def run_batch_to_the_end(command: TestCommand, batch: Sequence[str], output_path: str, env: Mapping[str, str],
+                         options: Sequence[str], gpu: Optional[str], harness: Optional[Harness],
+                         timeout_for: Callable[[str], float], report: Callable[[str, StoreRecord], None],
+                         amend: Callable[[StoreRecord], None], solo: Optional[Solo] = None,
+                         progress: Optional[Callable[[str], None]] = None) -> None:
     """One batch, every suite of it accounted for: report(suite, record) as each settles; amend(record) when
     the batch's end corrected a record reported early (stored again: the last one counts); a suite the killed
     batch did not finish runs alone through solo(suite, timeout) and is reported then.  Shared by the serial
@@ -241,7 +254,8 @@ def run_batch_to_the_end(command, batch, output_path, env, options, gpu, harness
             report(suite, records[suite])
 
 
-def plan_batches(suites, must_serial, parallel, batch_size=DEFAULT_BATCH_SIZE):
+def plan_batches(suites: List[str], must_serial: Callable[[str], bool], parallel: int,
+                 batch_size: int = DEFAULT_BATCH_SIZE) -> List[Tuple[List[str], bool]]:
     """[(batch, runs alone)]: with parallel 1 one batch after another as run_test.py orders them itself;
     with parallel > 1 the non-serial suites in batches spread over the workers, then the serial ones alone."""
     size = max(1, batch_size)
@@ -272,8 +286,11 @@ def _overdue(text, outputs, settled, first_seen, timeout_for):
     return late
 
 
-def run_batches(command, suites, store, output_dir, env, timeout_for, harness, parallel=1, progress=None,
-                gpus=(), solo=None, batch_size=DEFAULT_BATCH_SIZE, save_xml=True):
+def run_batches(command: TestCommand, suites: Sequence[str], store: ResultStore, output_dir: str,
+                env: Mapping[str, str], timeout_for: Callable[[str], float], harness: Harness, parallel: int = 1,
+                progress: Optional[Callable[[str], None]] = None, gpus: Sequence[str] = (),
+                solo: Optional[Solo] = None, batch_size: int = DEFAULT_BATCH_SIZE, save_xml: bool = True
+                ) -> List[str]:
     """Run every suite not in store, in batches; store each record as its batch ends.  solo(suite, timeout)
     runs a suite its killed batch did not finish, alone.  Returns the list of suites run now."""
     done = store.load()

@@ -12,6 +12,7 @@ import os
 import re
 import shlex
 from dataclasses import dataclass, field
+from typing import Dict, Mapping, Optional, Sequence, Tuple
 
 from eb_pytorch_cuda.errors import PluginError
 
@@ -33,7 +34,7 @@ class TestCommand:
     argv: list = field(default_factory=list)
 
 
-def parse_runtest(runtest, start_dir, python, excluded=()):
+def parse_runtest(runtest: str, start_dir: str, python: str, excluded: Sequence[str] = ()) -> TestCommand:
     """TestCommand for runtest (templates %(python)s and %(excluded_tests)s resolved here)."""
     marker = '\0EXCLUDED\0'
     text = runtest.replace('%(python)s', python).replace('%(excluded_tests)s', f' {marker} ')
@@ -64,7 +65,7 @@ def parse_runtest(runtest, start_dir, python, excluded=()):
     return TestCommand(cwd, env, argv)
 
 
-def harness_environment(environ, command):
+def harness_environment(environ: Mapping[str, str], command: TestCommand) -> Dict[str, str]:
     """The environment the suites of command run in: environ (into which callers have merged the runtest
     line's assignments, then their own, e.g. the test installation's PYTHONPATH) without PyTorch's CI-mode
     switch, unless the runtest line sets it itself."""
@@ -73,7 +74,8 @@ def harness_environment(environ, command):
     return env
 
 
-def with_test_options(runtest, pretestopts='', testopts='', source='easyconfig'):
+def with_test_options(runtest: str, pretestopts: Optional[str] = '', testopts: Optional[str] = '',
+                      source: str = 'easyconfig') -> Tuple[str, Dict[str, str]]:
     """(runtest with testopts appended, {VAR: value} from pretestopts): as PythonPackage.test_step joins
     `pretestopts runtest testopts` into one shell line, without the shell.  pretestopts may hold only
     `export VAR=value &&` (or `;`) and `VAR=value` words: those set the test command's environment (the

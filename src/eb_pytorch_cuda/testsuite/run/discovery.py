@@ -17,10 +17,12 @@ import json
 import os
 import subprocess
 import tempfile
+from typing import List, Mapping, Optional, Sequence, Set, Tuple
 
 from eb_pytorch_cuda import process
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite.results import grammar
+from eb_pytorch_cuda.testsuite.run.command import TestCommand
 
 _PROBE = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'selection_probe.py')
 
@@ -78,7 +80,8 @@ def _cross_check(shown, names, printed):
                                  f"only selected: {' '.join(only_selected) or '-'}")
 
 
-def discover(command, env, timeout=3600):
+def discover(command: TestCommand, env: Mapping[str, str], timeout: float = 3600
+             ) -> Tuple[List[str], Optional[Set[str]]]:
     """(suites, serial set or None) of command's selection, asked of the harness itself (module docstring);
     PluginError naming the command and showing its stderr when the harness cannot answer, and when the
     selection is empty."""
@@ -128,7 +131,7 @@ def discover(command, env, timeout=3600):
     return names, (set(map(str, serial)) if serial is not None else None)
 
 
-def run_argv(argv, suites, extra=()):
+def run_argv(argv: Sequence[str], suites: Sequence[str], extra: Sequence[str] = ()) -> List[str]:
     """argv without its selection options, running exactly suites (`-i suite ...`), plus extra options."""
     kept, skipping = [], False
     for word in argv:

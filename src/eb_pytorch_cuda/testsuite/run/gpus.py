@@ -1,12 +1,12 @@
 """The GPUs the suites run on: how many to spread parallel batches over, and their compute capabilities."""
 
 import subprocess
-from typing import List, Optional
+from typing import List, Mapping, Optional
 
 from eb_pytorch_cuda.testsuite.policy.judging import is_compute_capability
 
 
-def visible_devices(env) -> Optional[List[str]]:
+def visible_devices(env: Mapping[str, str]) -> Optional[List[str]]:
     """CUDA_VISIBLE_DEVICES as CUDA reads it: None where it is unset (every GPU), else its entries up to the first
     that names no device (an index, GPU-<uuid>, MIG-<uuid>): set empty, or to -1, it is [] and CUDA sees no GPU."""
     value = env.get('CUDA_VISIBLE_DEVICES')
@@ -20,7 +20,7 @@ def visible_devices(env) -> Optional[List[str]]:
     return entries
 
 
-def gpu_count(env):
+def gpu_count(env: Mapping[str, str]) -> List[str]:
     """GPUs to spread parallel suites over: CUDA_VISIBLE_DEVICES's devices if set (set empty: none), else
     nvidia-smi -L."""
     visible = visible_devices(env)
@@ -33,13 +33,13 @@ def gpu_count(env):
     return [str(i) for i, line in enumerate(listing.splitlines()) if line.startswith('GPU ')]
 
 
-def slot_gpus(env, slots: int) -> list:
+def slot_gpus(env: Mapping[str, str], slots: int) -> list:
     """The GPUs `slots` suites at a time are spread over (gpu_count), none when one runs at a time (it sees
     every GPU): the rule of the serial step's parallel batches and of each Slurm job's slots."""
     return gpu_count(env) if slots > 1 else []
 
 
-def gpu_compute_capabilities(env) -> tuple:
+def gpu_compute_capabilities(env: Mapping[str, str]) -> tuple:
     """Compute capabilities ('8.0', '9.0', sorted, once each) of the GPUs the suites will run on, from
     `nvidia-smi --query-gpu=index,compute_cap` (CUDA_VISIBLE_DEVICES applied when it lists indices); ()
     where no GPU can be seen.  Known failures scoped to a compute capability were seen on that hardware,

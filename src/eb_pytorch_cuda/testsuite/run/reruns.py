@@ -3,17 +3,19 @@
 import errno
 import subprocess
 import tempfile
+from typing import Callable, List, Mapping, Optional, Tuple
 
 from eb_pytorch_cuda import process
 from eb_pytorch_cuda.testsuite.run import batches, discovery
-from eb_pytorch_cuda.testsuite.run.harness import harness_of
-from eb_pytorch_cuda.testsuite.results.model import UNJUDGEABLE
+from eb_pytorch_cuda.testsuite.run.command import TestCommand
+from eb_pytorch_cuda.testsuite.run.harness import Harness, harness_of
+from eb_pytorch_cuda.testsuite.results.model import UNJUDGEABLE, RunResult
 
 
 SHOWN_ID = 200  # characters of a test id in a progress line
 
 
-def rerun_argv(command, python, suite, test_id, harness):
+def rerun_argv(command: TestCommand, python: str, suite: str, test_id: Optional[str], harness: Harness) -> List[str]:
     """The command that reruns exactly one test: `python -bb <suite>.py Class.test_method` (unittest's exact
     id; `-k` would also run every test whose name contains it); the whole suite through run_test.py (so its
     custom handler's environment applies) when the test is not named by class and method, or the suite has a
@@ -23,7 +25,8 @@ def rerun_argv(command, python, suite, test_id, harness):
     return discovery.run_argv(command.argv, [suite], ['--continue-through-error'])
 
 
-def rerun_isolated(command, python, suite, test_id, harness, env, timeout=3600):
+def rerun_isolated(command: TestCommand, python: str, suite: str, test_id: Optional[str], harness: Harness,
+                   env: Mapping[str, str], timeout: float = 3600) -> Tuple[Optional[bool], str]:
     """Rerun one failed test (or its whole suite) alone, in its own process group killed at the timeout;
     return (passed, output), passed None when it could not be rerun (output then says why)."""
     argv = rerun_argv(command, python, suite, test_id, harness)
@@ -43,7 +46,8 @@ def rerun_isolated(command, python, suite, test_id, harness, env, timeout=3600):
         return code == 0, output.read()
 
 
-def apply_reruns(result, times, rerun):
+def apply_reruns(result: RunResult, times: int, rerun: Callable[[str, Optional[str]], Tuple[Optional[bool], str]]
+                 ) -> List[Tuple[str, Optional[str], Optional[str]]]:
     """Rerun each failed test (or its suite when names are missing) up to `times` times, in isolation.
 
     rerun(suite, test_id or None) -> (passed, output), passed None when it cannot be rerun.  Sets
@@ -75,7 +79,9 @@ def _outcome(rerun, suite, test_id, times):
     return 'reproducible', 'reproducible'
 
 
-def rerun_failures(result, command, python, env, reruns, timeout_of, progress, harness=None):
+def rerun_failures(result: RunResult, command: TestCommand, python: str, env: Mapping[str, str], reruns: int,
+                   timeout_of: Callable[[str], float], progress: Callable[[str], None],
+                   harness: Optional[Harness] = None) -> None:
     """Rerun each failed test of result alone (exact test id, the suite's handler environment), up to
     `reruns` times, marking it flaky or reproducible; shared by the serial, batched and Slurm-spread runs."""
     harness = harness or harness_of(command.cwd)
@@ -85,5 +91,5 @@ def rerun_failures(result, command, python, env, reruns, timeout_of, progress, h
     for suite, test, outcome in apply_reruns(
             result, reruns, lambda suite, test: rerun_isolated(command, python, suite, test, harness,
                                                                rerun_env, timeout=timeout_of(suite))):
-        shown = test if not test or len(test) <= SHOWN_ID else f'{test[:SHOWN_ID]}... ({len(test)} characters)'
+        shown = '' if not test else test if len(test) <= SHOWN_ID else f'{test[:SHOWN_ID]}... ({len(test)} characters)'
         progress(f"rerun of {suite}{'::' + shown if test else ''}: {outcome}")

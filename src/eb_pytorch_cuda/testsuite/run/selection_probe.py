@@ -1,15 +1,16 @@
 """Run inside the test Python, in the suites' directory and environment: ask run_test.py which suites it runs.
 
-This file's text is run as `python -c TEXT OUT RUN_TEST_PY ARGS...` (so that no directory of the plugin, whose
-testsuite/queue.py would shadow the standard library's, is on sys.path), never imported by the plugin:
-it imports the harness's own `run_test` module (which imports torch and the tree's tools/) and runs the
-harness's own `main()` with `--dry-run`, recording what its own selection returns: `get_selected_tests(options)`
-on the options of its own `parse_args()` (every run_test.py from 1.x to 2.9 has both; 2.1's parse_args cannot
-be called twice in one process: `argument -h/--help: conflicting option strings`, so main() is the one
-caller) and, with `--shard`, `do_sharding()` (2.1 and later shard in main(), 2.0 in get_selected_tests), so the
-shard is the harness's own answer (its test-times file, its round robin); then its `must_serial(name)` for each
-suite.  The dry run also captures what the harness prints (2.0's `Selected tests:` with --verbose, 2.6's
-batches; 2.1 prints nothing), which the plugin compares with the selection.
+This file's text is run as `python -c TEXT OUT RUN_TEST_PY ARGS...` (so that no directory of the plugin is on
+sys.path, where a module of a standard library's name, as spread/workqueue.py once was queue.py, would shadow
+the standard library's), never imported by the plugin: it imports the harness's own `run_test` module (which
+imports torch and the tree's tools/) and runs the harness's own `main()` with `--dry-run`, recording what its
+own selection returns: `get_selected_tests(options)` on the options of its own `parse_args()` (every run_test.py
+from 1.x to 2.9 has both; 2.1's parse_args cannot be called twice in one process: `argument -h/--help:
+conflicting option strings`, so main() is the one caller) and, with `--shard`, `do_sharding()` (2.1 and later
+shard in main(), 2.0 in get_selected_tests), so the shard is the harness's own answer (its test-times file, its
+round robin); then its `must_serial(name)` for each suite.  The dry run also captures what the harness prints
+(2.0's `Selected tests:` with --verbose, 2.6's batches; 2.1 prints nothing), which the plugin compares with the
+selection.
 
 Written to OUT as JSON: {"suites": [...], "serial": [...] or null, "printed": "...", "main_exit": int or null,
 "main_error": str or null}.  Standard library only: it runs in whatever Python the suites run in.
@@ -52,7 +53,7 @@ def _recorder(run_test, name, calls):
     setattr(run_test, name, recording)
 
 
-def main():
+def main() -> None:
     out, script, argv = sys.argv[1], sys.argv[2], sys.argv[3:]  # sys.argv[0] is '-c'
     sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
     # common_utils builds its parser with add_help only when `"run_test.py" in __main__.__file__` is false,

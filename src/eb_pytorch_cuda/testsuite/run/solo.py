@@ -11,6 +11,7 @@ import os
 import subprocess
 import time
 from dataclasses import asdict
+from typing import Callable, List, Mapping, Optional, Sequence, Tuple
 
 from eb_pytorch_cuda import process
 from eb_pytorch_cuda.testsuite.run import batches
@@ -19,18 +20,21 @@ from eb_pytorch_cuda.testsuite.results import grammar
 from eb_pytorch_cuda.testsuite.run.gpus import slot_gpus
 from eb_pytorch_cuda.testsuite.results.splitting import split_batch_output
 from eb_pytorch_cuda.testsuite.run.command import harness_environment
-from eb_pytorch_cuda.testsuite.run.harness import harness_of
-from eb_pytorch_cuda.testsuite.results.model import SUITE_INCOMPLETE
+from eb_pytorch_cuda.testsuite.run.command import TestCommand
+from eb_pytorch_cuda.testsuite.run.harness import Harness, harness_of
+from eb_pytorch_cuda.testsuite.run.store import ResultStore
+from eb_pytorch_cuda.testsuite.results.model import SUITE_INCOMPLETE, RunResult
 from eb_pytorch_cuda.testsuite.results.outcome import build_outcome, remove_reports, report_files
 from eb_pytorch_cuda.testsuite.results.testtimes import KEPT_FROM, kept_times, node_prefix
-from eb_pytorch_cuda.testsuite.results.pieces import mark
+from eb_pytorch_cuda.testsuite.results.pieces import Piece, mark
 from eb_pytorch_cuda.testsuite.results.records import StoreRecord
 from eb_pytorch_cuda.testsuite.results.reportdirs import Attempt
 
 OUTPUT_KEPT = batches.OUTPUT_KEPT
 
 
-def run_suite(command, suite, timeout, output_dir, env, gpu=None, piece=None):
+def run_suite(command: TestCommand, suite: str, timeout: float, output_dir: str, env: Mapping[str, str],
+              gpu: Optional[str] = None, piece: Optional[Piece] = None) -> StoreRecord:
     """Run one suite alone (`run_test.py -i suite`) in its own process group; return its record.  piece
     (results.pieces.Piece, not whole): run only that pytest shard of suite, the way the harness runs its own
     (`--shard i k` over a times file that splits suite into k: run/piece_times); its XML reports go to a
@@ -75,11 +79,13 @@ def run_suite(command, suite, timeout, output_dir, env, gpu=None, piece=None):
     return mark(record, piece) if piece else record
 
 
-def run_all(command, suites, store, output_dir, env, timeout_for, parallel=1, progress=None, harness=None,
-            batch_size=batches.DEFAULT_BATCH_SIZE):
+def run_all(command: TestCommand, suites: Sequence[str], store: ResultStore, output_dir: str,
+            env: Mapping[str, str], timeout_for: Callable[[str], float], parallel: int = 1,
+            progress: Optional[Callable[[str], None]] = None, harness: Optional[Harness] = None,
+            batch_size: int = batches.DEFAULT_BATCH_SIZE) -> Tuple[RunResult, List[str]]:
     """Run every suite not already in the store, in batches; return (RunResult of all, [suites run now])."""
     harness = harness or harness_of(command.cwd)
-    env = harness_environment(env, command)  # also for callers other than step.run_suites
+    env = harness_environment(env, command)  # also for callers other than service.run_suites
     gpus = slot_gpus(env, parallel)
     todo = batches.run_batches(command, suites, store, output_dir, env, timeout_for, harness, parallel, progress,
                                gpus, solo=lambda suite, timeout: run_suite(command, suite, timeout, output_dir, env),

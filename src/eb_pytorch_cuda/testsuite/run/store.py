@@ -14,7 +14,7 @@ import os
 import shutil
 import stat
 import threading
-from typing import Dict, Optional, Tuple, cast
+from typing import Callable, Dict, List, Iterator, Optional, Sequence, Tuple, cast
 
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.inputs import file_kind, read_bytes, write_atomically
@@ -36,10 +36,10 @@ class ResultStore:
     traceback, and its suite is simply run again.  One run at a time per store: exclusive() (flock).
     """
 
-    def __init__(self, path, fingerprint, notice=None):
+    def __init__(self, path: str, fingerprint: str, notice: Optional[Callable[[str], None]] = None):
         self.path, self.fingerprint = path, fingerprint
         self.notice = notice  # called with each note on a set-aside line, once per line; None: kept only
-        self.set_aside = []  # those notes, in the order found
+        self.set_aside: List[str] = []  # those notes, in the order found
         self._lock = threading.Lock()
         os.makedirs(os.path.dirname(path), exist_ok=True)
 
@@ -71,7 +71,7 @@ class ResultStore:
             self._set_aside(len(lines) + 1, f'unterminated last line of {len(torn)} bytes (a write cut short)')
         return records
 
-    def result(self, suites):
+    def result(self, suites: Sequence[str]) -> RunResult:
         """RunResult of the stored outcomes of suites, in their order; a suite with none is marked missing,
         so it fails the verdict and never passes (the serial, batched and Slurm-spread runs alike).  A suite
         run as pieces is the merge of its pieces once all are stored (results.pieces.with_merged)."""
@@ -103,11 +103,11 @@ class ResultStore:
                 os.close(fd)
 
     @property
-    def lock_path(self):
+    def lock_path(self) -> str:
         return self.path + '.lock'
 
     @contextlib.contextmanager
-    def exclusive(self):
+    def exclusive(self) -> Iterator['ResultStore']:
         """Hold this store's lock (flock on <path>.lock, released when the run ends or dies) for a run;
         PluginError naming the results directory when another run holds it: two runs on one store would
         both run every suite and count each other's XML reports."""
@@ -139,20 +139,20 @@ class ResultStore:
             os.close(fd)  # releases the flock
 
     @property
-    def final_path(self):
+    def final_path(self) -> str:
         return self.path + '.final.json'
 
     @property
-    def cache_dir(self):
+    def cache_dir(self) -> str:
         """Where the tested installation of a run whose only problem was the verdict is kept."""
         return self.path + '.install'
 
-    def save_final(self, result):
+    def save_final(self, result: RunResult) -> None:
         """The complete, rerun-classified result of this build, for a later re-judging."""
         write_atomically(self.final_path, json.dumps({'fingerprint': self.fingerprint, **result.to_dict()},
                                                      allow_nan=False))
 
-    def load_final(self):
+    def load_final(self) -> Optional[RunResult]:
         """The kept complete result of this build (save_final), None when there is none or it is another
         build's; PluginError naming the file when it is not one save_final wrote (a directory, invalid JSON, a
         key we never write, `suites: 5`): before, a traceback out of RunResult.from_dict."""
@@ -174,7 +174,7 @@ class ResultStore:
             check_suite(path, f'suites[{index}]', suite)
         return RunResult.from_dict(data) if data['fingerprint'] == self.fingerprint else None
 
-    def remove(self):
+    def remove(self) -> None:
         for path in (self.path, self.final_path, self.path + '.children'):
             if os.path.lexists(path):
                 try:

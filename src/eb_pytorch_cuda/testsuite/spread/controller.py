@@ -1,23 +1,19 @@
-"""One build's test suites spread over N Slurm jobs: the test step's alternative to solo.run_all.
+"""One build's test suites spread over N Slurm jobs: what service.run_suites runs when jobs > 1, instead of
+the batched run here (run/solo.run_all).
 
-The 8-167 hour test step of a PyTorch build runs its ~1,000 suites independently; here N jobs take them
-from a shared queue (queue.SuiteQueue: longest expected first, claims of dead jobs go back), each runs
-them with the same per-suite runner, timeouts and GPU pinning (worker.py), and this side waits, prints
-progress, replaces dead jobs, and copies each outcome into the build's ResultStore as it arrives.  The
-outcome is a RunResult built exactly as a serial run builds it, so the verdict and the report are the
-same; a rerun after a killed `eb` resumes from the store (and cancels the jobs the killed `eb` left).
+run_spread refuses a node-local path the jobs need (the results and test directories, the output directory,
+the tested installation: slurm.refuse_node_local), discovers the suites unless given, cancels the jobs a
+killed previous run left, cuts suites expected to take long into pieces (results/pieces, run/piece_times),
+writes the queue's spec and its suites longest expected first (workqueue.SuiteQueue), starts the jobs
+(slurm.JobPool; each runs spread/worker.py), and waits (_wait): it copies each outcome into the build's
+ResultStore as it arrives, records a suite whose jobs all died max_attempts times as never finished, marks
+the jobs that left Slurm dead (their claims go back to the queue), submits replacements while unclaimed suites
+outnumber the live jobs' capacity, and prints progress on change.  The outcome
+is the store's RunResult, as a serial run's is, so the verdict and the report are the same; failures are
+then rerun here (run/reruns).  A rerun after a killed `eb` resumes from the store.
 
-How the callers use it (EasyBuild-free; the easyblock and the CLI only pass their facts):
-
-- easyblock test_step, when `test_suite_jobs` > 1: make the test installation under a shared path
-  (`tempfile.mkdtemp(dir=self.builddir)` instead of the node-local default), then call
-  `run_spread(command, env, store, output_dir, python, timeouts, jobs=self.cfg['test_suite_jobs'],
-  parallel=self.cfg['parallel_test_suites'], reruns=self.cfg['rerun_failed_tests'],
-  tested_installation=prefix, previous_seconds=<suite_seconds of the previous results JSON>,
-  progress=lambda m: print_msg(m, log=self.log))` where it now calls service.run_suites, with the same
-  arguments; everything after it (keep_if_only_the_verdict_failed, _judge) is unchanged, and
-  `remove_queue(store)` goes next to `store.remove()`.
-- `eb-pytorch-cuda test-suite ... --jobs N`: the same call with the command's own facts.
+The callers (the easyblock's test step with test_suite_jobs > 1, `eb-pytorch-cuda test-suite --jobs N`)
+reach it through service.run_suites; service.finish calls remove_queue.
 """
 
 import os
@@ -78,7 +74,7 @@ def run_spread(command, env: dict, store: ResultStore, output_dir: str, python: 
                previous_test_seconds: Optional[Dict[str, Dict[str, float]]] = None) -> RunResult:
     """Run every suite not yet in store on `jobs` Slurm jobs, then rerun failures here; return the RunResult.
 
-    command: suiterun's TestCommand (cwd, argv); env: the full test environment; timeouts: {suite: s, '': s};
+    command: run.command.TestCommand (cwd, argv); env: the full test environment; timeouts: {suite: s, '': s};
     parallel: suites at a time inside each job (over its GPUs); slurm_settings: see slurm.job_options;
     stale_after: seconds without a heartbeat before a worker counts as dead; max_attempts: claims of a suite
     whose jobs all died before it is recorded as never finished (judged like a crashed suite);

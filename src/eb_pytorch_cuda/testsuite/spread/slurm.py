@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Mapping, Optional, Set
 
 from eb_pytorch_cuda.errors import PluginError
+from eb_pytorch_cuda.testsuite.spread.workqueue import SuiteQueue
 
 ENV_PREFIX = 'EB_PYTORCH_CUDA_SLURM_'
 SHARED_PATHS_VARIABLE = 'EB_PYTORCH_CUDA_SHARED_PATHS'
@@ -190,7 +191,8 @@ class JobPool:
     The ids are kept in <queue>/jobs so that a rerun after a killed `eb` can cancel the jobs it left.
     """
 
-    def __init__(self, queue, options: JobOptions, python: str, jobs: int, max_replacements: Optional[int] = None):
+    def __init__(self, queue: SuiteQueue, options: JobOptions, python: str, jobs: int,
+                 max_replacements: Optional[int] = None):
         self.queue, self.options, self.jobs = queue, options, max(1, int(jobs))
         self.max_replacements = 2 * self.jobs + 2 if max_replacements is None else max_replacements
         self.script = write_batch_script(queue.path('worker-job.py'), python)

@@ -1,7 +1,7 @@
 """What each Slurm job of a spread test step runs: `python -m eb_pytorch_cuda.testsuite.spread.worker QUEUE_DIR`.
 
-It takes suites from the shared queue (queue.SuiteQueue) until none is left and runs them with the
-same runner as a serial test step: several at a time through one run_test.py call (batchrun: its own
+It takes suites from the shared queue (workqueue.SuiteQueue) until none is left and runs them with the
+same runner as a serial test step: several at a time through one run_test.py call (run/batches: its own
 pool and handlers, each suite's own timeout, a process group pinned to one of the job's GPUs; about 4 s
 of start-up saved per suite), a claim holding as many suites as add up to CLAIM_SECONDS of expected
 time (previous installation's times; UNKNOWN_SECONDS for a suite without one), and at most
@@ -23,7 +23,7 @@ import sys
 import threading
 import traceback
 from contextlib import contextmanager
-from typing import Dict, Mapping, Optional
+from typing import Callable, Dict, Iterator, List, Mapping, Optional
 
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite.results.pieces import SEPARATOR, Piece
@@ -51,14 +51,14 @@ def _timeout_of(spec: QueueSpec):
 
 def run_one(spec: QueueSpec, key: str, env: dict, gpu: Optional[str]) -> StoreRecord:
     """Run `key` (a suite, or a piece of one: results.pieces) alone as spec describes; return its record
-    (suiterun's form, labelled with its piece)."""
+    (solo.run_suite's form, labelled with its piece)."""
     command = TestCommand(spec['cwd'], {}, list(spec['argv']))
     piece = Piece.parse(key)
     return solo.run_suite(command, piece.suite, _timeout_of(spec)(key), spec['output_dir'], env, gpu, piece)
 
 
 def run_together(spec: QueueSpec, suites: list, env: dict, gpu: Optional[str], output_path: str,
-                 log) -> Dict[str, StoreRecord]:
+                 log: Callable[..., None]) -> Dict[str, StoreRecord]:
     """Run suites in one run_test.py call as spec describes (a suite its killed batch did not finish runs
     alone after it); return {suite: final record}."""
     command = TestCommand(spec['cwd'], {}, list(spec['argv']))
@@ -113,7 +113,7 @@ class SerialGate:
             self._changed.wait_for(lambda: not self._alone)
 
     @contextmanager
-    def hold(self, alone: bool):
+    def hold(self, alone: bool) -> Iterator[None]:
         with self._changed:
             self._changed.wait_for(lambda: not self._alone)
             if alone:
@@ -138,7 +138,7 @@ def job_environment(spec: QueueSpec, own: Mapping[str, str]) -> dict:
     return env
 
 
-def work(queue_dir: str, worker: Optional[str] = None, log=print) -> int:
+def work(queue_dir: str, worker: Optional[str] = None, log: Callable[..., None] = print) -> int:
     """Claim and run suites until none is left; return how many this worker ran."""
     queue = SuiteQueue(queue_dir)
     spec = queue.job_spec
@@ -235,7 +235,7 @@ def work(queue_dir: str, worker: Optional[str] = None, log=print) -> int:
     return ran[0]
 
 
-def main(argv=None) -> int:
+def main(argv: Optional[List[str]] = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 1:
         print('usage: python -m eb_pytorch_cuda.testsuite.spread.worker QUEUE_DIR', file=sys.stderr)

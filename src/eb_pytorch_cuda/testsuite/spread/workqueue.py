@@ -12,7 +12,7 @@ file-system operation:
 - `workers/<worker>`: the worker's heartbeat, touched every few seconds;
 - `dead/<job id>`: written by the submitting side once a job has left Slurm's queue;
 - `done/<suite>`: the suite's outcome is stored; `results/<worker>.jsonl`: the outcomes, one
-  `suiterun.ResultStore` per worker (concurrent appends to one file from several NFS clients can tear).
+  `run.store.ResultStore` file per worker (concurrent appends to one file from several NFS clients can tear).
 
 A claim whose worker is dead (its job has a `dead/` marker, or its heartbeat is older than
 `stale_after` seconds, measured against the shared file system's clock, not the local one) no longer

@@ -1,4 +1,8 @@
-"""Per-suite runs: discovery, the results store surviving a torn write, timeouts killing the process group."""
+"""testsuite/run/, running suites here: discovery, solo and batches (read through results/outcome), the results
+store surviving a torn write, timeouts killing the process group, the suites' environment (run/command).
+
+(Named test_suiterun.py before issue 34, after a module that no longer exists.)
+"""
 
 import json
 import os
