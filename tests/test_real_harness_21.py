@@ -354,3 +354,16 @@ def test_a_gpu_seen_with_a_cuda_torch_runs_the_cuda_mode_and_zero_cuda_tests_fai
                             env=dict(env, CUDA_VISIBLE_DEVICES=''))
     assert hidden.returncode == 2 and not (tmp_path / 'hidden' / 'results.jsonl').exists(), hidden.stderr
     assert 'cuda_device_tests: is True, but the test step cannot run CUDA tests here: no GPU seen' in hidden.stderr
+
+
+def test_a_python_whose_torch_does_not_import_is_refused_and_leaves_no_results_directory(tree, tmp_path):
+    """Issue 35: the harness's own dry run fails (EasyBuild's venv has no torch): exit 2 in one line naming the
+    command, and the results directory this call would have made is not left behind with a lock in it."""
+    results = tmp_path / 'results'
+    done = subprocess.run([_cli(), 'test-suite', str(tree), '--python', sys.executable, '--runtest',
+                           'cd test && %(python)s run_test.py -i test_type_info', '--results', str(results)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    errors = [line for line in done.stderr.splitlines() if line.startswith('eb-pytorch-cuda: error:')]
+    assert len(errors) == 1 and 'run_test.py' in errors[0] and 'Traceback' not in done.stderr, done.stderr
+    assert not results.exists()

@@ -435,9 +435,17 @@ def test_source_tree(source: str, python: str, results_dir: str, settings: TestS
     check_inputs(source, python)
     discovery.check_command(command)  # every refusal of the inputs before anything is created
     python = os.path.abspath(python)
+    created = not os.path.lexists(results_dir)
     make_results_dir(results_dir)
     store = store_for(results_dir, source, python, command.argv, command.env)
     env = dict(os.environ, **command.env)
-    return run_and_judge(command, env, store, os.path.join(results_dir, 'output'), python, settings, policy,
-                         context, os.path.join(results_dir, RESULTS_JSON), progress=progress, batch_size=batch_size,
-                         device_tests=device_tests)
+    try:
+        return run_and_judge(command, env, store, os.path.join(results_dir, 'output'), python, settings, policy,
+                             context, os.path.join(results_dir, RESULTS_JSON), progress=progress,
+                             batch_size=batch_size, device_tests=device_tests)
+    except PluginError:
+        # refused before any suite was stored (the harness's own dry run failed: a torch that does not import):
+        # the directory this call made, with only its lock and registry in it, goes again
+        if created and not os.path.exists(store.path):
+            shutil.rmtree(results_dir, ignore_errors=True)
+        raise
