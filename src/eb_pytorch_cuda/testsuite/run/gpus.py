@@ -39,26 +39,31 @@ def slot_gpus(env: Mapping[str, str], slots: int) -> list:
     return gpu_count(env) if slots > 1 else []
 
 
-def gpu_compute_capabilities(env: Mapping[str, str]) -> tuple:
-    """Compute capabilities ('8.0', '9.0', sorted, once each) of the GPUs the suites will run on, from
-    `nvidia-smi --query-gpu=index,compute_cap` (CUDA_VISIBLE_DEVICES applied when it lists indices); ()
-    where no GPU can be seen.  Known failures scoped to a compute capability were seen on that hardware,
-    so they apply to where the tests run, not to what the build was compiled for."""
+def query_gpus(env: Mapping[str, str], field: str) -> List[str]:
+    """`field` of each GPU the suites will run on, from `nvidia-smi --query-gpu=index,FIELD` (CUDA_VISIBLE_DEVICES
+    applied when it lists indices; set empty, none); [] where no GPU can be seen.  The one reader of nvidia-smi's
+    per-GPU answers (compute capabilities for the policy, memory for run/node)."""
     visible = visible_devices(env)
     if visible == []:
-        return ()  # CUDA sees no device, and neither may the policy
+        return []  # CUDA sees no device, and neither may anything that asks here
     try:
-        listing = subprocess.run(['nvidia-smi', '--query-gpu=index,compute_cap', '--format=csv,noheader'],
+        listing = subprocess.run(['nvidia-smi', f'--query-gpu=index,{field}', '--format=csv,noheader,nounits'],
                                  capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.SubprocessError):
-        return ()
+        return []
     if listing.returncode != 0:
-        return ()
-    visible = visible or []
-    found = set()
+        return []
+    by_index = visible is not None and all(v.isdigit() for v in visible)
+    found = []
     for line in listing.stdout.splitlines():
-        index, _, capability = (part.strip() for part in line.partition(','))
-        if is_compute_capability(capability) and (not visible or not all(v.isdigit() for v in visible)
-                                                  or index in visible):
-            found.add(capability)
-    return tuple(sorted(found))
+        index, _, value = (part.strip() for part in line.partition(','))
+        if not by_index or index in (visible or []):
+            found.append(value)
+    return found
+
+
+def gpu_compute_capabilities(env: Mapping[str, str]) -> tuple:
+    """Compute capabilities ('8.0', '9.0', sorted, once each) of the GPUs the suites will run on (query_gpus);
+    () where no GPU can be seen.  Known failures scoped to a compute capability were seen on that hardware, so
+    they apply to where the tests run, not to what the build was compiled for."""
+    return tuple(sorted({value for value in query_gpus(env, 'compute_cap') if is_compute_capability(value)}))

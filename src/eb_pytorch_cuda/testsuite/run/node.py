@@ -13,11 +13,10 @@ per batch are a first rule, to be checked by the H200 benchmarks (docs/benchmark
 """
 
 import os
-import subprocess
 from dataclasses import dataclass
 from typing import Mapping, Optional, Sequence
 
-from eb_pytorch_cuda.testsuite.run.gpus import visible_devices
+from eb_pytorch_cuda.testsuite.run.gpus import query_gpus
 
 CPUS_PER_BATCH = 2
 GIB_PER_BATCH = 4
@@ -62,23 +61,9 @@ def available_gib(meminfo: str = '/proc/meminfo') -> Optional[float]:
 
 
 def gpu_memory_gib(env: Mapping[str, str]) -> Sequence[float]:
-    """Total memory (GiB) of each GPU the suites run on (nvidia-smi; CUDA_VISIBLE_DEVICES honoured); () where none
-    is seen."""
-    visible = visible_devices(env)
-    if visible == []:
-        return ()
-    try:
-        listing = subprocess.run(['nvidia-smi', '--query-gpu=index,memory.total', '--format=csv,noheader,nounits'],
-                                 capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.SubprocessError):
-        return ()
-    if listing.returncode != 0:
-        return ()
+    """Total memory (GiB) of each GPU the suites run on (run.gpus.query_gpus); () where none is seen."""
     found = []
-    for line in listing.stdout.splitlines():
-        index, _, mib = (part.strip() for part in line.partition(','))
-        if visible and all(v.isdigit() for v in visible) and index not in visible:
-            continue
+    for mib in query_gpus(env, 'memory.total'):
         try:
             found.append(float(mib) / 1024)
         except ValueError:
