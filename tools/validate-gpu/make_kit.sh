@@ -3,7 +3,7 @@
 # wheels for its Python 3.12, Debian's Lmod .debs, a harness tree (Debian 2.6.0's run_test.py, tools/ and the
 # cuDNN suites, upstream's pytest.ini, the shared nn/test_convolution.py) and this package's own wheel.
 # Run from the repository root after tools/setup.sh (the harness comes from .venvs/pytorch-src); .gpu/ stays
-# git-ignored (echo /.gpu/ >> .git/info/exclude) and is carried with run(carry=[".gpu"]).  About 12 MB.
+# git-ignored (.gitignore) and is carried with run(carry=[".gpu"]).  About 12 MB.
 # NOT in the kit, on purpose: unittest-xml-reporting (with xmlrunner importable, upstream EB_PyTorch's configure
 # step patches torch/testing/_internal/common_utils.py, which a binary harness tree lacks: eb fails; measured on
 # the H200 2026-12-02), torch, numpy, nvidia-* (the machine's own).
