@@ -166,18 +166,17 @@ def _test_suite_command(args: argparse.Namespace, excluded, progress):
     and testopts (as the test step runs it), else the default."""
     from eb_pytorch_cuda.eb import ecpolicy
     from eb_pytorch_cuda.testsuite import service
-    from eb_pytorch_cuda.testsuite.run.command import with_test_options
-    pretest_env: Dict[str, str] = {}
-    runtest, origin = args.runtest, '--runtest'
+    runtest, pretestopts, testopts, origin = args.runtest, '', '', '--runtest'
     if runtest is None and args.easyconfig:
-        written, pretestopts, testopts = ecpolicy.read_test_command(args.easyconfig)
+        written, ec_pretestopts, ec_testopts = ecpolicy.read_test_command(args.easyconfig)
         if written is not None:
-            runtest, pretest_env = with_test_options(written, pretestopts, testopts, args.easyconfig)
+            runtest, pretestopts, testopts = written, ec_pretestopts, ec_testopts
             origin = f"{args.easyconfig}'s runtest" + (', pretestopts' if pretestopts.strip() else '') + \
                 (', testopts' if testopts.strip() else '')
     if runtest is None:
         origin = 'the default runtest' + (f' ({args.easyconfig} sets none)' if args.easyconfig else '')
-    command = service.source_tree_command(args.source, args.python, runtest, excluded, pretest_env)
+    command = service.source_tree_command(args.source, args.python, runtest, excluded, pretestopts, testopts,
+                                          args.easyconfig or '--runtest')
     assignments = ' '.join(f'{name}={shlex.quote(value)}' for name, value in sorted(command.env.items()))
     progress(f"test command ({origin}, no shell): {assignments + ' ' if assignments else ''}"
              f"{shlex.join(command.argv)}  [in {command.cwd}]")

@@ -32,9 +32,9 @@ from eb_pytorch_cuda.testsuite.policy.settings import (DEFAULT_SUITE_TIMEOUT, JU
                                                        timeout_of)
 from eb_pytorch_cuda.testsuite.results import previous
 from eb_pytorch_cuda.testsuite.results.model import RunResult
+from eb_pytorch_cuda.escape import markdown_text
 from eb_pytorch_cuda.testsuite.results.pieces import with_merged
 from eb_pytorch_cuda.testsuite.run.command import TestCommand, parse_runtest
-from eb_pytorch_cuda.escape import markdown_text
 from eb_pytorch_cuda.testsuite.results.cudatests import cuda_totals
 from eb_pytorch_cuda.testsuite.run.devicetests import (CUDA_ENVIRONMENT, UPSTREAM_ENVIRONMENT, DeviceTestMode, decide,
                                                        suite_environment)
@@ -380,14 +380,13 @@ def store_for(results_dir: str, source: str, python: str, argv: Sequence[str],
 
 
 def source_tree_command(source: str, python: str, runtest: Optional[str] = None, excluded: Sequence[str] = (),
-                        pretest_env: Optional[Dict[str, str]] = None) -> TestCommand:
-    """The test command of `test-suite` on source's test/ with python: runtest (an easyconfig's, with its
-    pretestopts' assignments in pretest_env and its testopts appended: run.command.with_test_options), else
-    DEFAULT_RUNTEST; the runtest line's own assignments win over pretestopts', as in the test step."""
-    python = os.path.abspath(python)  # the command runs in test/; a venv's python must stay a path into the venv
-    command = parse_runtest(runtest or DEFAULT_RUNTEST, os.path.abspath(source), python, list(excluded))
-    command.env = {**(pretest_env or {}), **command.env}
-    return command
+                        pretestopts: str = '', testopts: str = '', origin: str = 'runtest') -> TestCommand:
+    """The test command of `test-suite` on source's test/ with python: runtest (an easyconfig's with its
+    pretestopts and testopts, or --runtest), else DEFAULT_RUNTEST, built as the test step builds its own
+    (easyconfig_command); origin names where a part that needs a shell came from."""
+    # the command runs in test/; a venv's python must stay a path into the venv
+    return easyconfig_command(runtest or DEFAULT_RUNTEST, pretestopts, testopts, origin, os.path.abspath(source),
+                              os.path.abspath(python), excluded)
 
 
 def easyconfig_command(runtest: str, pretestopts: str, testopts: str, source: str, start_dir: str, python: str,
