@@ -32,7 +32,6 @@ from eb_pytorch_cuda.testsuite.policy.settings import (DEFAULT_SUITE_TIMEOUT, JU
                                                        timeout_of)
 from eb_pytorch_cuda.testsuite.results import previous
 from eb_pytorch_cuda.testsuite.results.model import RunResult
-from eb_pytorch_cuda.escape import markdown_text
 from eb_pytorch_cuda.testsuite.results.pieces import with_merged
 from eb_pytorch_cuda.testsuite.run.command import TestCommand, parse_runtest
 from eb_pytorch_cuda.testsuite.results.cudatests import cuda_totals
@@ -302,13 +301,9 @@ def report_texts(outcome: StepOutcome, title: str = 'PyTorch test suite') -> Dic
         data['cuda_device_tests'] = {'requested': mode.requested, 'enabled': mode.enabled, 'reason': mode.reason,
                                      'gpus': list(mode.gpus), 'environment': mode.environment}
     data['warnings'] = list(outcome.warnings)
-    markdown = to_markdown(outcome.result, outcome.verdict, title=title, context=outcome.context)
-    if outcome.device_tests is not None or outcome.warnings:
-        head, _, rest = markdown.partition('\n\n')
-        extra = ([f'CUDA device tests: {markdown_text(outcome.device_tests.describe())}']
-                 if outcome.device_tests is not None else [])
-        extra += [f'**WARNING**: {markdown_text(warning)}' for warning in outcome.warnings]
-        markdown = head + '\n\n' + '\n\n'.join(extra) + '\n\n' + rest
+    markdown = to_markdown(outcome.result, outcome.verdict, title=title, context=outcome.context,
+                           device_tests=outcome.device_tests.describe() if outcome.device_tests else None,
+                           warnings=outcome.warnings)
     return {RESULTS_JSON: json.dumps(data, indent=1, allow_nan=False) + '\n', RESULTS_MARKDOWN: markdown}
 
 

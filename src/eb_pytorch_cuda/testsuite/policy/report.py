@@ -5,7 +5,7 @@ every line made printable and the Markdown quotes each value (eb_pytorch_cuda.es
 them exactly, and `report` reads it back.
 """
 
-from typing import Optional
+from typing import Optional, Sequence
 
 from eb_pytorch_cuda.escape import markdown_code, markdown_text, printable_lines
 
@@ -114,13 +114,19 @@ def _cuda_table(result) -> list:
 
 
 def to_markdown(result: RunResult, verdict: Verdict, title: str = 'PyTorch test suite',
-                context: Optional[ScopeContext] = None, suggestion: Optional[str] = None) -> str:
-    """A summary fit for a pull-request comment; on FAIL it ends with the suggested policy entries (collapsed)."""
+                context: Optional[ScopeContext] = None, suggestion: Optional[str] = None,
+                device_tests: Optional[str] = None, warnings: Sequence[str] = ()) -> str:
+    """A summary fit for a pull-request comment; on FAIL it ends with the suggested policy entries (collapsed).
+    device_tests (the test step's CUDA device tests' mode, in one line) and warnings follow the title."""
     total = sum(s.failing_count for s in result.suites.values())
-    lines = [f"### {title}: {'PASS' if verdict.passed else 'FAIL'}", '',
-             f'{len(result.suites)} suites, {total} failed tests: {len(verdict.known)} known, '
-             f'{len(verdict.unknown)} unknown (budget {verdict.budget}), {len(verdict.flaky)} flaky', '',
-             markdown_text(_cuda_line(result)), '']
+    lines = [f"### {title}: {'PASS' if verdict.passed else 'FAIL'}", '']
+    if device_tests is not None:
+        lines += [f'CUDA device tests: {markdown_text(device_tests)}', '']
+    for warning in warnings:
+        lines += [f'**WARNING**: {markdown_text(warning)}', '']
+    lines += [f'{len(result.suites)} suites, {total} failed tests: {len(verdict.known)} known, '
+              f'{len(verdict.unknown)} unknown (budget {verdict.budget}), {len(verdict.flaky)} flaky', '',
+              markdown_text(_cuda_line(result)), '']
     if not verdict.passed:
         lines += ['**Why it failed**', ''] + [f'- {markdown_text(reason)}' for reason in verdict.reasons] + ['']
     failed = [s for s in sorted(result.suites.values(), key=lambda s: s.name) if s.status != SUITE_PASSED]
