@@ -54,27 +54,34 @@ def _cases(data: bytes) -> Iterable[Tuple[str, str]]:
         yield f"{text_class.rsplit('.', 1)[-1]}.{text_name}", state
 
 
+def _record(states: Dict[str, str], test_id: str, state: str) -> None:
+    """state for test_id into states: the same test again (a rerun, another file) counts once, a pass wins and a
+    failure beats a skip, as in a suite's own counts (xmlparse)."""
+    previous = states.get(test_id)
+    if previous is None or state == RAN or (previous == SKIPPED and state == FAILED):
+        states[test_id] = state
+
+
+def _tally(states: Dict[str, str]) -> Dict[str, int]:
+    """{ran, failed, skipped} of {test id: state}: a failed test ran too."""
+    counts = dict.fromkeys(CUDA_COUNT_KEYS, 0)
+    for state in states.values():
+        counts[RAN] += state in (RAN, FAILED)
+        counts[FAILED] += state == FAILED
+        counts[SKIPPED] += state == SKIPPED
+    return counts
+
+
 def cuda_counts(datas: Iterable[bytes]) -> Optional[Dict[str, int]]:
     """{ran, failed, skipped} of the CUDA tests in one suite's reports (the same test in several files, as a rerun
-    writes it: a pass wins, a failure beats a skip, as in the suite's own counts); None without any report."""
+    writes it, once: _record); None without any report."""
     states: Dict[str, str] = {}
     seen = False
     for data in datas:
         seen = True
         for test_id, state in _cases(data):
-            previous = states.get(test_id)
-            if previous is None or (state == RAN) or (previous == SKIPPED and state == FAILED):
-                states[test_id] = state
-    if not seen:
-        return None
-    counts = dict.fromkeys(CUDA_COUNT_KEYS, 0)
-    for state in states.values():
-        if state == FAILED:
-            counts[RAN] += 1
-            counts[FAILED] += 1
-        else:
-            counts[state] += 1
-    return counts
+            _record(states, test_id, state)
+    return _tally(states) if seen else None
 
 
 def add_counts(total: Optional[Dict[str, int]], more: Optional[Dict[str, int]]) -> Optional[Dict[str, int]]:
@@ -107,7 +114,7 @@ def cuda_counts_in_log(blocks: Iterable[str]) -> Tuple[Dict[str, Dict[str, int]]
     """({suite: {ran, failed, skipped}} of the CUDA tests a run_test.py log's pytest -v lines show, whether it has
     any pytest -v result line at all), for a log read without its XML reports (`report LOG`); blocks of text, read
     once.  Only the lines around a `CUDA::` or `_cuda` are looked at (C-speed `find`s: a 1 GiB CPU log costs one
-    scan); the same test again (a rerun) counts once: a pass wins, a failure beats a skip."""
+    scan); the same test again (a rerun) counts once (_record)."""
     states: Dict[str, Dict[str, str]] = {}
     any_lines = False
     rest = ''
@@ -120,15 +127,7 @@ def cuda_counts_in_log(blocks: Iterable[str]) -> Tuple[Dict[str, Dict[str, int]]
         rest = data[cut + 1:]
         any_lines = _log_lines(data[:cut], states) or any_lines
     any_lines = _log_lines(rest, states) or any_lines
-    found = {}
-    for suite, tests in states.items():
-        counts = dict.fromkeys(CUDA_COUNT_KEYS, 0)
-        for state in tests.values():
-            counts[RAN] += state in (RAN, FAILED)
-            counts[FAILED] += state == FAILED
-            counts[SKIPPED] += state == SKIPPED
-        found[suite] = counts
-    return found, any_lines
+    return {suite: _tally(tests) for suite, tests in states.items()}, any_lines
 
 
 def _candidate_lines(data: str) -> Iterable[str]:
@@ -157,9 +156,5 @@ def _log_lines(data: str, states: Dict[str, Dict[str, str]]) -> bool:
         classname, name = match.group('cls'), match.group('name')
         if not is_cuda_test(classname, name):
             continue
-        tests = states.setdefault(match.group('suite'), {})
-        test_id, state = f'{classname}.{name}', _LOG_STATE[match.group('state')]
-        previous = tests.get(test_id)
-        if previous is None or state == RAN or (previous == SKIPPED and state == FAILED):
-            tests[test_id] = state
+        _record(states.setdefault(match.group('suite'), {}), f'{classname}.{name}', _LOG_STATE[match.group('state')])
     return _ANY_RESULT.search(data) is not None
