@@ -16,13 +16,14 @@ import threading
 import time
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict
+from dataclasses import replace
 
 from eb_pytorch_cuda import process
 from eb_pytorch_cuda.testsuite.run import discovery
 from eb_pytorch_cuda.testsuite.results import grammar
 from eb_pytorch_cuda.testsuite.results.splitting import announced_runs, split_batch_output
 from eb_pytorch_cuda.testsuite.results.testtimes import kept_times, node_prefix
+from eb_pytorch_cuda.testsuite.results.model import SUITE_PASSED
 from eb_pytorch_cuda.testsuite.results.outcome import build_outcome, remove_reports, report_files
 from eb_pytorch_cuda.testsuite.results.records import StoreRecord
 from eb_pytorch_cuda.testsuite.results.reportdirs import Attempt
@@ -95,9 +96,9 @@ WATCH_SECONDS = 5  # how often a running batch's started suites are checked agai
 
 def _stored(result, exit_code, notes, suite_seconds, batch_seconds, code, gpu, text, output_path) -> StoreRecord:
     """The store's record of one suite of a batch (the form solo.run_suite gives a suite run alone)."""
-    return {'suite': asdict(result), 'exit_code': exit_code, 'seconds': suite_seconds, 'batch_seconds': batch_seconds,
-            'batch_exit_code': code, 'gpu': gpu, 'notes': notes, 'output_tail': text[-OUTPUT_KEPT:],
-            'output_file': output_path}
+    return StoreRecord(suite=result, exit_code=exit_code, seconds=suite_seconds, batch_seconds=batch_seconds,
+                       batch_exit_code=code, gpu=gpu, notes=tuple(notes), output_tail=text[-OUTPUT_KEPT:],
+                       output_file=output_path)
 
 
 def _record(suite, out, seconds, code, gpu, output_path, test_dir, attempt):
@@ -106,8 +107,8 @@ def _record(suite, out, seconds, code, gpu, output_path, test_dir, attempt):
     record = _stored(result, exit_code, notes, result.seconds, seconds, code, gpu, out.text, output_path)
     times = (kept_times(result.seconds, report_files(test_dir, suite, attempt, True), node_prefix(out.text, test_dir),
                         notes) if test_dir else {})
-    if times:
-        record['test_seconds'] = times  # per-test times: how the next build splits this suite (results/testtimes)
+    if times:  # per-test times: how the next build splits this suite (results/testtimes)
+        record = replace(record, test_seconds=times)
     return record
 
 
@@ -197,9 +198,9 @@ def run_batch(command: TestCommand, suites: Sequence[str], timeout: float, outpu
         if suite in settled:
             final = _record(suite, out, seconds, code, gpu, output_path, command.cwd, attempt)
             early = settled[suite]
-            same = (final['exit_code'], final['suite']['status'], final['suite']['counts']) == \
-                (early['exit_code'], early['suite']['status'], early['suite']['counts'])
-            records[suite] = early if same else dict(final, corrected=True)  # stored again: the last one counts
+            same = (final.exit_code, final.suite.status, final.suite.counts) == \
+                (early.exit_code, early.suite.status, early.suite.counts)
+            records[suite] = early if same else replace(final, corrected=True)  # stored again: the last one counts
             continue
         if suite in overdue:  # hung: its own timeout passed inside the batch
             result, _code, notes = build_outcome(suite, out.text, True, False, None, overdue[suite], command.cwd,
@@ -211,7 +212,7 @@ def run_batch(command: TestCommand, suites: Sequence[str], timeout: float, outpu
             records[suite] = None
             continue
         records[suite] = _record(suite, out, seconds, code, gpu, output_path, command.cwd, attempt)
-    if not killed and code != 0 and not any(r and r['exit_code'] for r in records.values()):
+    if not killed and code != 0 and not any(r and r.exit_code for r in records.values()):
         # the harness failed without naming a failed suite (bad option, import error): nothing can be judged
         for suite in suites:
             if not outputs[suite].sources and not outputs[suite].finished:
@@ -243,7 +244,7 @@ def run_batch_to_the_end(command: TestCommand, batch: Sequence[str], output_path
                                  harness, settled, timeout_for)
     for suite in batch:
         if suite in stored:
-            if records[suite].get('corrected'):
+            if records[suite].corrected:
                 amend(records[suite])
             continue
         if records[suite] is None and solo is not None:
@@ -299,17 +300,17 @@ def run_batches(command: TestCommand, suites: Sequence[str], store: ResultStore,
         progress(f'resuming: {len(done)} suite(s) already measured for this build, {len(todo)} to run')
     options = call_options(harness, command, env, save_xml)
     lock, counter = threading.Lock(), {'finished': len(done), 'failing': sum(
-        1 for record in done.values() if record['suite']['status'] != 'passed'), 'batch': 0}
+        1 for record in done.values() if record.suite.status != SUITE_PASSED), 'batch': 0}
     os.makedirs(output_dir, exist_ok=True)
 
     def report(suite, record):
         store.append(record)
         with lock:
             counter['finished'] += 1
-            state = record['suite']['status']
-            counter['failing'] += state != 'passed'
+            state = record.suite.status
+            counter['failing'] += state != SUITE_PASSED
             if progress:
-                notes = f" [{'; '.join(record.get('notes') or [])}]" if record.get('notes') else ''
+                notes = f" [{'; '.join(record.notes)}]" if record.notes else ''
                 progress(f"suite {counter['finished']}/{len(suites)}: {suite} {state}{notes} "
                          f"({counter['failing']} suite(s) failed so far)")
 

@@ -68,7 +68,7 @@ def run_together(spec: QueueSpec, suites: list, env: dict, gpu: Optional[str], o
     finals: Dict[str, StoreRecord] = {}
     batches.run_batch_to_the_end(
         command, suites, output_path, env, options, gpu, harness, _timeout_of(spec), finals.__setitem__,
-        lambda record: finals.__setitem__(record['suite']['name'], record),
+        lambda record: finals.__setitem__(record.suite.name, record),
         lambda suite, timeout: solo.run_suite(command, suite, timeout, spec['output_dir'], env, gpu), log)
     return finals
 
@@ -164,7 +164,7 @@ def work(queue_dir: str, worker: Optional[str] = None, log: Callable[..., None] 
         with lock:
             queue.record(store, record)
             ran[0] += 1
-        log(f"{worker}: {suite} {record['suite']['status']} ({record['seconds']}s)", flush=True)
+        log(f"{worker}: {suite} {record.suite.status} ({record.seconds}s)", flush=True)
 
     broken: list = []
 
