@@ -18,9 +18,14 @@ from pathlib import Path
 import pytest
 
 from eb_pytorch_cuda import standins
+from eb_pytorch_cuda.testsuite.results.records import StoreRecord
 from eb_pytorch_cuda.testsuite.run.store import ResultStore
 
 PASSED = {'name': 'test_a', 'status': 'passed', 'counts': {'passed': 2}}
+
+
+def _record(suite: dict) -> StoreRecord:
+    return StoreRecord.from_json({'suite': suite})
 
 
 def _store(tmp_path, fingerprint='fp-a'):
@@ -29,13 +34,13 @@ def _store(tmp_path, fingerprint='fp-a'):
 
 def test_a_torn_last_line_is_noted_and_the_next_record_is_not_lost(tmp_path):
     store = _store(tmp_path)
-    store.append({'suite': PASSED})
+    store.append(_record(PASSED))
     with open(store.path, 'ab') as handle:  # what kill -9 in the middle of a write leaves
         handle.write(json.dumps({'suite': dict(PASSED, name='test_b'), 'fingerprint': 'fp-a'}).encode()[:25])
     notes = []
     store.notice = notes.append
     assert set(store.load()) == {'test_a'}
-    store.append({'suite': dict(PASSED, name='test_b')})  # the resumed run's record
+    store.append(_record(dict(PASSED, name='test_b')))  # the resumed run's record
     assert set(store.load()) == {'test_a', 'test_b'}  # was: {'test_a'}, and test_b 'missing': a false FAIL
     assert store.result(['test_a', 'test_b']).suites['test_b'].status == 'passed'
     assert notes == [f'{store.path}: line 2: unterminated last line of 25 bytes (a write cut short); set aside (a '
@@ -59,10 +64,10 @@ def test_a_torn_last_line_is_noted_and_the_next_record_is_not_lost(tmp_path):
 ])
 def test_a_line_that_is_not_a_record_is_named_and_set_aside_not_a_traceback(tmp_path, line, problem):
     store = _store(tmp_path)
-    store.append({'suite': PASSED})
+    store.append(_record(PASSED))
     with open(store.path, 'ab') as handle:
         handle.write(line + b'\n')
-    store.append({'suite': dict(PASSED, name='test_c')})
+    store.append(_record(dict(PASSED, name='test_c')))
     notes = []
     store.notice = notes.append
     assert set(store.load()) == {'test_a', 'test_c'}
@@ -71,9 +76,9 @@ def test_a_line_that_is_not_a_record_is_named_and_set_aside_not_a_traceback(tmp_
 
 
 def test_records_of_other_builds_stay_apart(tmp_path):
-    _store(tmp_path, 'fp-b').append({'suite': dict(PASSED, name='test_b')})
+    _store(tmp_path, 'fp-b').append(_record(dict(PASSED, name='test_b')))
     store = _store(tmp_path)
-    store.append({'suite': PASSED})
+    store.append(_record(PASSED))
     assert set(store.load()) == {'test_a'} and store.set_aside == []
 
 

@@ -20,6 +20,7 @@ from eb_pytorch_cuda.testsuite.run import solo
 from eb_pytorch_cuda.testsuite.policy.settings import DEFAULT_SUITE_TIMEOUT
 from eb_pytorch_cuda.testsuite.run.store import ResultStore
 from eb_pytorch_cuda.testsuite.results.reportdirs import Attempt
+from eb_pytorch_cuda.testsuite.results.records import StoreRecord
 from eb_pytorch_cuda.testsuite.results.xmlparse import parse_report_dir
 from eb_pytorch_cuda.testsuite.run.command import TestCommand as Command  # not a pytest test class
 
@@ -64,8 +65,8 @@ def test_a_timed_out_suite_takes_its_children_down_and_keeps_its_partial_output(
     start = time.time()
     record = solo.run_suite(_command(tree), 'test_spawns_and_hangs', 2, str(tmp_path / 'out'), dict(os.environ))
     assert time.time() - start < 300  # its 2 s timeout, not its 600 s sleep (bounded for a loaded machine)
-    assert record['suite']['status'] == 'timed out' and record['suite']['signal'] == 'timeout after 2s'
-    assert 'Running test_spawns_and_hangs 1/1' in record['output_tail']
+    assert record.suite.status == 'timed out' and record.suite.signal == 'timeout after 2s'
+    assert 'Running test_spawns_and_hangs 1/1' in record.output_tail
     child = int((tree / 'child.pid').read_text())
     time.sleep(0.5)
     assert not os.path.exists(f'/proc/{child}') or 'Z' in open(f'/proc/{child}/stat').read().split()[2]
@@ -73,8 +74,9 @@ def test_a_timed_out_suite_takes_its_children_down_and_keeps_its_partial_output(
 
 def test_the_store_keeps_finished_suites_of_this_build_only_and_ignores_a_torn_line(tmp_path):
     store = ResultStore(str(tmp_path / 'r' / 'results.jsonl'), 'fingerprint-a')
-    store.append({'suite': {'name': 'test_a', 'status': 'passed'}})
-    ResultStore(store.path, 'fingerprint-b').append({'suite': {'name': 'test_b', 'status': 'passed'}})
+    store.append(StoreRecord.from_json({'suite': {'name': 'test_a', 'status': 'passed'}}))
+    other = StoreRecord.from_json({'suite': {'name': 'test_b', 'status': 'passed'}})
+    ResultStore(store.path, 'fingerprint-b').append(other)
     with open(store.path, 'a') as handle:
         handle.write(json.dumps({'suite': {'name': 'test_c'}, 'fingerprint': 'fingerprint-a'})[:20])
     assert set(store.load()) == {'test_a'}
@@ -304,10 +306,10 @@ def test_a_report_an_earlier_attempt_writes_late_never_counts(tree, tmp_path, al
         if earlier.poll() is None:
             earlier.kill()
             earlier.wait()
-    assert record['suite']['status'] == 'passed' and record['suite']['counts']['passed'] == 1
-    assert record['suite']['counts']['skipped'] == 1
-    assert record['suite']['counts']['failed'] == 0 and 'xml' in record['suite']['sources']
-    assert record['notes'] == []
+    assert record.suite.status == 'passed' and record.suite.counts.passed == 1
+    assert record.suite.counts.skipped == 1
+    assert record.suite.counts.failed == 0 and 'xml' in record.suite.sources
+    assert record.notes == ()
     reports = tree / 'test-reports' / 'python-unittest' / 'test_late'
     late = [path for path in reports.iterdir() if '<failure' in path.read_text()]
     assert not late  # the harness's place holds this attempt's report alone
@@ -322,7 +324,7 @@ def test_a_killed_attempts_reports_never_count_in_a_read_of_the_tree(tree, tmp_p
     (tmp_path / 'out').mkdir()
     command = Command(str(tree), {}, [sys.executable, 'run_test.py', '-i', 'test_known_failure'])
     record = solo.run_suite(command, 'test_known_failure', 120, str(tmp_path / 'out'), dict(os.environ))
-    assert record['suite']['counts']['failed'] == 1
+    assert record.suite.counts.failed == 1
     killed = Attempt.new(str(tree))
     done = subprocess.run([sys.executable, 'test_known_failure.py'], cwd=tree, capture_output=True, text=True,
                           env=dict(os.environ, STANDIN_UNKNOWN_FAILURE='1', **killed.env), timeout=120)

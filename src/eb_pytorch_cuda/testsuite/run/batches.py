@@ -104,12 +104,11 @@ def _stored(result, exit_code, notes, suite_seconds, batch_seconds, code, gpu, t
 def _record(suite, out, seconds, code, gpu, output_path, test_dir, attempt):
     result, exit_code, notes = build_outcome(suite, out.text, True, out.failed, out.signal, test_dir=test_dir,
                                              attempt=attempt)
-    record = _stored(result, exit_code, notes, result.seconds, seconds, code, gpu, out.text, output_path)
     times = (kept_times(result.seconds, report_files(test_dir, suite, attempt, True), node_prefix(out.text, test_dir),
-                        notes) if test_dir else {})
-    if times:  # per-test times: how the next build splits this suite (results/testtimes)
-        record = replace(record, test_seconds=times)
-    return record
+                        notes) if test_dir else {})  # (a time that is no time adds a note)
+    record = _stored(result, exit_code, notes, result.seconds, seconds, code, gpu, out.text, output_path)
+    # per-test times: how the next build splits this suite (results/testtimes)
+    return replace(record, test_seconds=times) if times else record
 
 
 def run_batch(command: TestCommand, suites: Sequence[str], timeout: float, output_path: str,

@@ -10,7 +10,6 @@ killed batch did not finish runs again alone (run_suite) with its own timeout.  
 import os
 import subprocess
 import time
-from dataclasses import replace
 from typing import Callable, List, Mapping, Optional, Sequence, Tuple
 
 from eb_pytorch_cuda import process
@@ -67,12 +66,12 @@ def run_suite(command: TestCommand, suite: str, timeout: float, output_dir: str,
         result.status = SUITE_INCOMPLETE  # the harness split the suite otherwise (another THRESHOLD, no times file)
         result.note = f'the harness did not run shard {piece.index}/{piece.count} of {suite}'
     result.seconds = round(time.time() - start, 1)
-    record = StoreRecord(suite=result, exit_code=code if timed_out is None else None, seconds=result.seconds,
-                         gpu=gpu, notes=tuple(notes), output_tail=text[-OUTPUT_KEPT:], output_file=output_path)
+    # per-test times: how the next build splits this suite (results/testtimes; a time that is no time adds a note)
     times = kept_times(result.seconds if not piece else KEPT_FROM, report_files(command.cwd, suite, attempt, not piece),
                        node_prefix(text, command.cwd), notes)
-    if times:  # per-test times: how the next build splits this suite (results/testtimes)
-        record = replace(record, test_seconds=times)
+    record = StoreRecord(suite=result, exit_code=code if timed_out is None else None, seconds=result.seconds,
+                         gpu=gpu, notes=tuple(notes), output_tail=text[-OUTPUT_KEPT:], output_file=output_path,
+                         test_seconds=times or None)
     attempt.publish(suite)
     attempt.discard()
     return mark(record, piece) if piece else record
