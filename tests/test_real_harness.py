@@ -168,7 +168,7 @@ def test_a_sharded_runtest_runs_its_shard_without_passing_shard_to_each_suite(tr
     command = Command(str(tree / 'test'), {}, argv + ['--shard', '2', '2'])
     assert '--shard' not in discovery.run_argv(command.argv, [suite])
     record = solo.run_suite(command, suite, 600, str(tmp_path), dict(os.environ))
-    assert record['suite']['status'] == 'passed' and record['suite']['counts']['passed'] > 0, record['output_tail']
+    assert record.suite.status == 'passed' and record.suite.counts.passed > 0, record.output_tail
 
 
 def test_a_rerun_runs_exactly_the_one_failed_test(tree):
