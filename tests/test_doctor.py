@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import cli
+from helpers import cli
 from eb_pytorch_cuda.patch.needed import add_needed
 from environment import missing
 

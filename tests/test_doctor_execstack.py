@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import cli
+from helpers import cli
 from eb_pytorch_cuda.elf.patchelf import patchelf_binary
 from environment import missing
 

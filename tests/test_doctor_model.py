@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import cli
+from helpers import cli
 from eb_pytorch_cuda.loader.dlopen_note import dlopen_note_sonames
 
 NOTE = r'''

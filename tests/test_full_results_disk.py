@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from conftest import cli
+from helpers import cli
 from eb_pytorch_cuda import standins
 
 SIZES = ('8k', '12k', '16k', '20k', '24k', '40k')

@@ -6,7 +6,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from conftest import CLEAN_ENV
+from helpers import CLEAN_ENV
 from eb_pytorch_cuda.loader.lddebug import compare_with_trace, failed_requests, trace_outcomes
 from eb_pytorch_cuda.patch.needed import add_needed
 

@@ -20,7 +20,7 @@ import time
 
 import pytest
 
-from conftest import cli, run_loadcheck
+from helpers import cli, run_loadcheck
 from eb_pytorch_cuda import standins
 from eb_pytorch_cuda.elf.reader import read_elf
 from eb_pytorch_cuda.patch.needed import add_needed
