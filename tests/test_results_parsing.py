@@ -1,4 +1,5 @@
-"""run_test.py output and XML reports into one model; every failure form keeps its own status."""
+"""run_test.py output and XML reports into one model (results/: logparse, xmlparse, saved); every failure form keeps
+its own status.  (test_testsuite_parsing.py before issue 34: no testsuite module parses.)"""
 
 import os
 
