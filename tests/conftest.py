@@ -1,6 +1,9 @@
 """Fixtures that build real ELF files with gcc: the cuDNN stand-in and a libtorch_cuda.so linked to it."""
 
+import os
 import platform
+import shutil
+import subprocess
 import sys
 from types import SimpleNamespace
 
@@ -37,6 +40,29 @@ def standin(request, tmp_path, loadcheck):
     return _standin(tmp_path, request.param, loadcheck)
 
 
+@pytest.fixture
+def tmpfs(tmp_path):
+    """mount(size, inodes=None): a tmpfs of that size (and inode count) under tmp_path, unmounted at teardown;
+    the test is skipped, with the reason, where mounting is refused (not root, no mount(8), a container)."""
+    points = []
+
+    def mount(size, inodes=None):
+        if os.geteuid() != 0 or not shutil.which('mount'):
+            pytest.skip('mounting a tmpfs needs root and mount(8)')
+        point = tmp_path / f'tmpfs{len(points)}-{size}'
+        point.mkdir()
+        options = f'size={size},mode=755' + (f',nr_inodes={inodes}' if inodes is not None else '')
+        done = subprocess.run(['mount', '-t', 'tmpfs', '-o', options, 'tmpfs', str(point)], capture_output=True,
+                              text=True)
+        if done.returncode != 0:
+            pytest.skip(f'cannot mount a tmpfs here: {done.stderr.strip() or done.returncode}')
+        points.append(point)
+        return point
+    yield mount
+    for point in points:
+        subprocess.run(['umount', str(point)], check=True)
+
+
 @pytest.fixture(scope='session')
 def eb_sources(tmp_path_factory):
     """Source tarballs of the stand-ins, made once per test session."""
@@ -58,7 +84,9 @@ def eb_stack(request, tmp_path_factory, eb_sources):
 # ---- tiers (README "Tests"): one marker per test, from what it needs; `-m unit` is the fast loop ----------
 # real_harness: PyTorch's own run_test.py (2.1 line, 2.6); real_eb: real EasyBuild runs (4.9.4, 5.4.1);
 # slurm: the real single-node Slurm; real_tools: gcc-built ELF files, patchelf, the glibc loader, the real
-# cuDNN/torch wheels, real processes; unit: none of these (seconds).
+# cuDNN/torch wheels, real processes (the console script too); unit: none of these, no process started
+# (tests/test_unit_tier_pure.py, the audit hook below): 337 tests in 9.2 s serially on this 2-core VM (72.6 s
+# before issue 34 split the console-script tests out; `-n 2` 16 s: the workers' start costs more than it saves).
 TIER_OF_MODULE = {
     'test_real_harness': 'real_harness', 'test_real_harness_21': 'real_harness', 'test_eb_real_torch21': 'real_harness',
     'test_real_harness_plain26': 'real_harness',
@@ -85,7 +113,7 @@ TIER_OF_MODULE = {
 UNIT_MODULES = {'test_store_records', 'test_device_tests', 'test_easyblock_imports', 'test_module_map',
                 'test_cudnn_catalog', 'test_gpu_record', 'test_logparse_streaming', 'test_settings',
                 'test_results_parsing', 'test_testsuite_policy', 'test_upstream_corpus', 'test_xml_encodings',
-                'test_report_plain26', 'test_unit_tier_pure'}
+                'test_report_plain26', 'test_unit_tier_pure', 'test_docstring_names'}
 TIERS = ('unit', 'real_tools', 'real_eb', 'slurm', 'real_harness')
 
 

@@ -11,16 +11,20 @@ tier, which starts none: tests/test_unit_tier_pure.py).
 """
 
 import contextlib
+import gzip
 import io
 import os
 import shutil
 import subprocess
 import sys
+import time
+from pathlib import Path
 from typing import NamedTuple, Optional
 
 from eb_pytorch_cuda import standins
 
 CLEAN_ENV = {k: v for k, v in os.environ.items() if k not in ('LD_LIBRARY_PATH', 'LD_PRELOAD')}
+DATA = Path(__file__).resolve().parent / 'data'
 
 
 class Ran(NamedTuple):
@@ -76,13 +80,60 @@ def one_line_error(done, *parts):
     assert 'Traceback' not in done.stderr
 
 
-def standin_test_tree(root, keep=None):
+def module_env():
+    """The environment for a child `python -m eb_pytorch_cuda`: it imports the library this session imports
+    (src/ on this session's path), not the venv's."""
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+
+
+def suite_command(source, results, *extra):
+    """argv of `test-suite` on the tree source, results in results, by this Python (run it with module_env())."""
+    return [sys.executable, '-m', 'eb_pytorch_cuda', 'test-suite', str(source), '--python', sys.executable,
+            '--results', str(results), *map(str, extra)]
+
+
+def standin_test_tree(root, keep=None, distributed=True):
     """root/test: a fresh copy of the stand-in test tree (XML reports of one run must not mix with another's),
-    holding of its suites only those named in keep (None: all of them)."""
+    holding of its suites only those named in keep (None: all of them), and distributed/ unless told not."""
     test_dir = root / 'test'
     shutil.copytree(os.path.join(standins.TORCH_SOURCES, 'test'), test_dir)
     if keep is not None:
         for name in os.listdir(test_dir):
-            if name.startswith('test_') and name.endswith('.py') and name[:-3] not in keep:
+            if name.startswith('test_') and name[:-3] not in keep:
                 os.unlink(test_dir / name)
+    if not distributed:
+        shutil.rmtree(test_dir / 'distributed')
     return test_dir
+
+
+def standin_source(source):
+    """source: the whole stand-in source tree (test/run_test.py, tools/, torch/, ...) without any suite."""
+    shutil.copytree(standins.TORCH_SOURCES, source, ignore=shutil.ignore_patterns('test_*.py'))
+    return source
+
+
+def gcc(out, source, *flags):
+    """out, compiled by the real gcc from the C text source (kept beside it as out.c) with flags."""
+    c_file = Path(str(out) + '.c')
+    c_file.write_text(source)
+    subprocess.run(['gcc', '-o', str(out), str(c_file), *flags], check=True)
+    return out
+
+
+def gcc_shared(out, source, *flags):
+    """A shared object out, compiled by the real gcc from the C text source."""
+    return gcc(out, source, '-shared', '-fPIC', *flags)
+
+
+def h200_lddebug_trace(phase):
+    """The lines of the LD_DEBUG=libs,files trace recorded on the H200 (cuDNN 9.1.9) in phase."""
+    with gzip.open(DATA / f'h200-cudnn919-lddebug-full-{phase}.txt.gz', 'rt') as handle:
+        return handle.read().splitlines()
+
+
+def wait_for(condition, what, timeout=60, interval=0.002):
+    """Return once condition() holds; fail naming what after timeout seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f'timed out waiting for {what}'
+        time.sleep(interval)

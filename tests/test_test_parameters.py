@@ -5,13 +5,11 @@ The easyconfigs are read by real EasyBuild (easybuild-framework's EasyConfigPars
 """
 
 import json
-import os
 import shutil
 
 import pytest
 
-from helpers import cli
-from eb_pytorch_cuda import standins
+from helpers import cli, one_line_error, standin_test_tree
 from test_settings import BAD_VALUES
 
 HEADER = ("easyblock = 'PyTorch'\nname = 'PyTorch'\nversion = '2.1.2'\nhomepage = 'x'\ndescription = 'x'\n"
@@ -22,16 +20,6 @@ def _easyconfig(directory, line):
     path = directory / 'PyTorch-2.1.2.eb'
     path.write_text(HEADER + line + '\n')
     return path
-
-
-def _one_line_error(done, *parts):
-    assert done.returncode == 2, (done.stdout, done.stderr)
-    assert done.stdout == ''
-    lines = done.stderr.splitlines()
-    assert len(lines) == 1, done.stderr
-    for part in parts:
-        assert str(part) in lines[0], lines[0]
-    assert 'Traceback' not in done.stderr
 
 
 def _saved_pass(directory):
@@ -45,7 +33,7 @@ def _saved_pass(directory):
 def test_report_with_a_bad_easyconfig_value_is_bad_input_not_a_verdict(tmp_path, line, problem):
     easyconfig = _easyconfig(tmp_path, line)
     done = cli('report', _saved_pass(tmp_path), '--easyconfig', easyconfig)
-    _one_line_error(done, easyconfig, problem)
+    one_line_error(done, easyconfig, problem)
 
 
 @pytest.mark.parametrize('body,problem', [
@@ -65,7 +53,7 @@ def test_report_with_a_bad_easyconfig_value_is_bad_input_not_a_verdict(tmp_path,
 def test_an_easyconfig_that_exits_or_raises_is_bad_input(tmp_path, body, problem):
     easyconfig = _easyconfig(tmp_path, body)
     done = cli('report', _saved_pass(tmp_path), '--easyconfig', easyconfig)
-    _one_line_error(done, easyconfig, 'is not a readable easyconfig', problem)
+    one_line_error(done, easyconfig, 'is not a readable easyconfig', problem)
 
 
 def test_values_read_in_the_child_arrive_as_written(tmp_path):
@@ -83,18 +71,14 @@ def test_test_suite_with_an_easyconfig_that_exits_runs_nothing(tmp_path, source)
     easyconfig = _easyconfig(tmp_path, 'import os\nos._exit(0)')
     done = cli('test-suite', source, '--python', shutil.which('python3'), '--results', results,
                '--easyconfig', easyconfig)
-    _one_line_error(done, easyconfig, 'exit status 0 before it was read whole')
+    one_line_error(done, easyconfig, 'exit status 0 before it was read whole')
     assert not results.exists()
 
 
 @pytest.fixture
 def source(tmp_path):
-    tree = tmp_path / 'src'
-    shutil.copytree(os.path.join(standins.TORCH_SOURCES, 'test'), tree / 'test')
-    for name in os.listdir(tree / 'test'):  # one quick suite: a refused option must not run any, a bug would
-        if name.startswith('test_') and name != 'test_known_failure.py':
-            os.unlink(tree / 'test' / name)
-    return tree
+    # one quick suite: a refused option must not run any, a bug would
+    return standin_test_tree(tmp_path / 'src', keep=('test_known_failure',)).parent
 
 
 @pytest.mark.parametrize('option,value,minimum', [('--timeout', '-1', 1), ('--timeout', '0', 1),
@@ -105,7 +89,7 @@ def test_test_suite_refuses_an_option_out_of_range_before_running_anything(tmp_p
     results = tmp_path / 'results'
     done = cli('test-suite', source, '--python', shutil.which('python3'), '--results', results, option, value)
     upper = ' and <= 10' if option == '--rerun' else ''  # (settings.MAX_RERUNS)
-    _one_line_error(done, option, f'must be an integer >= {minimum}{upper}, got {value}')
+    one_line_error(done, option, f'must be an integer >= {minimum}{upper}, got {value}')
     assert not results.exists()  # nothing ran, nothing was written
 
 
@@ -115,15 +99,15 @@ def test_test_suite_refuses_a_bad_easyconfig_value_before_running_anything(tmp_p
     easyconfig = _easyconfig(tmp_path, line)
     done = cli('test-suite', source, '--python', shutil.which('python3'), '--results', results,
                '--easyconfig', easyconfig)
-    _one_line_error(done, easyconfig, problem)
+    one_line_error(done, easyconfig, problem)
     assert not results.exists()
 
 
 def test_a_missing_easyconfig_is_no_such_file_for_report_and_test_suite(tmp_path, source):
     missing = tmp_path / 'PyTorch-missing.eb'  # EasyBuild's parser says "Failed to determine get function"
-    _one_line_error(cli('report', _saved_pass(tmp_path), '--easyconfig', missing), missing, 'no such file')
+    one_line_error(cli('report', _saved_pass(tmp_path), '--easyconfig', missing), missing, 'no such file')
     results = tmp_path / 'results'
     done = cli('test-suite', source, '--python', shutil.which('python3'), '--results', results, '--easyconfig',
                missing)
-    _one_line_error(done, missing, 'no such file')
+    one_line_error(done, missing, 'no such file')
     assert not results.exists()
