@@ -6,14 +6,12 @@ store surviving a torn write, timeouts killing the process group, the suites' en
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
 
 import pytest
 
-from eb_pytorch_cuda import standins
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite.run import discovery
 from eb_pytorch_cuda.testsuite.run import solo
@@ -23,12 +21,12 @@ from eb_pytorch_cuda.testsuite.results.reportdirs import Attempt
 from eb_pytorch_cuda.testsuite.results.records import StoreRecord
 from eb_pytorch_cuda.testsuite.results.xmlparse import parse_report_dir
 from eb_pytorch_cuda.testsuite.run.command import TestCommand as Command  # not a pytest test class
+from helpers import standin_test_tree
 
 
 @pytest.fixture
 def tree(tmp_path):
-    test_dir = tmp_path / 'test'
-    shutil.copytree(os.path.join(standins.TORCH_SOURCES, 'test'), test_dir)
+    test_dir = standin_test_tree(tmp_path)
     (test_dir / 'test_spawns_and_hangs.py').write_text(
         'import subprocess, sys, time\n'
         'child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])\n'

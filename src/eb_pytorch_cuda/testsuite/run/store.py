@@ -32,7 +32,7 @@ class ResultStore:
     A record is one line, written by one write() of the whole line and fsync'ed, so a kill can only leave
     the last line unterminated; the reader ignores such a line (with a note) and the next append starts a
     new line after it, so a fragment never swallows the record that follows.  Every line is validated as a
-    saved result's suite is (results.check_suite): one that is not a record (a torn fragment in the middle,
+    saved result's suite is (results/saved.check_suite): one that is not a record (a torn fragment in the middle,
     invalid UTF-8, a bare string, `[1, 2]`) is set aside with a note naming the file and the line, never a
     traceback, and its suite is simply run again.  One run at a time per store: exclusive() (flock).
     """
