@@ -181,9 +181,11 @@ def eb_command():
 
 
 def read_store(prefix: Path):
-    """The test step's stored suite records (results.jsonl of .eb-pytorch-cuda-test-results) under prefix."""
+    """The test step's stored suite records (.eb-pytorch-cuda-test-results/<build>.jsonl) under prefix (before
+    2026-12-02 this looked for `results.jsonl`, a name the store never had: the unpatched record of that day has an
+    empty store-unpatched.jsonl and no per-suite facts; its pytorch-test-results-unpatched.json has them)."""
     records = {}
-    for path in prefix.rglob('results.jsonl'):
+    for path in prefix.rglob('.eb-pytorch-cuda-test-results/*.jsonl'):
         with open(path, errors='replace') as handle:
             for line in handle:
                 try:
@@ -347,6 +349,8 @@ def main():
     for phase in phases:
         results['phases'][phase] = run_phase(phase, args, paths, env)
         print(json.dumps({phase: {k: v for k, v in results['phases'][phase].items() if k != 'suites'}}), flush=True)
+        # written after each phase: a device session that ends inside the next phase keeps this one's record
+        (args.out / 'results.json').write_text(json.dumps(results, indent=1))
     if 'patched' in phases and not args.no_module_check:
         results['module_check'] = module_check(args, env, lmod_cmd)
     (args.out / 'results.json').write_text(json.dumps(results, indent=1))

@@ -37,5 +37,11 @@ tail -c 3000 "$REC/run.log"
 if [ -n "${OUT:-}" ]; then
     tar -czf "$OUT/record.tar.gz" -C "$REC" . 2>/dev/null
     cp "$REC/results.json" "$REC/summary.md" "$OUT/" 2>/dev/null
+    # while a phase runs: its suites' own pytest logs so far (2026-12-02 they showed, after the device time was
+    # spent, that two 64-bit-indexing tests took 1000 of the conv suite's 1078 s)
+    if [ "$state" = running ]; then
+        (cd "$WORK/eb/stack" 2>/dev/null && find . -path '*test-reports*' -name '*.log' -print0 \
+            | tar -czf "$OUT/progress.tar.gz" --null -T - 2>/dev/null)
+    fi
 fi
 [ "$state" = finished ]

@@ -71,7 +71,7 @@ from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Tuple
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.inputs import open_regular
 from eb_pytorch_cuda.testsuite.results import grammar
-from eb_pytorch_cuda.testsuite.results.cudatests import cuda_counts_in_log
+from eb_pytorch_cuda.testsuite.results.cudatests import cuda_counts_in_log, with_named_failures
 from eb_pytorch_cuda.testsuite.results.model import (ERROR, FAILED, SUITE_FAILED, SUITE_INCOMPLETE, SUITE_PASSED,
                                                      SUITE_TERMINATED, SUITE_UNCOUNTED, RunResult, TestCase)
 
@@ -181,7 +181,7 @@ class _Runs:
         self.success: set = set()
         self.counted: set = set()
         self.last_shard, self.replaying = {}, set()
-        self.consistent = {}  # suite: {test ids} its run_test_retries reported as failing every time
+        self.consistent: dict = {}  # suite: {test id: None} (ordered) its run_test_retries reported failing every time
         self.paths: dict = {}  # test file path: the suite it names (suite_of_cached)
         self.failed_ids: dict = {}  # suite: {ids of its failed_tests}
         self.sessions: List[_Session] = []  # pytest sessions begun and not yet summarised, oldest first
@@ -304,8 +304,8 @@ class _Runs:
                     for test in grammar.QUOTED_TEST.finditer(match.group('tests')):
                         name = self.suite_of(test.group('path')) or (owner[0] if owner else None)
                         if name is not None:
-                            self.consistent.setdefault(name, set()).add(
-                                _pytest_test_id(test.group('cls'), test.group('test')))
+                            self.consistent.setdefault(name, {})[
+                                _pytest_test_id(test.group('cls'), test.group('test'))] = None
             elif first == 'A':
                 match = grammar.ASSERTION_LIST.match(text, start, stop)
                 if match:
@@ -421,7 +421,11 @@ class _Runs:
                 failing = len(self.consistent[name])
                 suite.counts['errors'] = min(suite.counts['errors'], failing)
                 suite.counts['failed'] = failing - suite.counts['errors']
-                suite.failed_tests = [test for test in suite.failed_tests if test.test_id in self.consistent[name]]
+                # the list names them all: also a test whose process crashed before pytest printed FAILED (a
+                # segfault in cuDNN's sub-library loading, measured on the H200: no FAILED line, no XML)
+                listed = {test.test_id: test for test in suite.failed_tests if test.test_id in self.consistent[name]}
+                suite.failed_tests = list(listed.values()) + [
+                    TestCase(test_id, FAILED) for test_id in self.consistent[name] if test_id not in listed]
             elif name in self.isolated and suite.failed_tests:  # no list: each failing test once, not per rerun
                 suite.counts['errors'] = sum(1 for test in suite.failed_tests if test.state == ERROR)
                 suite.counts['failed'] = len(suite.failed_tests) - suite.counts['errors']
@@ -706,3 +710,4 @@ def _add_cuda_counts(result: RunResult, counted: Tuple[Dict[str, Dict[str, int]]
             suite.cuda_counts = per_suite[name]
         elif any_lines and any(suite.counts.values()):
             suite.cuda_counts = {'ran': 0, 'failed': 0, 'skipped': 0}
+        suite.cuda_counts = with_named_failures(suite.cuda_counts, (test.test_id for test in suite.failed_tests))

@@ -14,6 +14,7 @@ from typing import List, Optional, Tuple
 
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite.results import grammar, reportdirs
+from eb_pytorch_cuda.testsuite.results.cudatests import with_named_failures
 from eb_pytorch_cuda.testsuite.results.logparse import ZERO_TESTS_NOTE, parse_log_text
 from eb_pytorch_cuda.testsuite.results.model import (SUITE_FAILED, SUITE_INCOMPLETE, SUITE_PASSED,
                                                      SUITE_TERMINATED, SUITE_TIMED_OUT, SUITE_UNCOUNTED, Suite)
@@ -95,6 +96,7 @@ def _combined(log, xml):
         suite.counts[key] = max(suite.counts[key], log.counts[key])
     known = {t.test_id for t in suite.failed_tests}
     suite.failed_tests += [t for t in log.failed_tests if t.test_id not in known]
+    suite.cuda_counts = with_named_failures(suite.cuda_counts, (t.test_id for t in suite.failed_tests))
     return suite
 
 
