@@ -15,7 +15,7 @@ read as one; everything else goes to testsuite.results as before.
 
 import os
 import re
-from typing import Iterable, Optional
+from typing import Iterable, Iterator, Optional
 
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.inputs import open_regular
@@ -89,6 +89,33 @@ def parse_summary_lines(lines: Iterable[str], source: str = 'summary') -> Option
 LINE_LIMIT = 1 << 16  # a summary line is short: longer lines are read in pieces (bounded memory), none matches
 
 
+_LINE_END = re.compile(rb'\r\n|\r|\n')
+BLOCK = 1 << 20
+
+
+def _lines(handle) -> Iterator[str]:
+    """The lines of a binary file, ended by LF, CRLF or a lone CR (as the log reader reads a log: a summary pasted
+    through a tool that turned every newline into a CR is still one line per suite), each at most LINE_LIMIT bytes
+    (a longer line comes in pieces, none of which matches: memory stays bounded)."""
+    rest = b''
+    while True:
+        chunk = handle.read(BLOCK)
+        data = rest + chunk
+        held = bool(chunk) and data.endswith(b'\r')  # maybe the CR of a CRLF that the next read completes
+        parts = _LINE_END.split(data[:-1] if held else data)
+        rest = parts.pop() + (b'\r' if held else b'')  # after the last line end: not yet a whole line
+        if not chunk and rest:
+            parts.append(rest)
+        for part in parts:
+            for at in range(0, max(len(part), 1), LINE_LIMIT):
+                yield part[at:at + LINE_LIMIT].decode('utf-8', 'replace')
+        if not chunk:
+            return
+        while len(rest) > LINE_LIMIT + 1:
+            yield rest[:LINE_LIMIT].decode('utf-8', 'replace')
+            rest = rest[LINE_LIMIT:]
+
+
 def read_summary(path: str) -> Optional[RunResult]:
     """parse_summary_lines of the file at path, streamed; None for a binary file (a NUL in its first 8 KB,
     checked before anything else is read) or one that holds no summary; PluginError when it cannot be read.
@@ -98,9 +125,7 @@ def read_summary(path: str) -> Optional[RunResult]:
             if b'\0' in handle.read(8192):
                 return None
             handle.seek(0)
-            lines = (line.decode('utf-8', 'replace').rstrip('\n')
-                     for line in iter(lambda: handle.readline(LINE_LIMIT), b''))
-            return parse_summary_lines(lines, str(path))
+            return parse_summary_lines(_lines(handle), str(path))
         except OSError as err:
             raise PluginError(path, f'cannot be read: {err.strerror}') from None
 
