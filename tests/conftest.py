@@ -100,7 +100,7 @@ TIER_OF_MODULE = {
 UNIT_MODULES = {'test_store_records', 'test_device_tests', 'test_easyblock_imports', 'test_module_map',
                 'test_cudnn_catalog', 'test_field_policy', 'test_gpu_record', 'test_logparse_streaming',
                 'test_report_escaping', 'test_test_parameters', 'test_testsuite_parsing', 'test_testsuite_policy',
-                'test_upstream_corpus', 'test_xml_encodings', 'test_report_plain26'}
+                'test_upstream_corpus', 'test_xml_encodings', 'test_report_plain26', 'test_batch_logic'}
 TIERS = ('unit', 'real_tools', 'real_eb', 'slurm', 'real_harness')
 
 

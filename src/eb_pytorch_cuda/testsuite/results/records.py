@@ -34,7 +34,7 @@ class StoreRecord(_Suite, total=False):
     seconds: Optional[float]  # wall seconds of the suite (alone) or its share (in a batch)
     gpu: Optional[str]  # the GPU it was pinned to (CUDA_VISIBLE_DEVICES), None: all of them
     notes: List[str]  # what the outcome noticed (a pass with 0 tests, log and XML disagreeing)
-    output_tail: str  # the last run/batches.OUTPUT_KEPT characters of its output
+    output_tail: str  # the last run/calls.OUTPUT_KEPT characters of its output
     output_file: Optional[str]  # the log it ran into
     batch_seconds: Optional[float]  # a suite of a batch: the batch's wall seconds
     batch_exit_code: Optional[int]  # a suite of a batch: run_test.py's exit status, None when killed
