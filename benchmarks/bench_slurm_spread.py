@@ -131,18 +131,18 @@ def measure_pieces(args):
                                                os.path.join(workdir, 'split-out'), REAL_PYTHON, {'': 3600},
                                                units=[suite]), store)
             split_time = time.perf_counter() - start
-            pieces_seen = [record.get('seconds') for key, record in store.load().items() if key != suite]
+            pieces_seen = [record.seconds for key, record in store.load().items() if key != suite]
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     merged = result.suites[suite]
-    failed = sorted(test['test_id'] for test in whole['suite']['failed_tests'])
-    same = (whole['suite']['status'], whole['suite']['counts'], failed) == \
+    failed = sorted(test.test_id for test in whole.suite.failed_tests)
+    same = (whole.suite.status, whole.suite.counts, failed) == \
         (merged.status, merged.counts, sorted(test.test_id for test in merged.failed_tests))
     print(f'measured: {suite} of Debian 2.6.0 whole, then as {count} pieces on {count} Slurm jobs, '
           f'{os.cpu_count()} CPUs, real Slurm')
-    print(f"  whole (solo.run_suite):          {whole_time:6.1f} s  {whole['suite']['status']}, "
-          f"{whole['suite']['counts']}")
-    print(f'  {count} pieces (controller.run_spread): {split_time:6.1f} s  {merged.status}, {merged.counts}; '
+    print(f"  whole (solo.run_suite):          {whole_time:6.1f} s  {whole.suite.status}, "
+          f"{whole.suite.counts}")
+    print(f'  {count} pieces (SlurmExecutor):         {split_time:6.1f} s  {merged.status}, {merged.counts}; '
           f'pieces {pieces_seen} s')
     goal = 1.3 * whole_time / count + startup_time
     print(f'  harness start-up: {startup_time:.1f} s (the whole call of {args.startup_suite}, 11 tests under 1 s)')

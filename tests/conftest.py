@@ -1,6 +1,7 @@
 """Fixtures that build real ELF files with gcc: the cuDNN stand-in and a libtorch_cuda.so linked to it."""
 
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -11,22 +12,6 @@ import pytest
 from eb_pytorch_cuda import standins
 
 pytest_plugins = ['slurm_cluster']  # the session-wide `slurm` fixture
-
-CLEAN_ENV = {k: v for k, v in os.environ.items() if k not in ('LD_LIBRARY_PATH', 'LD_PRELOAD')}
-
-
-def run_loadcheck(loadcheck, library):
-    """Run the C harness on library with LD_LIBRARY_PATH unset: the real glibc loader decides."""
-    return subprocess.run([loadcheck, str(library)], env=CLEAN_ENV, capture_output=True, text=True)
-
-
-def cli(*args, check_rc=None):
-    """Run the installed eb-pytorch-cuda console script; return the CompletedProcess."""
-    script = shutil.which('eb-pytorch-cuda', path=os.path.dirname(sys.executable) + os.pathsep + os.environ['PATH'])
-    done = subprocess.run([script, *map(str, args)], capture_output=True, text=True)
-    if check_rc is not None:
-        assert done.returncode == check_rc, (done.stdout, done.stderr)
-    return done
 
 
 @pytest.fixture(scope='session')
@@ -55,6 +40,29 @@ def standin(request, tmp_path, loadcheck):
     return _standin(tmp_path, request.param, loadcheck)
 
 
+@pytest.fixture
+def tmpfs(tmp_path):
+    """mount(size, inodes=None): a tmpfs of that size (and inode count) under tmp_path, unmounted at teardown;
+    the test is skipped, with the reason, where mounting is refused (not root, no mount(8), a container)."""
+    points = []
+
+    def mount(size, inodes=None):
+        if os.geteuid() != 0 or not shutil.which('mount'):
+            pytest.skip('mounting a tmpfs needs root and mount(8)')
+        point = tmp_path / f'tmpfs{len(points)}-{size}'
+        point.mkdir()
+        options = f'size={size},mode=755' + (f',nr_inodes={inodes}' if inodes is not None else '')
+        done = subprocess.run(['mount', '-t', 'tmpfs', '-o', options, 'tmpfs', str(point)], capture_output=True,
+                              text=True)
+        if done.returncode != 0:
+            pytest.skip(f'cannot mount a tmpfs here: {done.stderr.strip() or done.returncode}')
+        points.append(point)
+        return point
+    yield mount
+    for point in points:
+        subprocess.run(['umount', str(point)], check=True)
+
+
 @pytest.fixture(scope='session')
 def eb_sources(tmp_path_factory):
     """Source tarballs of the stand-ins, made once per test session."""
@@ -76,7 +84,9 @@ def eb_stack(request, tmp_path_factory, eb_sources):
 # ---- tiers (README "Tests"): one marker per test, from what it needs; `-m unit` is the fast loop ----------
 # real_harness: PyTorch's own run_test.py (2.1 line, 2.6); real_eb: real EasyBuild runs (4.9.4, 5.4.1);
 # slurm: the real single-node Slurm; real_tools: gcc-built ELF files, patchelf, the glibc loader, the real
-# cuDNN/torch wheels, real processes; unit: none of these (seconds).
+# cuDNN/torch wheels, real processes (the console script too); unit: none of these, no process started
+# (tests/test_unit_tier_pure.py, the audit hook below): 337 tests in 9.2 s serially on this 2-core VM (72.6 s
+# before issue 34 split the console-script tests out; `-n 2` 16 s: the workers' start costs more than it saves).
 TIER_OF_MODULE = {
     'test_real_harness': 'real_harness', 'test_real_harness_21': 'real_harness', 'test_eb_real_torch21': 'real_harness',
     'test_real_harness_plain26': 'real_harness',
@@ -96,11 +106,15 @@ TIER_OF_MODULE = {
     'test_gpu_mixed_record': 'real_tools', 'test_elf_string_tables': 'real_tools',
     'test_elf_dynamic_tables': 'real_tools', 'test_full_results_disk': 'real_tools',
     'test_setup_script': 'real_tools', 'test_entry_points': 'real_eb',
+    # the parts of unit modules that start the console script or a real process (issue 34, item 6)
+    'test_field_policy': 'real_tools', 'test_report_escaping': 'real_tools', 'test_test_parameters': 'real_tools',
+    'test_report_policy': 'real_tools', 'test_nvidia_smi': 'real_tools',
 }
 UNIT_MODULES = {'test_store_records', 'test_device_tests', 'test_easyblock_imports', 'test_module_map',
-                'test_cudnn_catalog', 'test_field_policy', 'test_gpu_record', 'test_logparse_streaming',
-                'test_report_escaping', 'test_test_parameters', 'test_testsuite_parsing', 'test_testsuite_policy',
-                'test_upstream_corpus', 'test_xml_encodings', 'test_report_plain26', 'test_batch_logic'}
+                'test_cudnn_catalog', 'test_gpu_record', 'test_logparse_streaming', 'test_settings',
+                'test_results_parsing', 'test_testsuite_policy', 'test_upstream_corpus', 'test_xml_encodings',
+                'test_report_plain26', 'test_unit_tier_pure', 'test_docstring_names',
+                'test_batch_logic'}
 TIERS = ('unit', 'real_tools', 'real_eb', 'slurm', 'real_harness')
 
 
@@ -120,3 +134,42 @@ def pytest_collection_modifyitems(config, items):
         # (a real-library layout is built once, not once per worker); every test of the real Slurm shares
         # one worker, so one cluster (and one munged) serves them all
         item.add_marker(pytest.mark.xdist_group('slurm' if uses_slurm else module))
+
+
+# ---- the unit tier starts no process: tests/test_unit_tier_pure.py reads its files, this watches what they run --
+# (a unit test that runs a stand-in script through the library, which no reading of the test file shows, fails
+# naming what it started).  Python's audit events see every start: subprocess, os.fork/exec*/spawn*/system.
+PROCESS_EVENTS = frozenset({'subprocess.Popen', 'os.fork', 'os.forkpty', 'os.posix_spawn', 'os.spawn', 'os.system',
+                            'os.exec', 'os.startfile'})
+_started = []  # what the running unit test started, (event, argv)
+_watching = [False]  # a unit test is running
+
+
+def _audit(event, args):
+    if _watching[0] and event in PROCESS_EVENTS:
+        _started.append((event, args[1] if event == 'subprocess.Popen' else args[:2]))
+
+
+platform.processor()  # the stdlib runs `uname -p` once per interpreter (EasyBuild's import asks): before any test
+sys.addaudithook(_audit)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    _watching[0] = item.get_closest_marker('unit') is not None
+    del _started[:]
+    yield
+    _watching[0] = False
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """The phase (setup, call, teardown) of a unit test that started a process fails, naming the process."""
+    report = (yield).get_result()
+    if _started and report.outcome != 'failed':
+        report.outcome = 'failed'
+        report.longrepr = (f'{item.nodeid}: a unit test started a process ({call.when}): '
+                           + '; '.join(f'{event} {argv!r}' for event, argv in _started)
+                           + ' -- its tier is real_tools (tests/conftest.py TIER_OF_MODULE), or run it in this '
+                             'process (tests/helpers.py run_main)')
+    del _started[:]

@@ -61,6 +61,21 @@ test_a (__main__.TestOps.test_a) ... ok
 FULL_LOG = (PASSING_UNITTEST + FAILING_UNITTEST + FAILING_PYTEST + ASSERTION_LIST + SIGNAL + CRASH_NO_SUMMARY
             + TRUNCATED_TAIL)
 
+# known_test_failures for FULL_LOG's suites, as an easyconfig writes them: scopes by family, target glob and
+# compute capability, an entry no run fails (stale), one that never applies (the policy and report tests)
+KNOWN = {
+    '': [('test_nn::TestNN.test_conv_tf32', 'TF32 tolerance on A100'),
+         ('test_nn::*test_lstm_cuda', 'cuDNN RNN flaky in VMs'),
+         ('dynamo/test_dynamic_shapes::test_predispatch*', 'upstream issue 112345'),
+         ('dynamo/test_dynamic_shapes::DynamicShapesMiscTests.test_torch_guards*', 'upstream issue 112346'),
+         ('distributed/test_c10d_nccl', 'NCCL in vGPU'),
+         ('test_cuda_expandable_segments', 'SIGIOT on vGPU'),
+         ('test_import_stats', 'missing optional dependency')],
+    'x86_64/intel/*': [('test_autograd::TestAutograd.test_never_fails', 'was flaky on haswell')],
+    'aarch64': [('test_ops', 'timeouts on grace')],
+    '7.0': [('test_nn', 'never applies here')],
+}
+
 
 def junit(suite_dir, cases, runner='python-pytest'):
     """(relative path, XML text) of one report; cases are (classname, name, child XML or '')."""

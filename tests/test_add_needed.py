@@ -5,7 +5,7 @@ import stat
 
 import pytest
 
-from conftest import cli, run_loadcheck
+from helpers import cli, run_loadcheck
 from eb_pytorch_cuda.elf.reader import read_elf
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.patch.needed import add_needed

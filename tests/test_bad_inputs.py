@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from conftest import cli
+from helpers import cli
 
 
 def _assert_clean_failure(done, path, problem):

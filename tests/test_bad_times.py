@@ -8,14 +8,12 @@ The runs are `test-suite` on the stand-in harness with a suite that says it took
 """
 
 import json
-import os
-import shutil
 import subprocess
 import sys
 
 import pytest
 
-from eb_pytorch_cuda import standins
+from helpers import module_env, standin_source, suite_command
 from eb_pytorch_cuda.testsuite.results import previous
 from eb_pytorch_cuda.testsuite.results.saved import no_constants
 from eb_pytorch_cuda.testsuite.results.seconds import NotSeconds, seconds_in_text, seconds_of
@@ -50,16 +48,12 @@ with open(os.path.join(directory, 'TEST-test_slow-%d.xml' % time.time_ns()), 'w'
 
 @pytest.fixture
 def tree(tmp_path):
-    source = tmp_path / 'src'
-    shutil.copytree(standins.TORCH_SOURCES, source, ignore=shutil.ignore_patterns('test_*.py'))
-    return source
+    return standin_source(tmp_path / 'src')
 
 
 def _test_suite(tmp_path, source):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    done = subprocess.run([sys.executable, '-m', 'eb_pytorch_cuda', 'test-suite', str(source), '--python',
-                           sys.executable, '--results', str(tmp_path / 'results'), '--format', 'json'],
-                          env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300)
+    done = subprocess.run(suite_command(source, tmp_path / 'results', '--format', 'json'), env=module_env(),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300)
     assert 'Traceback' not in done.stderr, done.stderr
     return done
 
@@ -89,7 +83,7 @@ def test_an_xml_time_that_is_no_time_is_set_aside_and_the_run_and_its_rerun_give
 
 
 def main_report(tmp_path):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    env = module_env()
     return subprocess.run([sys.executable, '-m', 'eb_pytorch_cuda', 'report',
                            str(tmp_path / 'results' / 'pytorch-test-results.json')], env=env,
                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120).returncode

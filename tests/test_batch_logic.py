@@ -8,12 +8,12 @@ the harness facts read_harness reads from that run_test.py (checked in tests/tes
 
 import json
 import os
-import subprocess
 
 from eb_pytorch_cuda.testsuite.run import batches
 from eb_pytorch_cuda.testsuite.run.calls import XML_VARIABLE, batch_options
 from eb_pytorch_cuda.testsuite.run.command import TestCommand as Command  # not a pytest test class
 from eb_pytorch_cuda.testsuite.run.harness import Harness
+from eb_pytorch_cuda.testsuite.run.launcher import TimeoutExpired
 from eb_pytorch_cuda.testsuite.run.plan import RunPlan
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data', 'pytorch26-plain')
@@ -34,7 +34,7 @@ class CannedCall:
     def wait(self, timeout=None):
         if self.ends or self.stopped:
             return self.code
-        raise subprocess.TimeoutExpired('run_test.py', timeout)
+        raise TimeoutExpired('run_test.py', timeout)
 
     def stop(self):
         self.stopped = True
@@ -88,15 +88,15 @@ def test_a_whole_batch_gives_each_suite_its_recorded_status_and_counts_as_it_set
     assert cwd == str(tmp_path) and env[XML_VARIABLE] == '1' and env['CUDA_VISIBLE_DEVICES'] == '1'
     assert [(kind, suite) for kind, suite, _ in sink.given] == [('settled', suite) for suite in SUITES]
     for _kind, suite, record in sink.given:
-        assert record['suite']['status'] == RECORDED[suite]['status'], suite
-        assert record['batch_exit_code'] == 1 and record['gpu'] == '1' and record['output_file'] == output
-    failed = {suite: record['exit_code'] for _kind, suite, record in sink.given if record['exit_code']}
+        assert record.suite.status == RECORDED[suite]['status'], suite
+        assert record.batch_exit_code == 1 and record.gpu == '1' and record.output_file == output
+    failed = {suite: record.exit_code for _kind, suite, record in sink.given if record.exit_code}
     assert failed == {'test_function_schema': 1, 'test_license': 1}
     # the harness replays a failed suite's log (--pipe-logs): its counts are the recorded run's, which had its XML
     # reports too; a passing suite's log is not replayed, so without its XML (none here) it has no counts
     for _kind, suite, record in sink.given:
         if suite in failed:
-            assert record['suite']['counts'] == RECORDED[suite]['counts'], suite
+            assert record.suite.counts.to_json() == RECORDED[suite]['counts'], suite
 
 
 def test_a_killed_batch_keeps_the_suites_it_finished_and_leaves_the_others_to_run_alone(tmp_path):
@@ -109,7 +109,7 @@ def test_a_killed_batch_keeps_the_suites_it_finished_and_leaves_the_others_to_ru
     records, killed = batches.run_batch(plan, SUITES, str(tmp_path / 'out' / 'batch.log'), launcher=launcher)
     assert killed
     assert sorted(suite for suite, record in records.items() if record is not None) == sorted(SERIAL)
-    assert all(records[suite]['suite']['status'] == 'passed' for suite in SERIAL)
+    assert all(records[suite].suite.status == 'passed' for suite in SERIAL)
     assert all(records[suite] is None for suite in SUITES if suite not in SERIAL)  # to be run alone
 
 

@@ -2,7 +2,7 @@
 
 import shutil
 
-from conftest import cli
+from helpers import cli
 from eb_pytorch_cuda.elf.reader import read_elf
 from eb_pytorch_cuda.patch.needed import add_needed, check_needed
 

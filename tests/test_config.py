@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from conftest import cli
+from helpers import cli
 from eb_runner import EB_VERSIONS, LMOD_CMD, REPO, eb_venv
 
 

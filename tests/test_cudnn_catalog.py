@@ -2,7 +2,7 @@
 
 import pytest
 
-from conftest import cli
+from helpers import run_main
 from eb_pytorch_cuda.cudnn import (CATALOG, DEFAULT_NEEDED, ENV_VARIABLE, cudnn_major, filter_present,
                                    requested_sonames, unknown_sonames)
 
@@ -45,7 +45,7 @@ def test_filtering_drops_sub_libraries_missing_from_the_installation(tmp_path):
 
 
 def test_catalog_command_lists_choices_and_defaults():
-    out = cli('cudnn-catalog', check_rc=0).stdout
+    out = run_main('cudnn-catalog', check_rc=0).stdout
     assert 'libcudnn_cnn_train.so.8  (default NEEDED entry)' in out
     assert 'libcudnn_engines_tensor_ir.so.9\n' in out
     assert ENV_VARIABLE in out

@@ -180,20 +180,3 @@ def test_auto_is_the_default_and_a_count_stays_a_count(tmp_path):
     meminfo.write_text('MemTotal:       24000000 kB\nMemAvailable:   12582912 kB\n')
     assert available_gib(str(meminfo)) == 12.0
     assert available_gib(str(tmp_path / 'none')) is None
-
-
-def test_gpu_memory_bounds_the_batches_through_the_one_nvidia_smi_reader(tmp_path, monkeypatch):
-    """A stand-in nvidia-smi answers memory.total as the real one does (`index, MiB` with nounits: 143771 MiB is
-    the H200's, KINDS.md); CUDA_VISIBLE_DEVICES picks the GPUs, set empty none."""
-    from eb_pytorch_cuda.testsuite.run.node import gpu_memory_gib, this_node
-    script = tmp_path / 'nvidia-smi'
-    script.write_text('#!/bin/sh\ncase "$*" in *memory.total*) printf "0, 143771\\n1, 16384\\n";; '
-                      '*) printf "0, 9.0\\n1, 8.0\\n";; esac\n')
-    script.chmod(0o755)
-    monkeypatch.setenv('PATH', str(tmp_path))
-    assert gpu_memory_gib({}) == (143771 / 1024, 16.0)
-    assert gpu_memory_gib({'CUDA_VISIBLE_DEVICES': '0'}) == (143771 / 1024,)
-    assert gpu_memory_gib({'CUDA_VISIBLE_DEVICES': ''}) == ()
-    assert gpu_compute_capabilities({'CUDA_VISIBLE_DEVICES': '1'}) == ('8.0',)
-    assert this_node({'CUDA_VISIBLE_DEVICES': '1'}, cuda_device_tests=True).gpu_gib == (16.0,)
-    assert this_node({}, cuda_device_tests=False).gpu_gib == ()

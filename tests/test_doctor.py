@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import cli
+from helpers import cli, gcc_shared
 from eb_pytorch_cuda.patch.needed import add_needed
 from environment import missing
 
@@ -37,12 +37,6 @@ def test_missing_needed_library_is_reported_with_the_search_path(standin8):
     assert finding['details']['searched'][0] == standin8.cudnn_lib
 
 
-def _gcc(out, source, *flags):
-    c_file = str(out) + '.c'
-    Path(c_file).write_text(source)
-    subprocess.run(['gcc', '-shared', '-fPIC', '-o', str(out), c_file, *flags], check=True)
-
-
 def test_versioned_symbol_missing_from_the_library_that_is_found_first(tmp_path):
     # torch built against NCCL 2.20 (which has ncclCommRegister), a system-like NCCL 2.16 found first
     new, old, torch = tmp_path / 'nccl-2.20', tmp_path / 'nccl-2.16', tmp_path / 'torch'
@@ -51,13 +45,13 @@ def test_versioned_symbol_missing_from_the_library_that_is_found_first(tmp_path)
     script = tmp_path / 'nccl.map'
     script.write_text('NCCL_2.16 { global: ncclCommInitRank; local: *; };\n'
                       'NCCL_2.20 { global: ncclCommRegister; } NCCL_2.16;\n')
-    _gcc(new / 'libnccl.so.2', 'int ncclCommInitRank(void){return 0;}\nint ncclCommRegister(void){return 0;}\n',
-         '-Wl,-soname,libnccl.so.2', f'-Wl,--version-script={script}')
+    gcc_shared(new / 'libnccl.so.2', 'int ncclCommInitRank(void){return 0;}\nint ncclCommRegister(void){return 0;}\n',
+               '-Wl,-soname,libnccl.so.2', f'-Wl,--version-script={script}')
     script.write_text('NCCL_2.16 { global: ncclCommInitRank; local: *; };\n')
-    _gcc(old / 'libnccl.so.2', 'int ncclCommInitRank(void){return 0;}\n', '-Wl,-soname,libnccl.so.2',
-         f'-Wl,--version-script={script}')
-    _gcc(torch / 'libtorch_cuda.so', 'int ncclCommRegister(void);\nint f(void){return ncclCommRegister();}\n',
-         f'-L{new}', '-l:libnccl.so.2', '-Wl,--disable-new-dtags', f'-Wl,-rpath,{old}:{new}')
+    gcc_shared(old / 'libnccl.so.2', 'int ncclCommInitRank(void){return 0;}\n', '-Wl,-soname,libnccl.so.2',
+               f'-Wl,--version-script={script}')
+    gcc_shared(torch / 'libtorch_cuda.so', 'int ncclCommRegister(void);\nint f(void){return ncclCommRegister();}\n',
+               f'-L{new}', '-l:libnccl.so.2', '-Wl,--disable-new-dtags', f'-Wl,-rpath,{old}:{new}')
     done = _doctor(torch / 'libtorch_cuda.so', rc=1)
     assert (f'{torch}/libtorch_cuda.so: undefined symbol ncclCommRegister@NCCL_2.20; libnccl.so.2 resolved to '
             f'{old}/libnccl.so.2, which lacks it') in done.stdout
@@ -68,12 +62,12 @@ def test_the_same_soname_from_two_directories_is_a_conflict(tmp_path):
     for directory in (first, second, top):
         directory.mkdir()
     for directory in (first, second):
-        _gcc(directory / 'libdup.so.1', 'int dup(void){return 1;}\n', '-Wl,-soname,libdup.so.1')
-    _gcc(top / 'libuser.so', 'int dup(void);\nint u(void){return dup();}\n', f'-L{second}', '-l:libdup.so.1',
-         '-Wl,--disable-new-dtags', f'-Wl,-rpath,{second}', '-Wl,-soname,libuser.so')
-    _gcc(top / 'libroot.so', 'int u(void);\nint dup(void);\nint r(void){return u() + dup();}\n',
-         f'-L{first}', f'-L{top}', '-l:libdup.so.1', '-l:libuser.so', '-Wl,--enable-new-dtags',
-         f'-Wl,-rpath,{first}:{top}')
+        gcc_shared(directory / 'libdup.so.1', 'int dup(void){return 1;}\n', '-Wl,-soname,libdup.so.1')
+    gcc_shared(top / 'libuser.so', 'int dup(void);\nint u(void){return dup();}\n', f'-L{second}', '-l:libdup.so.1',
+               '-Wl,--disable-new-dtags', f'-Wl,-rpath,{second}', '-Wl,-soname,libuser.so')
+    gcc_shared(top / 'libroot.so', 'int u(void);\nint dup(void);\nint r(void){return u() + dup();}\n',
+               f'-L{first}', f'-L{top}', '-l:libdup.so.1', '-l:libuser.so', '-Wl,--enable-new-dtags',
+               f'-Wl,-rpath,{first}:{top}')
     done = _doctor(top / 'libroot.so', rc=1)
     assert (f'libdup.so.1: {top}/libuser.so would load {second}/libdup.so.1 (DT_RPATH of {top}/libuser.so), '
             f'but {first}/libdup.so.1 is already loaded') in done.stdout
@@ -130,7 +124,7 @@ def test_planted_faults_in_torch_are_each_found(torch_site, tmp_path):
     # 2. a stub libnccl.so.2 without the symbols torch needs
     nccl = next((mirror / 'nvidia').rglob('libnccl.so.2'))
     nccl.unlink()
-    _gcc(nccl, 'int ncclGetVersion(int *v){*v=0;return 0;}\n', '-Wl,-soname,libnccl.so.2')
+    gcc_shared(nccl, 'int ncclGetVersion(int *v){*v=0;return 0;}\n', '-Wl,-soname,libnccl.so.2')
     # 3. a cuDNN sub-library dlopen()ed out of reach: libcudnn_graph.so.9 without its $ORIGIN RPATH
     graph = next((mirror / 'nvidia').rglob('libcudnn_graph.so.9'))
     real = os.path.realpath(graph)

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import cli
+from helpers import cli
 from eb_pytorch_cuda.cudnn import FIELD_ORDERS, version_checks
 from eb_pytorch_cuda.elf.patchelf import patchelf_binary
 from eb_pytorch_cuda.elf.reader import read_elf

@@ -19,7 +19,7 @@ import subprocess
 import pytest
 from elftools.elf.elffile import ELFFile
 
-from conftest import CLEAN_ENV, cli
+from helpers import CLEAN_ENV, cli
 from eb_pytorch_cuda.loader.doctor import Process, SymbolCache
 from eb_pytorch_cuda.elf.reader import read_elf
 from eb_pytorch_cuda.loader.lddebug import trace_outcomes

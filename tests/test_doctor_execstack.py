@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import cli
+from helpers import cli, gcc
 from eb_pytorch_cuda.elf.patchelf import patchelf_binary
 from environment import missing
 
@@ -36,13 +36,6 @@ int main(int argc, char **argv) {
 }
 '''
 PT_GNU_STACK, PT_NULL = 0x6474e551, 0
-
-
-def _gcc(out, source, *flags):
-    c_file = Path(str(out) + '.c')
-    c_file.write_text(source)
-    subprocess.run(['gcc', '-o', str(out), str(c_file), *flags], check=True)
-    return out
 
 
 def _drop_stack_header(source, destination):
@@ -74,19 +67,19 @@ def built(tmp_path_factory):
     for name, flags in (('plain', ()), ('execstack', ('-Wl,-z,execstack',))):
         directory = base / name
         directory.mkdir()
-        paths[name] = _gcc(directory / f'lib{name}.so', 'int f(void) { return 42; }\n', '-shared', '-fPIC',
-                           f'-Wl,-soname,lib{name}.so', *flags)
+        paths[name] = gcc(directory / f'lib{name}.so', 'int f(void) { return 42; }\n', '-shared', '-fPIC',
+                          f'-Wl,-soname,lib{name}.so', *flags)
     (base / 'noheader').mkdir()
     paths['noheader'] = _drop_stack_header(paths['execstack'], base / 'noheader' / 'libexecstack.so')
     (base / 'user').mkdir()
-    paths['user'] = _gcc(base / 'user' / 'libuser.so', 'int f(void);\nint g(void) { return f(); }\n', '-shared',
-                         '-fPIC', f"-L{base / 'execstack'}", '-l:libexecstack.so', '-Wl,--disable-new-dtags',
-                         f"-Wl,-rpath,{base / 'execstack'}")
-    paths['driver'] = _gcc(base / 'dlopen-all', DLOPEN_ALL, '-ldl')
+    paths['user'] = gcc(base / 'user' / 'libuser.so', 'int f(void);\nint g(void) { return f(); }\n', '-shared',
+                        '-fPIC', f"-L{base / 'execstack'}", '-l:libexecstack.so', '-Wl,--disable-new-dtags',
+                        f"-Wl,-rpath,{base / 'execstack'}")
+    paths['driver'] = gcc(base / 'dlopen-all', DLOPEN_ALL, '-ldl')
     # a program that has the execstack library NEEDED: loaded at start-up, not by dlopen()
-    paths['linked'] = _gcc(base / 'linked', 'int f(void);\nint main(void) { return f() == 42 ? 0 : 3; }\n',
-                           f"-L{base / 'execstack'}", '-l:libexecstack.so', '-Wl,--disable-new-dtags',
-                           f"-Wl,-rpath,{base / 'execstack'}")
+    paths['linked'] = gcc(base / 'linked', 'int f(void);\nint main(void) { return f() == 42 ? 0 : 3; }\n',
+                          f"-L{base / 'execstack'}", '-l:libexecstack.so', '-Wl,--disable-new-dtags',
+                          f"-Wl,-rpath,{base / 'execstack'}")
     return paths
 
 
@@ -160,7 +153,7 @@ def test_a_program_that_starts_with_an_executable_stack_may_dlopen_them(built, t
     flags = ['-Wl,-z,execstack'] if how == 'its own flag' else [
         f"-L{built['execstack'].parent}", '-Wl,--no-as-needed', '-l:libexecstack.so', '-Wl,--disable-new-dtags',
         f"-Wl,-rpath,{built['execstack'].parent}"]
-    program = _gcc(tmp_path / 'program', DLOPEN_ALL, '-ldl', *flags)
+    program = gcc(tmp_path / 'program', DLOPEN_ALL, '-ldl', *flags)
     assert _run_241(program, built['noheader'], built['user']).returncode == 0
     rc, data = _doctor_json(built['noheader'], '--glibc', '2.41', '--executable', program)
     assert rc == 0 and not [f for f in data['findings'] if f['kind'] == 'execstack']
@@ -170,8 +163,8 @@ def test_a_program_that_starts_with_an_executable_stack_may_dlopen_them(built, t
 
 def test_without_glibc_doctor_judges_for_the_interpreter_of_the_executable(built, tmp_path):
     # a program whose PT_INTERP is the 2.41 loader runs under it directly; doctor takes 2.41 from there
-    program = _gcc(tmp_path / 'on241', DLOPEN_ALL, '-ldl', f'-Wl,--dynamic-linker={LOADER}',
-                   '-Wl,--disable-new-dtags', f'-Wl,-rpath,{GLIBC}')
+    program = gcc(tmp_path / 'on241', DLOPEN_ALL, '-ldl', f'-Wl,--dynamic-linker={LOADER}',
+                  '-Wl,--disable-new-dtags', f'-Wl,-rpath,{GLIBC}')
     real = subprocess.run([str(program), str(built['execstack'])], env={}, capture_output=True, text=True)
     assert REFUSED in real.stdout
     rc, data = _doctor_json(built['execstack'], '--executable', program)

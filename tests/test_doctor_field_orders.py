@@ -7,26 +7,21 @@ doctor's recorded order hazards of the same layout are exactly ones this order d
 real loader reproduces the field's message for the catalog's order (tests/test_doctor_cudnn8_real.py).
 """
 
-import gzip
 import json
 import re
 from pathlib import Path
 
 from eb_pytorch_cuda.cudnn import FIELD_ORDERS
 from eb_pytorch_cuda.loader.doctor import first_failure
+from helpers import h200_lddebug_trace
 
 DATA = Path(__file__).parent / 'data'
 DLOPENED = re.compile(r'file=(libcudnn_\w+\.so)[.\d]* \[0\];\s+dynamically loaded by \S+/libcudnn\.so\.9 ')
 INIT = re.compile(r'calling init: \S+/(libcudnn_\w+\.so\.9)$')
 
 
-def _trace(phase):
-    with gzip.open(DATA / f'h200-cudnn919-lddebug-full-{phase}.txt.gz', 'rt') as handle:
-        return handle.read().splitlines()
-
-
 def test_the_cudnn9_field_order_is_the_order_the_real_trace_shows_and_every_load_in_it_worked():
-    lines = _trace('unpatched')
+    lines = h200_lddebug_trace('unpatched')
     opened = list(dict.fromkeys(f'{m.group(1)}.9' for m in map(DLOPENED.search, lines) if m))
     initialised = {m.group(1) for m in map(INIT.search, lines) if m}
     (order,) = [o for o in FIELD_ORDERS if o.opens[0].endswith('.so.9')]

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import cli
+from helpers import cli, gcc_shared
 from eb_pytorch_cuda.loader.dlopen_note import dlopen_note_sonames
 
 NOTE = r'''
@@ -33,24 +33,18 @@ const char *open_x(void) {
 '''
 
 
-def _gcc(out, source, *flags):
-    c_file = str(out) + '.c'
-    Path(c_file).write_text(source)
-    subprocess.run(['gcc', '-shared', '-fPIC', '-o', str(out), c_file, *flags], check=True)
-
-
 def _note_layout(tmp_path, with_note):
     """root (RPATH=b) NEEDS libmid.so.1 (in b), which dlopen()s libx.so.1 (in b), which NEEDS liblost.so.1
     (in b): libx.so.1, opened by dlopen(), inherits no RPATH chain and cannot find liblost.so.1."""
     a, b = tmp_path / 'a', tmp_path / 'b'
     a.mkdir()
     b.mkdir()
-    _gcc(b / 'liblost.so.1', 'int lost(void){return 1;}\n', '-Wl,-soname,liblost.so.1')
-    _gcc(b / 'libx.so.1', 'int lost(void);\nint x(void){return lost();}\n', '-Wl,-soname,libx.so.1',
-         f'-L{b}', '-l:liblost.so.1')
-    _gcc(b / 'libmid.so.1', OPENER + (NOTE if with_note else ''), '-Wl,-soname,libmid.so.1', '-ldl')
-    _gcc(a / 'libroot.so', 'const char *open_x(void);\nconst char *r(void){return open_x();}\n',
-         f'-L{b}', '-l:libmid.so.1', '-Wl,--disable-new-dtags', f'-Wl,-rpath,{b}')
+    gcc_shared(b / 'liblost.so.1', 'int lost(void){return 1;}\n', '-Wl,-soname,liblost.so.1')
+    gcc_shared(b / 'libx.so.1', 'int lost(void);\nint x(void){return lost();}\n', '-Wl,-soname,libx.so.1',
+               f'-L{b}', '-l:liblost.so.1')
+    gcc_shared(b / 'libmid.so.1', OPENER + (NOTE if with_note else ''), '-Wl,-soname,libmid.so.1', '-ldl')
+    gcc_shared(a / 'libroot.so', 'const char *open_x(void);\nconst char *r(void){return open_x();}\n',
+               f'-L{b}', '-l:libmid.so.1', '-Wl,--disable-new-dtags', f'-Wl,-rpath,{b}')
     return a / 'libroot.so'
 
 
@@ -86,7 +80,7 @@ def test_without_the_note_the_target_is_invisible(tmp_path):
 
 def test_a_plugins_symbols_come_from_its_host_program_unless_the_program_is_named(tmp_path):
     plugin = tmp_path / 'plugin.so'  # like perl's re.so or a Slurm plugin: no soname, symbols from the host
-    _gcc(plugin, 'int host_function(void);\nint plugin_entry(void){return host_function();}\n')
+    gcc_shared(plugin, 'int host_function(void);\nint plugin_entry(void){return host_function();}\n')
     assert 'nothing found' in cli('doctor', plugin, check_rc=0).stdout
     host = tmp_path / 'host'
     Path(str(host) + '.c').write_text('int host_function(void){return 0;}\nint main(void){return 0;}\n')
@@ -100,7 +94,7 @@ def test_a_plugins_symbols_come_from_its_host_program_unless_the_program_is_name
 
 
 def test_a_fifo_named_like_a_library_is_skipped_with_a_note_and_never_opened(tmp_path):
-    _gcc(tmp_path / 'libok.so.1', 'int ok(void){return 0;}\n', '-Wl,-soname,libok.so.1')
+    gcc_shared(tmp_path / 'libok.so.1', 'int ok(void){return 0;}\n', '-Wl,-soname,libok.so.1')
     os.mkfifo(tmp_path / 'libfifo.so')  # opening it for reading would block doctor forever
     done = subprocess.run([sys.executable, '-m', 'eb_pytorch_cuda', 'doctor', str(tmp_path)], capture_output=True,
                           text=True, timeout=60)
@@ -135,14 +129,14 @@ def test_an_order_hazard_names_the_system_copy_a_dlopened_library_would_take_its
     lib.mkdir()
     system.mkdir()
     for directory in (lib, system):
-        _gcc(directory / 'liba.so.1', 'int a(void){return 1;}\n', '-Wl,-soname,liba.so.1')
-    _gcc(lib / 'libb.so.1', 'int a(void);\nint b(void){return a();}\n', '-Wl,-soname,libb.so.1', f'-L{lib}',
-         '-l:liba.so.1')
-    _gcc(lib / 'libshim.so.1', 'const char *names[] = {"liba.so.1", "libb.so.1"};\n', '-Wl,-soname,libshim.so.1')
+        gcc_shared(directory / 'liba.so.1', 'int a(void){return 1;}\n', '-Wl,-soname,liba.so.1')
+    gcc_shared(lib / 'libb.so.1', 'int a(void);\nint b(void){return a();}\n', '-Wl,-soname,libb.so.1', f'-L{lib}',
+               '-l:liba.so.1')
+    gcc_shared(lib / 'libshim.so.1', 'const char *names[] = {"liba.so.1", "libb.so.1"};\n', '-Wl,-soname,libshim.so.1')
     top = tmp_path / 'top'  # the library to patch lives apart from the one it would get a NEEDED entry for
     top.mkdir()
-    _gcc(top / 'libroot.so', 'int r(void){return 0;}\n', f'-L{lib}', '-Wl,--no-as-needed', '-l:libshim.so.1',
-         '-Wl,--disable-new-dtags', f'-Wl,-rpath,{lib}')
+    gcc_shared(top / 'libroot.so', 'int r(void){return 0;}\n', f'-L{lib}', '-Wl,--no-as-needed', '-l:libshim.so.1',
+               '-Wl,--disable-new-dtags', f'-Wl,-rpath,{lib}')
     resolver = Resolver(ld_so_cache={'liba.so.1': [str(system / 'liba.so.1')]})
     findings, _ = diagnose([str(lib), str(top)], start=str(top / 'libroot.so'), resolver=resolver)
     [hazard] = [f for f in findings if f.kind == 'order-hazard']

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import cli
+from helpers import cli
 from eb_runner import EB_VERSIONS, LMOD_CMD, eb_venv
 
 EC = 'PyTorch-2.1.2-foss-2023a-CUDA-12.1.1.eb'

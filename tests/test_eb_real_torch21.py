@@ -26,7 +26,7 @@ import zipfile
 import pytest
 
 import real_torch21
-from conftest import cli
+from helpers import cli
 from eb_runner import EB_VERSIONS, EbRunner, eb_venv
 from eb_pytorch_cuda.elf.reader import read_elf
 from test_doctor_cudnn8_real import CHECKS, run_orders

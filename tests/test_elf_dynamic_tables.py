@@ -18,7 +18,7 @@ import subprocess
 import pytest
 from elftools.elf.elffile import ELFFile
 
-from conftest import CLEAN_ENV, cli
+from helpers import CLEAN_ENV, cli
 from eb_pytorch_cuda.elf.patchelf import patchelf_binary
 from eb_pytorch_cuda.elf.reader import read_elf
 from eb_pytorch_cuda.errors import CorruptElf

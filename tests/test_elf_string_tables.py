@@ -19,7 +19,7 @@ import sys
 import pytest
 from elftools.elf.elffile import ELFFile
 
-from conftest import cli
+from helpers import cli
 from eb_pytorch_cuda.elf.reader import read_elf
 from eb_pytorch_cuda.loader import loadprobe
 

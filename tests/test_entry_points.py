@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 
 
-from conftest import cli
+from helpers import cli
 from deployments import stock_venv
 from eb_runner import LMOD_CMD, REPO, eb_venv
 

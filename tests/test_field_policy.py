@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import cli
+from helpers import cli
 from eb_pytorch_cuda.eb.ebsummary import parse_summary
 from eb_pytorch_cuda.eb.ecpolicy import read_easyconfig
 from eb_pytorch_cuda.errors import PluginError

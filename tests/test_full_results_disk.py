@@ -9,44 +9,17 @@ leaves no process of its own behind.  Needs root and mount(8) (skipped otherwise
 
 import os
 import shutil
-import subprocess
 
 import pytest
 
-from conftest import cli
-from eb_pytorch_cuda import standins
+from helpers import cli, standin_test_tree
 
 SIZES = ('8k', '12k', '16k', '20k', '24k', '40k')
 
 
 @pytest.fixture(scope='module')
 def source(tmp_path_factory):
-    tree = tmp_path_factory.mktemp('tree') / 'src'
-    shutil.copytree(os.path.join(standins.TORCH_SOURCES, 'test'), tree / 'test')
-    for name in os.listdir(tree / 'test'):
-        if name.startswith('test_') and name != 'test_known_failure.py':
-            os.unlink(tree / 'test' / name)
-    return tree
-
-
-@pytest.fixture
-def tmpfs(tmp_path):
-    points = []
-
-    def mount(size):
-        if os.geteuid() != 0 or not shutil.which('mount'):
-            pytest.skip('mounting a tmpfs needs root and mount(8)')
-        point = tmp_path / f'tmpfs-{size}'
-        point.mkdir()
-        done = subprocess.run(['mount', '-t', 'tmpfs', '-o', f'size={size},mode=755', 'tmpfs', str(point)],
-                              capture_output=True, text=True)
-        if done.returncode != 0:
-            pytest.skip(f'cannot mount a tmpfs here: {done.stderr.strip() or done.returncode}')
-        points.append(point)
-        return point
-    yield mount
-    for point in points:
-        subprocess.run(['umount', str(point)], check=True)
+    return standin_test_tree(tmp_path_factory.mktemp('tree') / 'src', keep=('test_known_failure',)).parent
 
 
 def _ours(tree):

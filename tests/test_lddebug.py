@@ -1,12 +1,11 @@
 """The LD_DEBUG reader, on the real loader's traces: gcc stand-ins here, and a trace recorded on an H200."""
 
-import gzip
 import json
 import os
 import subprocess
 from pathlib import Path
 
-from conftest import CLEAN_ENV
+from helpers import CLEAN_ENV, h200_lddebug_trace
 from eb_pytorch_cuda.loader.lddebug import compare_with_trace, failed_requests, trace_outcomes
 from eb_pytorch_cuda.patch.needed import add_needed
 
@@ -50,8 +49,7 @@ def test_h200_trace_shows_system_cudnn_found_then_unloaded_before_the_fix():
 
 
 def _recorded(phase):
-    with gzip.open(DATA / f'h200-cudnn919-lddebug-full-{phase}.txt.gz', 'rt') as handle:
-        lines = handle.read().splitlines()
+    lines = h200_lddebug_trace(phase)
     predictions = json.loads((DATA / 'h200-cudnn919-doctor-predictions.json').read_text())
     return lines, predictions[phase]
 

@@ -9,16 +9,15 @@ leave is stopped (tests/test_no_orphans.py, and here a live supervisor of this s
 """
 
 import os
-import shutil
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
 
-from eb_pytorch_cuda import leftovers, process, standins
+from eb_pytorch_cuda import leftovers, process
 from eb_pytorch_cuda.errors import PluginError
+from helpers import module_env, standin_source, suite_command
 from procs import none_left, running
 
 PASSES = '''
@@ -38,8 +37,7 @@ if __name__ == '__main__':
 
 @pytest.fixture
 def tree(tmp_path):
-    source = tmp_path / 'src'
-    shutil.copytree(standins.TORCH_SOURCES, source, ignore=shutil.ignore_patterns('test_*.py'))
+    source = standin_source(tmp_path / 'src')
     (source / 'test' / 'test_ok.py').write_text(PASSES)
     return source
 
@@ -70,10 +68,8 @@ def _start_time(pid):
 def _test_suite(tmp_path, source, argv_prefix=(), timeout=300):
     """`test-suite` on the tree and tmp_path/results, in a process group and session of its own (what a '0 0'
     line would signal is then the run and argv_prefix's processes, never this test session): (status, stderr)."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    done = subprocess.run([*argv_prefix, sys.executable, '-m', 'eb_pytorch_cuda', 'test-suite', str(source),
-                           '--python', sys.executable, '--results', str(tmp_path / 'results')],
-                          env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout,
+    done = subprocess.run([*argv_prefix, *suite_command(source, tmp_path / 'results')], env=module_env(),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout,
                           start_new_session=True)
     return done.returncode, done.stderr
 

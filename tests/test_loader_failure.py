@@ -1,6 +1,6 @@
 """The failure we exist to fix, reproduced with the real glibc loader, and fixed by add-needed."""
 
-from conftest import cli, run_loadcheck
+from helpers import cli, run_loadcheck
 
 
 def test_unpatched_library_fails_to_dlopen_the_leaf_sub_library(standin):

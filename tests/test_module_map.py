@@ -70,3 +70,45 @@ def test_the_step_map_names_each_module_in_its_layer():
         if not re.search(rf'\b{re.escape(name)}\b', layers.get(layer, '')):
             missing.append(path)
     assert missing == []
+
+
+def _layer_modules(paragraph):
+    """The modules a layer's paragraph names: after what the layer is for (up to a colon), its items, each a
+    name (or `a + b`, `a and b`) before its parenthesised description."""
+    depth, text = 0, ''
+    for char in paragraph:
+        depth += char == '('
+        if depth == 0:
+            text += char
+        depth -= char == ')'
+    names = []
+    for item in text.rpartition(': ')[2].split(','):
+        names += [word for word in re.split(r'\s+(?:\+|and)\s+', item.strip()) if word]
+    return names
+
+
+def test_the_step_map_names_only_modules_that_exist():
+    """The other way round: each item of a layer's paragraph is a module of that layer (a renamed or removed
+    module leaves no name behind)."""
+    layers = layers_of_step_docstring()
+    stale = []
+    for layer, paragraph in layers.items():
+        if layer == 'service':
+            continue  # a module of its own: its paragraph describes it
+        for name in _layer_modules(paragraph):
+            if not os.path.isfile(os.path.join(STEP, layer, f'{name}.py')):
+                stale.append(f'{layer}/{name}')
+    assert stale == []
+    assert _layer_modules(layers['spread']) == ['workqueue', 'slurm', 'worker', 'controller']
+
+
+def test_every_path_the_layout_names_exists():
+    """Each path of the Layout (a backquoted name with a slash: `patch/needed`, `tests/test_module_map.py`,
+    `eb/`) is a file or directory of the repository, of the package, or of the test step."""
+    bases = (ROOT, PACKAGE, STEP)
+    stale = []
+    for path in set(re.findall(r'`([\w./-]*/[\w./-]*)`', layout_section())):
+        candidates = [os.path.join(base, path.rstrip('/')) for base in bases]
+        if not any(os.path.exists(c) or os.path.exists(c + '.py') for c in candidates):
+            stale.append(path)
+    assert stale == []

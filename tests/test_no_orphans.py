@@ -7,15 +7,14 @@ same for `eb` is in tests/test_eb_easyblock_tests.py (the eb killed by its own s
 """
 
 import os
-import shutil
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
 
-from eb_pytorch_cuda import process, standins
+from eb_pytorch_cuda import process
+from helpers import module_env, standin_source, suite_command, wait_for
 from procs import none_left, running, terminal_signals
 
 # spawns a grandchild, records both pids in <pid dir>/<suite>.<n>, then fails (first run) or hangs
@@ -46,8 +45,7 @@ if __name__ == '__main__':
 
 
 def _tree(tmp_path, suites):
-    source = tmp_path / 'src'
-    shutil.copytree(standins.TORCH_SOURCES, source, ignore=shutil.ignore_patterns('test_*.py'))
+    source = standin_source(tmp_path / 'src')
     for name, mode in suites.items():
         (source / 'test' / f'{name}.py').write_text(SUITE.format(mode=mode))
     (tmp_path / 'pids').mkdir()
@@ -55,18 +53,14 @@ def _tree(tmp_path, suites):
 
 
 def _start(tmp_path, source, *options):
-    env = dict(os.environ, NO_ORPHANS_PIDS=str(tmp_path / 'pids'), PYTHONPATH=os.pathsep.join(sys.path))
-    return subprocess.Popen([sys.executable, '-m', 'eb_pytorch_cuda', 'test-suite', str(source), '--python',
-                             sys.executable, '--results', str(tmp_path / 'results'), *options],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=terminal_signals)
+    env = dict(module_env(), NO_ORPHANS_PIDS=str(tmp_path / 'pids'))
+    return subprocess.Popen(suite_command(source, tmp_path / 'results', *options), env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, preexec_fn=terminal_signals)
 
 
 def _wait_for(tmp_path, name, seconds=120):
     path = tmp_path / 'pids' / name
-    deadline = time.monotonic() + seconds
-    while not path.exists():
-        assert time.monotonic() < deadline, f'{name} never started'
-        time.sleep(0.1)
+    wait_for(path.exists, f'{name} to start', seconds, 0.1)
     return [int(pid) for pid in path.read_text().split()]
 
 

@@ -20,7 +20,7 @@ import time
 
 import pytest
 
-from conftest import cli, run_loadcheck
+from helpers import cli, one_line_error, run_loadcheck, wait_for
 from eb_pytorch_cuda import standins
 from eb_pytorch_cuda.elf.reader import read_elf
 from eb_pytorch_cuda.patch.needed import add_needed
@@ -62,14 +62,6 @@ def _processes_mentioning(text):
         if text in cmdline and state != 'Z':
             found.append(int(pid))
     return found
-
-
-def _one_line_error(done, *fragments):
-    assert done.returncode == 2, (done.returncode, done.stdout, done.stderr)
-    lines = done.stderr.splitlines()
-    assert len(lines) == 1, done.stderr
-    for fragment in fragments:
-        assert str(fragment) in lines[0], lines[0]
 
 
 @pytest.fixture(scope='module')
@@ -406,13 +398,6 @@ def test_concurrent_runs_serialize_and_every_entry_survives(big, tmp_path):
     assert os.listdir(tmp_path) == ['libtorch_cuda.so']
 
 
-def _wait_for(condition, what, timeout=60):
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f'timed out waiting for {what}'
-        time.sleep(0.002)
-
-
 def _holds_open(pid, path):
     try:
         return any(os.readlink(f'/proc/{pid}/fd/{fd}') == path for fd in os.listdir(f'/proc/{pid}/fd'))
@@ -434,14 +419,14 @@ def test_a_waiter_whose_file_was_replaced_locks_the_new_file(big, tmp_path):
         return subprocess.Popen([_script(), 'add-needed', target, soname], stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, start_new_session=True, preexec_fn=terminal_signals)
     first = start('libcudnn_ops_train.so.8')
-    _wait_for(lambda: _temporaries(str(tmp_path)), 'the first run to start patching')
+    wait_for(lambda: _temporaries(str(tmp_path)), 'the first run to start patching')
     os.killpg(first.pid, signal.SIGSTOP)
     second = start('libcudnn_adv_train.so.8')
-    _wait_for(lambda: _holds_open(second.pid, target), 'the second run to open the library')
+    wait_for(lambda: _holds_open(second.pid, target), 'the second run to open the library')
     os.killpg(first.pid, signal.SIGCONT)
     assert first.wait(timeout=60) == 0
-    _wait_for(lambda: any(f'.{second.pid}.' in name for name in _temporaries(str(tmp_path))),
-              'the second run to start patching')
+    wait_for(lambda: any(f'.{second.pid}.' in name for name in _temporaries(str(tmp_path))),
+             'the second run to start patching')
     os.killpg(second.pid, signal.SIGSTOP)
     try:
         with pytest.raises(PluginError, match='another process has been patching it'):
@@ -472,7 +457,7 @@ def test_hardlinked_library_is_refused_naming_the_other_link(standin8):
     os.link(standin8.torch_lib, other)
     before = _digest(other)
     done = cli('add-needed', standin8.torch_lib, SONAME)
-    _one_line_error(done, standin8.torch_lib, 'has 2 hard links', other, '--break-hardlinks')
+    one_line_error(done, standin8.torch_lib, 'has 2 hard links', other, '--break-hardlinks')
     assert _digest(standin8.torch_lib) == _digest(other) == before
     assert os.stat(other).st_nlink == 2
 
@@ -590,7 +575,7 @@ def test_unprivileged_user_in_a_sticky_world_writable_directory_cannot_take_over
     library = _small_library(public_dir)
     before = _digest(library)
     done = _as_nobody('add-needed', library, 'libm.so.6')
-    _one_line_error(done, library, 'is owned by uid 0', 'could not keep its owner')
+    one_line_error(done, library, 'is owned by uid 0', 'could not keep its owner')
     assert _digest(library) == before and os.stat(library).st_uid == 0
     assert os.listdir(public_dir) == ['libsmall.so']
 
@@ -619,36 +604,15 @@ def test_rename_refused_is_one_line_and_leaves_nothing(tmp_path):
     try:
         before = _digest(library)
         done = cli('add-needed', library, 'libm.so.6')
-        _one_line_error(done, library, 'cannot rename the patched copy over it: Operation not permitted')
+        one_line_error(done, library, 'cannot rename the patched copy over it: Operation not permitted')
         assert _digest(library) == before
         assert os.listdir(tmp_path) == ['libsmall.so']
     finally:
         subprocess.run(['chattr', '-i', library], check=True)
 
 
-@pytest.fixture
-def small_tmpfs(tmp_path):
-    """Mount a tmpfs of given size and inode count; skip with the reason when mounting is refused."""
-    mounted = []
-
-    def mount(size, inodes):
-        point = tmp_path / f'tmpfs{len(mounted)}'
-        point.mkdir()
-        if os.geteuid() != 0 or not shutil.which('mount'):
-            pytest.skip('mounting a tmpfs needs root and mount(8)')
-        done = subprocess.run(['mount', '-t', 'tmpfs', '-o', f'size={size},nr_inodes={inodes},mode=755', 'tmpfs',
-                               str(point)], capture_output=True, text=True)
-        if done.returncode != 0:
-            pytest.skip(f'cannot mount a tmpfs here: {done.stderr.strip() or done.returncode}')
-        mounted.append(point)
-        return str(point)
-    yield mount
-    for point in mounted:
-        subprocess.run(['umount', str(point)], check=True)
-
-
-def test_no_free_inode_is_one_line_and_leaves_the_library(small_tmpfs, tmp_path):
-    directory = small_tmpfs('8m', 16)
+def test_no_free_inode_is_one_line_and_leaves_the_library(tmpfs, tmp_path):
+    directory = str(tmpfs('8m', 16))
     library = os.path.join(directory, 'libsmall.so')
     shutil.copy2(_small_library(str(tmp_path)), library)
     count = 0
@@ -660,17 +624,17 @@ def test_no_free_inode_is_one_line_and_leaves_the_library(small_tmpfs, tmp_path)
             break
     before = _digest(library)
     done = cli('add-needed', library, 'libm.so.6')
-    _one_line_error(done, library, 'cannot create a temporary file', 'No space left on device')
+    one_line_error(done, library, 'cannot create a temporary file', 'No space left on device')
     assert _digest(library) == before
     assert _temporaries(directory) == []
 
 
-def test_full_disk_is_one_line_and_leaves_the_library(small_tmpfs, tmp_path):
-    directory = small_tmpfs('1m', 64)
+def test_full_disk_is_one_line_and_leaves_the_library(tmpfs, tmp_path):
+    directory = str(tmpfs('1m', 64))
     library = os.path.join(directory, 'libsmall.so')
     shutil.copy2(_small_library(str(tmp_path), size_kb=640), library)  # no room for a second copy
     before = _digest(library)
     done = cli('add-needed', library, 'libm.so.6')
-    _one_line_error(done, library, 'patchelf failed', 'nothing modified')
+    one_line_error(done, library, 'patchelf failed', 'nothing modified')
     assert _digest(library) == before
     assert os.listdir(directory) == ['libsmall.so']

@@ -4,7 +4,7 @@ judged by the real glibc loader: what is planned, applied and proven, from plain
 import os
 import shutil
 
-from conftest import run_loadcheck
+from helpers import run_loadcheck
 from eb_pytorch_cuda.elf.reader import read_elf
 from eb_pytorch_cuda.patch.plan import Settings, apply_plan, check_plan, find_libraries, plan_library, planned_sonames
 

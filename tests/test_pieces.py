@@ -1,5 +1,6 @@
 """Pieces of a long suite (results/pieces.py): the identity the queue and the store use, and the plan."""
 
+import json
 import os
 
 import pytest
@@ -8,6 +9,7 @@ from environment import missing
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite.results.pieces import PIECE_SECONDS, Piece, expected_of, key_of, piece_count, split
 from eb_pytorch_cuda.testsuite.results.pieces import with_merged
+from eb_pytorch_cuda.testsuite.results.records import PieceLabel, StoreRecord
 from eb_pytorch_cuda.testsuite.results.testtimes import case_times, node_prefix, piece_times, pieces_for, shard_of
 
 
@@ -43,7 +45,8 @@ def test_suites_over_the_threshold_become_pytorchs_number_of_pieces():
                                              'long#shard3/3': 500.0}
 
 
-def _record(suite, index, count, status='passed', passed=1, failed=(), seconds=2.0, note=None):
+def _line(suite, index, count, status='passed', passed=1, failed=(), seconds=2.0, note=None):
+    """A piece's record as its line in the store holds it."""
     counts = dict.fromkeys(('failed', 'errors', 'passed', 'skipped', 'xfailed', 'xpassed', 'rerun'), 0)
     counts.update(passed=passed, failed=len(failed))
     return {'suite': {'name': suite, 'status': status, 'counts': counts, 'sources': ['log'], 'signal': None,
@@ -54,11 +57,15 @@ def _record(suite, index, count, status='passed', passed=1, failed=(), seconds=2
             'piece': {'suite': suite, 'index': index, 'count': count}}
 
 
+def _record(suite, index, count, **outcome) -> StoreRecord:
+    return StoreRecord.from_json(_line(suite, index, count, **outcome))
+
+
 def test_records_are_keyed_by_piece_and_old_records_by_suite():
     assert key_of(_record('a', 2, 3)) == 'a#shard2/3'
-    old = _record('a', 1, 1)
+    old = _line('a', 1, 1)
     del old['piece']
-    assert key_of(old) == 'a'
+    assert key_of(StoreRecord.from_json(old)) == 'a'
 
 
 def test_a_suite_is_the_merge_of_all_its_pieces_and_only_then():
@@ -66,17 +73,17 @@ def test_a_suite_is_the_merge_of_all_its_pieces_and_only_then():
     assert 'a' not in with_merged(records)  # a piece missing: the suite has no outcome yet (it runs again)
     records['a#shard2/3'] = _record('a', 2, 3, status='failed', passed=1, failed=['T.test_x'])
     suite = with_merged(records)['a']
-    assert suite['suite']['status'] == 'failed'
-    assert suite['suite']['counts']['passed'] == 10 and suite['suite']['counts']['failed'] == 1
-    assert [test['test_id'] for test in suite['suite']['failed_tests']] == ['T.test_x']
-    assert suite['suite']['seconds'] == 6.0 and suite['seconds'] == 9.0 and suite['exit_code'] == 1
-    assert [piece['index'] for piece in suite['pieces']] == [1, 2, 3]
+    assert suite.suite.status == 'failed'
+    assert suite.suite.counts.passed == 10 and suite.suite.counts.failed == 1
+    assert [test.test_id for test in suite.suite.failed_tests] == ['T.test_x']
+    assert suite.suite.seconds == 6.0 and suite.seconds == 9.0 and suite.exit_code == 1
+    assert [piece.index for piece in suite.pieces] == [1, 2, 3]
 
 
 def test_a_piece_that_never_finished_keeps_the_suite_from_passing_and_says_which():
     records = {key_of(r): r for r in (_record('a', 1, 2), _record('a', 2, 2, status='timed out', note='slow'))}
-    suite = with_merged(records)['a']['suite']
-    assert suite['status'] == 'timed out' and suite['note'] == 'piece 2/2: slow'
+    suite = with_merged(records)['a'].suite
+    assert suite.status == 'timed out' and suite.note == 'piece 2/2: slow'
 
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data', 'pytorch26-pieces')
@@ -125,7 +132,8 @@ def test_a_stored_record_with_a_crafted_piece_is_set_aside_in_one_note(tmp_path,
     from eb_pytorch_cuda.testsuite.run.store import ResultStore
     store = ResultStore(str(tmp_path / 'r.jsonl'), 'f')
     store.append(_record('a', 1, 2))
-    store.append(dict(_record('a', 2, 2), piece=piece))
+    with open(store.path, 'a') as handle:  # a crafted line: ResultStore.append writes only records
+        handle.write(json.dumps(dict(_line('a', 2, 2), piece=piece, fingerprint='f')) + '\n')
     assert list(store.load()) == ['a#shard1/2']
     assert len(store.set_aside) == 1 and 'line 2: not a record (piece: ' in store.set_aside[0]
     assert 'a' not in store.result(['a']).suites or store.result(['a']).suites['a'].status == 'missing'
@@ -301,8 +309,8 @@ def test_a_jobs_worker_kills_a_hung_piece_at_the_pieces_own_timeout_not_its_suit
     started = time.time()
     record = run_one(plan_of_spec(spec, dict(os.environ)), 'test_hang#shard1/2', None)
     assert time.time() - started < 60
-    assert record['suite']['status'] == 'timed out' and record['suite']['signal'] == 'timeout after 2s'
-    assert record['piece'] == {'suite': 'test_hang', 'index': 1, 'count': 2}
+    assert record.suite.status == 'timed out' and record.suite.signal == 'timeout after 2s'
+    assert record.piece == PieceLabel('test_hang', 1, 2)
 
 
 def test_without_a_rootdir_line_the_prefix_follows_pytests_rootdir_rules(tmp_path):

@@ -170,7 +170,7 @@ def test_a_sharded_runtest_runs_its_shard_without_passing_shard_to_each_suite(tr
     assert '--shard' not in discovery.run_argv(command.argv, [suite])
     plan = build_plan(RunRequest(command, dict(os.environ), str(tmp_path), PYTHON, {'': 600}, units=[suite]))
     record = solo.run_suite(plan, suite)
-    assert record['suite']['status'] == 'passed' and record['suite']['counts']['passed'] > 0, record['output_tail']
+    assert record.suite.status == 'passed' and record.suite.counts.passed > 0, record.output_tail
 
 
 def test_a_rerun_runs_exactly_the_one_failed_test(tree):

@@ -269,17 +269,18 @@ def test_a_suite_run_as_two_pieces_merges_to_the_whole_suites_result(tmp_path):
     split = ResultStore(str(tmp_path / 'split' / 'r.jsonl'), 'f')
     records = [solo.run_suite(plan, piece.key) for piece in pieces]
     for piece, record in zip(pieces, records):
-        with open(record['output_file']) as handle:
+        assert record.output_file is not None
+        with open(record.output_file) as handle:
             text = handle.read()
         assert f'Running {suite} {piece.index}/2 ' in text and f'--shard-id={piece.index - 1}' in text, text[-3000:]
-        assert record['test_seconds'] and all(node.startswith('test/test_native_functions.py::TestNativeFunctions::')
-                                              and shard_of(node, 2) == piece.index for node in record['test_seconds'])
+        assert record.test_seconds and all(node.startswith('test/test_native_functions.py::TestNativeFunctions::')
+                                           and shard_of(node, 2) == piece.index for node in record.test_seconds)
         split.append(record)
     merged, unsplit = split.result([suite]).suites[suite], whole.result([suite]).suites[suite]
     assert (merged.status, merged.counts, merged.failed_tests) == (unsplit.status, unsplit.counts, unsplit.failed_tests)
     assert merged.status == 'passed' and merged.counts['passed'] == LIVE_PASSED[suite] == 11
-    assert [record['suite']['counts']['passed'] for record in records] == [7, 4]
-    assert sum(len(record['test_seconds']) for record in records) == 11
+    assert [record.suite.counts.passed for record in records] == [7, 4]
+    assert sum(len(record.test_seconds or {}) for record in records) == 11
 
 
 def test_test_suite_with_an_easyconfig_runs_its_own_runtest_pretestopts_and_testopts(tree, tmp_path):

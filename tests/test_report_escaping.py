@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from conftest import cli
+from helpers import cli
 from eb_pytorch_cuda.eb.ecpolicy import read_easyconfig
 
 FORMAT = 'eb-pytorch-cuda-test-results'

@@ -9,7 +9,6 @@ The store is a real file; the runs are real `eb-pytorch-cuda test-suite` process
 import fcntl
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -17,10 +16,15 @@ from pathlib import Path
 
 import pytest
 
-from eb_pytorch_cuda import standins
+from eb_pytorch_cuda.testsuite.results.records import StoreRecord
 from eb_pytorch_cuda.testsuite.run.store import ResultStore
+from helpers import module_env, standin_test_tree, suite_command
 
 PASSED = {'name': 'test_a', 'status': 'passed', 'counts': {'passed': 2}}
+
+
+def _record(suite: dict) -> StoreRecord:
+    return StoreRecord.from_json({'suite': suite})
 
 
 def _store(tmp_path, fingerprint='fp-a'):
@@ -29,13 +33,13 @@ def _store(tmp_path, fingerprint='fp-a'):
 
 def test_a_torn_last_line_is_noted_and_the_next_record_is_not_lost(tmp_path):
     store = _store(tmp_path)
-    store.append({'suite': PASSED})
+    store.append(_record(PASSED))
     with open(store.path, 'ab') as handle:  # what kill -9 in the middle of a write leaves
         handle.write(json.dumps({'suite': dict(PASSED, name='test_b'), 'fingerprint': 'fp-a'}).encode()[:25])
     notes = []
     store.notice = notes.append
     assert set(store.load()) == {'test_a'}
-    store.append({'suite': dict(PASSED, name='test_b')})  # the resumed run's record
+    store.append(_record(dict(PASSED, name='test_b')))  # the resumed run's record
     assert set(store.load()) == {'test_a', 'test_b'}  # was: {'test_a'}, and test_b 'missing': a false FAIL
     assert store.result(['test_a', 'test_b']).suites['test_b'].status == 'passed'
     assert notes == [f'{store.path}: line 2: unterminated last line of 25 bytes (a write cut short); set aside (a '
@@ -59,10 +63,10 @@ def test_a_torn_last_line_is_noted_and_the_next_record_is_not_lost(tmp_path):
 ])
 def test_a_line_that_is_not_a_record_is_named_and_set_aside_not_a_traceback(tmp_path, line, problem):
     store = _store(tmp_path)
-    store.append({'suite': PASSED})
+    store.append(_record(PASSED))
     with open(store.path, 'ab') as handle:
         handle.write(line + b'\n')
-    store.append({'suite': dict(PASSED, name='test_c')})
+    store.append(_record(dict(PASSED, name='test_c')))
     notes = []
     store.notice = notes.append
     assert set(store.load()) == {'test_a', 'test_c'}
@@ -71,20 +75,15 @@ def test_a_line_that_is_not_a_record_is_named_and_set_aside_not_a_traceback(tmp_
 
 
 def test_records_of_other_builds_stay_apart(tmp_path):
-    _store(tmp_path, 'fp-b').append({'suite': dict(PASSED, name='test_b')})
+    _store(tmp_path, 'fp-b').append(_record(dict(PASSED, name='test_b')))
     store = _store(tmp_path)
-    store.append({'suite': PASSED})
+    store.append(_record(PASSED))
     assert set(store.load()) == {'test_a'} and store.set_aside == []
 
 
 def _tree(root, seconds=0):
     """The stand-in test tree with test_known_failure and one suite that sleeps `seconds`."""
-    test_dir = root / 'test'
-    shutil.copytree(os.path.join(standins.TORCH_SOURCES, 'test'), test_dir)
-    for name in os.listdir(test_dir):
-        if name.startswith('test_') and name not in ('test_known_failure.py',):
-            os.unlink(test_dir / name)
-    shutil.rmtree(test_dir / 'distributed')
+    test_dir = standin_test_tree(root, keep=('test_known_failure',), distributed=False)
     (test_dir / 'test_sleep.py').write_text(
         'import time\nimport unittest\n\nfrom common import run_tests\n\n\nclass TestSleeps(unittest.TestCase):\n'
         f'    def test_sleep(self):\n        time.sleep({seconds})\n\n    def test_other(self):\n'
@@ -93,9 +92,8 @@ def _tree(root, seconds=0):
 
 
 def _test_suite(source, results, *extra):
-    return subprocess.Popen([sys.executable, '-m', 'eb_pytorch_cuda', 'test-suite', str(source), '--python',
-                             sys.executable, '--results', str(results), '--format', 'json', '--timeout', '120',
-                             *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(suite_command(source, results, '--format', 'json', '--timeout', '120', *extra),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def _finish(process):
@@ -185,7 +183,7 @@ def test_a_keep_killed_mid_copy_leaves_nothing_that_a_next_run_would_install(tmp
         'from eb_pytorch_cuda.testsuite.run.store import ResultStore\n'
         'service.keep(ResultStore(sys.argv[1], "fp-a"), RunResult(), sys.argv[2])\n')
     child = subprocess.Popen([sys.executable, '-c', script, store.path, str(installation)],
-                             env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+                             env=module_env())
     partial = store.cache_dir + '.partial'
     deadline = time.monotonic() + 60
     while not (os.path.isdir(partial) and len(os.listdir(partial)) >= 2) and child.poll() is None:
@@ -198,7 +196,7 @@ def test_a_keep_killed_mid_copy_leaves_nothing_that_a_next_run_would_install(tmp
     assert store.load_final() is None  # not recorded as kept: the next run rebuilds
     assert not os.path.exists(store.cache_dir)  # and nothing half-copied sits where a kept build would be
     service_keep_again = subprocess.run([sys.executable, '-c', script, store.path, str(installation)],
-                                        env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+                                        env=module_env())
     assert service_keep_again.returncode == 0 and store.load_final() is not None
     copied = sorted(str(p.relative_to(store.cache_dir)) for p in Path(store.cache_dir).rglob('*'))
     assert copied == sorted(str(p.relative_to(installation)) for p in installation.rglob('*'))

@@ -6,14 +6,12 @@ store surviving a torn write, timeouts killing the process group, the suites' en
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
 
 import pytest
 
-from eb_pytorch_cuda import standins
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite.run import discovery
 from eb_pytorch_cuda.testsuite.run import solo
@@ -23,14 +21,15 @@ from eb_pytorch_cuda.testsuite.run.plan import RunRequest, build_plan
 from eb_pytorch_cuda.testsuite.policy.settings import DEFAULT_SUITE_TIMEOUT
 from eb_pytorch_cuda.testsuite.run.store import ResultStore
 from eb_pytorch_cuda.testsuite.results.reportdirs import Attempt
+from eb_pytorch_cuda.testsuite.results.records import StoreRecord
 from eb_pytorch_cuda.testsuite.results.xmlparse import parse_report_dir
 from eb_pytorch_cuda.testsuite.run.command import TestCommand as Command  # not a pytest test class
+from helpers import standin_test_tree
 
 
 @pytest.fixture
 def tree(tmp_path):
-    test_dir = tmp_path / 'test'
-    shutil.copytree(os.path.join(standins.TORCH_SOURCES, 'test'), test_dir)
+    test_dir = standin_test_tree(tmp_path)
     (test_dir / 'test_spawns_and_hangs.py').write_text(
         'import subprocess, sys, time\n'
         'child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])\n'
@@ -69,8 +68,8 @@ def test_a_timed_out_suite_takes_its_children_down_and_keeps_its_partial_output(
                                  {'': 2}, units=['test_spawns_and_hangs']))
     record = solo.run_suite(plan, 'test_spawns_and_hangs')
     assert time.time() - start < 300  # its 2 s timeout, not its 600 s sleep (bounded for a loaded machine)
-    assert record['suite']['status'] == 'timed out' and record['suite']['signal'] == 'timeout after 2s'
-    assert 'Running test_spawns_and_hangs 1/1' in record['output_tail']
+    assert record.suite.status == 'timed out' and record.suite.signal == 'timeout after 2s'
+    assert 'Running test_spawns_and_hangs 1/1' in record.output_tail
     child = int((tree / 'child.pid').read_text())
     time.sleep(0.5)
     assert not os.path.exists(f'/proc/{child}') or 'Z' in open(f'/proc/{child}/stat').read().split()[2]
@@ -78,8 +77,9 @@ def test_a_timed_out_suite_takes_its_children_down_and_keeps_its_partial_output(
 
 def test_the_store_keeps_finished_suites_of_this_build_only_and_ignores_a_torn_line(tmp_path):
     store = ResultStore(str(tmp_path / 'r' / 'results.jsonl'), 'fingerprint-a')
-    store.append({'suite': {'name': 'test_a', 'status': 'passed'}})
-    ResultStore(store.path, 'fingerprint-b').append({'suite': {'name': 'test_b', 'status': 'passed'}})
+    store.append(StoreRecord.from_json({'suite': {'name': 'test_a', 'status': 'passed'}}))
+    other = StoreRecord.from_json({'suite': {'name': 'test_b', 'status': 'passed'}})
+    ResultStore(store.path, 'fingerprint-b').append(other)
     with open(store.path, 'a') as handle:
         handle.write(json.dumps({'suite': {'name': 'test_c'}, 'fingerprint': 'fingerprint-a'})[:20])
     assert set(store.load()) == {'test_a'}
@@ -311,10 +311,10 @@ def test_a_report_an_earlier_attempt_writes_late_never_counts(tree, tmp_path, al
         if earlier.poll() is None:
             earlier.kill()
             earlier.wait()
-    assert record['suite']['status'] == 'passed' and record['suite']['counts']['passed'] == 1
-    assert record['suite']['counts']['skipped'] == 1
-    assert record['suite']['counts']['failed'] == 0 and 'xml' in record['suite']['sources']
-    assert record['notes'] == []
+    assert record.suite.status == 'passed' and record.suite.counts.passed == 1
+    assert record.suite.counts.skipped == 1
+    assert record.suite.counts.failed == 0 and 'xml' in record.suite.sources
+    assert record.notes == ()
     reports = tree / 'test-reports' / 'python-unittest' / 'test_late'
     late = [path for path in reports.iterdir() if '<failure' in path.read_text()]
     assert not late  # the harness's place holds this attempt's report alone
@@ -331,7 +331,7 @@ def test_a_killed_attempts_reports_never_count_in_a_read_of_the_tree(tree, tmp_p
     plan = build_plan(RunRequest(command, dict(os.environ), str(tmp_path / 'out'), sys.executable, {'': 120},
                                  units=['test_known_failure']))
     record = solo.run_suite(plan, 'test_known_failure')
-    assert record['suite']['counts']['failed'] == 1
+    assert record.suite.counts.failed == 1
     killed = Attempt.new(str(tree))
     done = subprocess.run([sys.executable, 'test_known_failure.py'], cwd=tree, capture_output=True, text=True,
                           env=dict(os.environ, STANDIN_UNKNOWN_FAILURE='1', **killed.env), timeout=120)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import pytorch_output as out
-from conftest import cli
+from helpers import cli
 from environment import missing
 from eb_runner import REPO, TEST_EASYCONFIGS, EbRunner
 from eb_pytorch_cuda.eb.ecpolicy import policy_from_values, read_easyconfig

@@ -1,12 +1,10 @@
 """Scopes, known failures, budget, stale entries, unjudgeable suites, and the report command."""
 
-import json
-import os
-
 import pytest
 
 import pytorch_output as out
-from conftest import cli
+from pytorch_output import KNOWN
+from helpers import run_main
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite.results.logparse import parse_log_text
 from eb_pytorch_cuda.testsuite.policy.judging import (Policy, ScopeContext, excluded_tests, judge, known_failures)
@@ -14,19 +12,6 @@ from eb_pytorch_cuda.testsuite.policy.suggest import budget_left
 
 HASWELL = ScopeContext('x86_64', 'x86_64/intel/haswell', ('8.0', '9.0'))
 GRACE = ScopeContext('aarch64', 'aarch64/nvidia/grace', ('9.0',))
-
-KNOWN = {
-    '': [('test_nn::TestNN.test_conv_tf32', 'TF32 tolerance on A100'),
-         ('test_nn::*test_lstm_cuda', 'cuDNN RNN flaky in VMs'),
-         ('dynamo/test_dynamic_shapes::test_predispatch*', 'upstream issue 112345'),
-         ('dynamo/test_dynamic_shapes::DynamicShapesMiscTests.test_torch_guards*', 'upstream issue 112346'),
-         ('distributed/test_c10d_nccl', 'NCCL in vGPU'),
-         ('test_cuda_expandable_segments', 'SIGIOT on vGPU'),
-         ('test_import_stats', 'missing optional dependency')],
-    'x86_64/intel/*': [('test_autograd::TestAutograd.test_never_fails', 'was flaky on haswell')],
-    'aarch64': [('test_ops', 'timeouts on grace')],
-    '7.0': [('test_nn', 'never applies here')],
-}
 
 
 def test_scopes_family_target_glob_and_compute_capability():
@@ -109,52 +94,11 @@ def test_known_failures_without_reason_are_refused(bad):
         known_failures(bad, HASWELL)
 
 
-@pytest.fixture
-def easyconfig(tmp_path):
-    path = tmp_path / 'PyTorch-x.eb'
-    path.write_text(f"""easyblock = 'EB_PyTorch'
-name = 'PyTorch'
-version = '2.1.2'
-homepage = 'https://pytorch.org'
-description = 'x'
-toolchain = SYSTEM
-max_failed_tests = 2
-known_test_failures = {KNOWN!r}
-""")
-    return path
-
-
-def test_report_command_applies_easyconfig_policy_and_exit_codes(tmp_path, easyconfig):
-    log = tmp_path / 'run.log'
-    log.write_text(out.FULL_LOG.replace(out.TRUNCATED_TAIL, ''))
-    done = cli('report', log, '--easyconfig', easyconfig, '--target', 'x86_64/intel/haswell', check_rc=0)
-    assert 'dynamo/test_dynamic_shapes (2 failed, 2065 passed, 14 skipped, 33 xfailed, 4 rerun)' in done.stdout
-    assert 'known: 6, unknown: 0 (budget 2)' in done.stdout
-    assert 'test_cuda_expandable_segments (SIGIOT, known)' in done.stdout
-    assert done.stdout.rstrip().endswith('verdict: PASS')
-    failing = cli('report', log, '--max-failed-tests', '0', '--format', 'json', check_rc=1)
-    data = json.loads(failing.stdout)
-    assert data['verdict'] == 'fail' and data['failed_tests'] == 6
-    assert {'name': 'test_cuda_expandable_segments', 'signal': 'SIGIOT'} in data['terminated_suites']
-    assert {s['name'] for s in data['failed_suites']} >= {'test_nn', 'test_import_stats'}
-
-
-def test_saved_json_is_rejudged_with_another_policy(tmp_path, easyconfig):
-    log = tmp_path / 'run.log'
-    log.write_text(out.FULL_LOG.replace(out.TRUNCATED_TAIL, ''))
-    saved = tmp_path / 'results.json'
-    saved.write_text(cli('report', log, '--format', 'json', check_rc=1).stdout)
-    done = cli('report', saved, '--easyconfig', easyconfig, '--target', 'x86_64/intel/haswell', '--format',
-               'markdown', check_rc=0)
-    assert done.stdout.startswith('### PyTorch test suite: PASS')
-    assert '`test_autograd::TestAutograd.test_never_fails`' in done.stdout  # stale entry listed
-
-
 @pytest.mark.parametrize('content', ['{"not": "ours"}', '{broken'])
 def test_report_refuses_unreadable_input_with_exit_2(tmp_path, content):
     bad = tmp_path / 'bad.json'
     bad.write_text(content)
-    done = cli('report', bad, check_rc=2)
+    done = run_main('report', bad, check_rc=2)
     assert str(bad) in done.stderr and done.stderr.count('\n') == 1
 
 
@@ -170,29 +114,3 @@ def test_a_limit_on_a_known_entry_lets_a_further_failure_through():
 def test_a_bad_limit_is_refused():
     with pytest.raises(PluginError, match='max must be a positive integer'):
         known_failures({'': [('test_x', 'r', 0)]}, HASWELL)
-
-
-def test_known_failures_scoped_to_a_compute_capability_follow_the_gpus_the_suites_run_on(tmp_path, monkeypatch):
-    """nvidia-smi's real answer on the H200 node (docs/validation/gpu.md), replayed by a stand-in nvidia-smi:
-    no GPU can be shown on this machine.  Without nvidia-smi (this machine, for real) nothing is seen."""
-    import shutil
-    from eb_pytorch_cuda.testsuite.policy.judging import detect_context
-    from eb_pytorch_cuda.testsuite.run.gpus import gpu_compute_capabilities
-    monkeypatch.setenv('PATH', str(tmp_path))
-    assert shutil.which('nvidia-smi') is None and gpu_compute_capabilities({}) == ()
-    recorded = os.path.join(os.path.dirname(__file__), 'data', 'h200-nvidia-smi-query-compute-cap.txt')
-    answer = open(recorded).read() + '1, 8.0\n'  # a second GPU, an A100, beside the recorded H200
-    script = tmp_path / 'nvidia-smi'
-    script.write_text('#!/bin/sh\n/bin/cat <<"EOF"\n' + answer + 'EOF\n')
-    script.chmod(0o755)
-    assert gpu_compute_capabilities({}) == ('8.0', '9.0')
-    assert gpu_compute_capabilities({'CUDA_VISIBLE_DEVICES': '0'}) == ('9.0',)
-    assert gpu_compute_capabilities({'CUDA_VISIBLE_DEVICES': 'GPU-198b8bd4'}) == ('8.0', '9.0')  # UUIDs: all
-    assert gpu_compute_capabilities({'CUDA_VISIBLE_DEVICES': '7'}) == ()
-    # one test_nn failure, known on A100 nodes only: accepted where the suites ran on the A100, not on the H200
-    result = parse_log_text('Running test_nn 1/1 ... [\nFAIL: test_x (__main__.TestNN)\nRan 3 tests in 0.1s\n\n'
-                            'FAILED (failures=1)\n')
-    a100_only = {'8.0': [('test_nn', 'fails on A100 nodes only', 1)]}
-    for visible, passed in (('0', False), ('1', True)):
-        context = detect_context(gpu_compute_capabilities({'CUDA_VISIBLE_DEVICES': visible}), target='x86_64/generic')
-        assert judge(result, Policy(0, known_failures(a100_only, context))).passed is passed, visible

@@ -31,7 +31,7 @@ import shutil
 import pytest
 
 import pytorch_output as out
-from conftest import cli
+from helpers import run_main
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite.results import xmlparse
 from eb_pytorch_cuda.testsuite.results.model import (SUITE_BAD_REPORT, SUITE_FAILED, SUITE_PASSED,
@@ -223,13 +223,13 @@ def test_a_failure_under_one_backend_survives_a_pass_under_another(tmp_path):
 
 
 def test_report_command_on_the_corpus_fails_on_the_unfinished_suite_and_exits_1():
-    done = cli('report', REPORTS, '--max-failed-tests', '1000')
+    done = run_main('report', REPORTS, '--max-failed-tests', '1000')
     assert done.returncode == 1, done.stderr
     assert 'backends/xeon/test_launch (incomplete report' in done.stdout
     assert 'verdict: FAIL: backends/xeon/test_launch: incomplete report, and not a known failure' in done.stdout
 
 
 def test_report_command_refuses_a_faulty_report_in_one_line():
-    done = cli('report', os.path.join(FAULTY, 'no_tests'))
+    done = run_main('report', os.path.join(FAULTY, 'no_tests'))
     assert done.returncode == 2 and done.stdout == ''
     assert len(done.stderr.splitlines()) == 1 and 'holds no test case' in done.stderr

@@ -6,12 +6,10 @@ declaration saying UTF-16, UTF-16 LE without a BOM.  Before, each was refused as
 """
 
 import os
-import shutil
-import sys
 
 import pytest
 
-from conftest import cli
+from helpers import run_main
 from eb_pytorch_cuda.testsuite.results.xmlparse import parse_report_dir
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -50,16 +48,16 @@ def test_a_utf32_report_is_refused_naming_the_encoding(tmp_path):
     with open(REPORT, encoding='utf-8') as handle:
         data = handle.read().encode('utf-32')
     directory = _report_dir(tmp_path, 'utf-32', data)
-    done = cli('report', directory, check_rc=2)
+    done = run_main('report', directory, check_rc=2)
     assert done.stderr.count('\n') == 1 and 'report.xml' in done.stderr and 'is UTF-32' in done.stderr
     assert 'root element' not in done.stderr
 
 
 def test_a_broken_utf16_report_is_refused_naming_it(tmp_path):
     directory = _report_dir(tmp_path, 'broken', b'\xff\xfe<\x00t\x00\x00\xd8')  # a lone high surrogate
-    done = cli('report', directory, check_rc=2)
+    done = run_main('report', directory, check_rc=2)
     assert 'report.xml' in done.stderr and 'UTF-16-LE but does not decode' in done.stderr, done.stderr
 
 
 def test_the_corpus_report_is_there():
-    assert os.path.isfile(REPORT) and shutil.which('eb-pytorch-cuda', path=os.path.dirname(sys.executable))
+    assert os.path.isfile(REPORT)  # the tests above would otherwise read no report

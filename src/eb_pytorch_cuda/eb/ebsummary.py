@@ -79,10 +79,10 @@ def parse_summary_lines(lines: Iterable[str], source: str = 'summary') -> Option
         raise PluginError(source, f'holds {headers} EasyBuild failure summaries; give one per file')
     if header:
         expected = int(header['failures']) + int(header['errors'])
-        found = sum(suite.failing_count for suite in result.suites.values())
-        if found != expected:
+        counted = sum(suite.failing_count for suite in result.suites.values())
+        if counted != expected:
             raise PluginError(source, f'EasyBuild summary counts {expected} failures and errors, its suites add up '
-                                      f'to {found} (a cut excerpt?)')
+                                      f'to {counted} (a cut excerpt?)')
     return result
 
 

@@ -134,15 +134,15 @@ def run_suites(request: RunRequest, store: ResultStore, *, jobs: int = 1, spread
 
 def notes(store: ResultStore) -> dict:
     """{suite: [notes]} of the suites stored for this build: a pass with 0 tests, log and XML disagreeing."""
-    return {suite: record['notes'] for suite, record in sorted(store.load().items()) if record.get('notes')}
+    return {suite: list(record.notes) for suite, record in sorted(store.load().items()) if record.notes}
 
 
 def test_seconds(store: ResultStore) -> Dict[str, Dict[str, float]]:
     """{suite: {node id: seconds}} its long suites' records kept (results/testtimes; a suite run as pieces:
     all its pieces'), for the results JSON, where the next build of the target reads them to split."""
-    return {suite: dict(sorted(record['test_seconds'].items()))
+    return {suite: dict(sorted(record.test_seconds.items()))
             for suite, record in sorted(with_merged(store.load()).items())
-            if not record.get('piece') and record.get('test_seconds')}
+            if not record.piece and record.test_seconds}
 
 
 def keep(store: ResultStore, result: RunResult, tested_installation: str) -> None:

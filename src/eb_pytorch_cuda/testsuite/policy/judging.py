@@ -252,9 +252,9 @@ def judge(result: 'RunResult', policy: 'Policy') -> 'Verdict':
                 flaky.append(Failure(suite.name, test.test_id))
             else:
                 unknown.append(Failure(suite.name, test.test_id))
-        unnamed = suite.failing_count - len(suite.failed_tests)
-        if unnamed > 0:  # counted in a summary, but no name was printed for them
-            for _ in range(unnamed):
+        nameless = suite.failing_count - len(suite.failed_tests)
+        if nameless > 0:  # counted in a summary, but no name was printed for them
+            for _ in range(nameless):
                 entry = _first(policy.known, lambda e: e.covers_suite(suite.name), used)
                 if entry:
                     known.append(KnownHit(suite.name, None, entry))
@@ -270,7 +270,8 @@ def judge(result: 'RunResult', policy: 'Policy') -> 'Verdict':
     # a suite that failed uncountably (killed, crashed, no summary) fails the build unless a known failure
     # names it or, as upstream's allow_missing_failures says, no more such suites than allowed are left: then
     # all of them pass with a line each (upstream: a warning), else all of them are reasons
-    reasons, tolerated = [], []
+    reasons: List[str] = []
+    tolerated: List[str] = []
     unnamed = [f"{name}: {f'killed by {signal}' if signal else status}, and not a known failure"
                for name, status, signal, entry in unjudgeable if entry is None]
     allowed = policy.allow_missing_failures

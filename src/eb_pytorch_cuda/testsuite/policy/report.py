@@ -5,7 +5,7 @@ every line made printable and the Markdown quotes each value (eb_pytorch_cuda.es
 them exactly, and `report` reads it back.
 """
 
-from typing import Optional, Sequence
+from typing import Any, Dict, Optional, Sequence
 
 from eb_pytorch_cuda.escape import markdown_code, markdown_text, printable_lines
 
@@ -28,7 +28,8 @@ def _failure_label(suite, test_id):
 def to_json(result: RunResult, verdict: Verdict, context: Optional[ScopeContext] = None) -> dict:
     """Everything a maintainer or a script needs; holds at least failed_tests, failed_suites,
     terminated_suites and verdict, and reloads with `eb-pytorch-cuda report`."""
-    data = {'format': RESULT_FORMAT, 'verdict': 'pass' if verdict.passed else 'fail', 'reasons': verdict.reasons,
+    data: Dict[str, Any] = {
+            'format': RESULT_FORMAT, 'verdict': 'pass' if verdict.passed else 'fail', 'reasons': verdict.reasons,
             'tolerated': verdict.tolerated,
             'failed_tests': sum(s.failing_count for s in result.suites.values()),
             'tests': sum(sum(s.counts[k] for k in ('failed', 'errors', 'passed', 'skipped', 'xfailed', 'xpassed'))
@@ -61,7 +62,7 @@ def to_text(result: RunResult, verdict: Verdict) -> str:
     for suite in sorted(result.suites.values(), key=lambda s: s.name):
         if suite.status == SUITE_PASSED:
             continue
-        detail = suite.summary() if suite.status == SUITE_FAILED else suite.status
+        detail = suite.summary() if suite.status == SUITE_FAILED else str(suite.status)
         if suite.signal:
             detail = f'killed by {suite.signal}'
         if suite.note:
@@ -71,12 +72,12 @@ def to_text(result: RunResult, verdict: Verdict) -> str:
                            for name, status, signal, entry in verdict.unjudgeable) or 'none'
     lines.append(f'known: {len(verdict.known)}, unknown: {len(verdict.unknown)} (budget {verdict.budget}), '
                  f'flaky: {len(verdict.flaky)}, terminated or uncounted: {terminated}')
-    for suite, test in verdict.unknown[:20]:
-        lines.append(f'  unknown failure: {_failure_label(suite, test)}')
+    for name, test in verdict.unknown[:20]:
+        lines.append(f'  unknown failure: {_failure_label(name, test)}')
     if len(verdict.unknown) > 20:
         lines.append(f'  ... and {len(verdict.unknown) - 20} more unknown failures')
-    for suite, test in verdict.flaky:
-        lines.append(f"  flaky (passed on rerun): {suite}{'::' + test if test else ' (whole suite)'}")
+    for name, test in verdict.flaky:
+        lines.append(f"  flaky (passed on rerun): {name}{'::' + test if test else ' (whole suite)'}")
     reproducible = [f'{s.name}::{t.test_id}' for s in result.suites.values() for t in s.failed_tests
                     if t.rerun_outcome == 'reproducible']
     if reproducible:

@@ -1,6 +1,6 @@
 """The test step's settings: one list of parameters, one object built from plain values.
 
-The easyconfig reader (eb/ecpolicy), the build fingerprint (step.build_fingerprint leaves the judging
+The easyconfig reader (eb/ecpolicy), the build fingerprint (service.build_fingerprint leaves the judging
 ones out: changing them re-judges, it does not rebuild), the dry run and `test-suite` all use this list,
 so a parameter cannot be known to one and missing from another.  EasyBuild-free.
 

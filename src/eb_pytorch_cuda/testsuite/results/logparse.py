@@ -103,7 +103,7 @@ def _test_id(test, where):
 
 
 class Marker(NamedTuple):
-    """One harness marker line of a log: where it is, what it says (grammar.MARKERS' kind), about which suite."""
+    """One harness marker line of a log: where it is, what it says (MARKERS' kind), about which suite."""
     start: int
     end: int
     kind: str

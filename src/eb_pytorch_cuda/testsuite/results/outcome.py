@@ -9,13 +9,13 @@ and failed tests; the log is compared with them, a difference becomes a note, an
 only one of the two shows still counts.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import List, Optional, Tuple
 
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite.results import grammar, reportdirs
 from eb_pytorch_cuda.testsuite.results.logparse import ZERO_TESTS_NOTE, parse_log_text
-from eb_pytorch_cuda.testsuite.results.model import (COUNT_KEYS, SUITE_FAILED, SUITE_INCOMPLETE, SUITE_PASSED,
+from eb_pytorch_cuda.testsuite.results.model import (SUITE_FAILED, SUITE_INCOMPLETE, SUITE_PASSED,
                                                      SUITE_TERMINATED, SUITE_TIMED_OUT, SUITE_UNCOUNTED, Suite)
 from eb_pytorch_cuda.testsuite.results.pieces import Piece
 from eb_pytorch_cuda.testsuite.results.reportdirs import Attempt
@@ -89,7 +89,7 @@ def _compare(log, xml):
 
 def _combined(log, xml):
     """XML counts and tests, plus any failure only the log shows."""
-    suite = Suite(xml.name, counts=dict(xml.counts), failed_tests=list(xml.failed_tests), sources=['xml', 'log'],
+    suite = Suite(xml.name, counts=replace(xml.counts), failed_tests=list(xml.failed_tests), sources=['xml', 'log'],
                   cuda_counts=xml.cuda_counts)
     for key in ('failed', 'errors'):
         suite.counts[key] = max(suite.counts[key], log.counts[key])
@@ -130,7 +130,6 @@ def build_outcome(suite: str, text: str, ending: Ending, *, test_dir: Optional[s
         result = log
     else:
         result = Suite(suite, sources=['log'])
-    result.counts = {key: result.counts.get(key, 0) for key in COUNT_KEYS}
     result.seconds = summary_seconds(text, notes)
     if timed_out:
         result.status, result.signal = SUITE_TIMED_OUT, timed_out

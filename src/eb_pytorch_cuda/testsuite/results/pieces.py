@@ -11,13 +11,13 @@ name is the key of a whole suite, so queues and results of earlier versions read
 """
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Dict, Iterable, List, Mapping, Optional
 
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite.results.model import (COUNT_KEYS, SUITE_BAD_REPORT, SUITE_FAILED, SUITE_INCOMPLETE,
                                                      SUITE_PASSED, SUITE_REPORT_INCOMPLETE, SUITE_TERMINATED,
-                                                     SUITE_TIMED_OUT, SUITE_UNCOUNTED)
+                                                     SUITE_TIMED_OUT, SUITE_UNCOUNTED, Counts, Suite, TestCase)
 from eb_pytorch_cuda.testsuite.results.cudatests import add_counts
 from eb_pytorch_cuda.testsuite.results.records import PieceLabel, StoreRecord
 from eb_pytorch_cuda.testsuite.results.seconds import NotSeconds, seconds_of
@@ -108,16 +108,16 @@ def expected_of(pieces: Iterable[Piece], expected: Mapping[str, float],
 def key_of(record: StoreRecord) -> str:
     """The queue and store key of a stored record: its piece's key, or its suite's name (records written
     before pieces existed have no 'piece' and are whole suites)."""
-    piece = record.get('piece')
+    piece = record.piece
     if piece:
-        return Piece(piece['suite'], int(piece['index']), int(piece['count'])).key
-    return record['suite']['name']
+        return Piece(piece.suite, piece.index, piece.count).key
+    return record.suite.name
 
 
 def mark(record: StoreRecord, piece: Piece) -> StoreRecord:
     """record (a suite's, from a run of one piece) labelled with its piece."""
     if not piece.whole:
-        record['piece'] = PieceLabel(suite=piece.suite, index=piece.index, count=piece.count)
+        return replace(record, piece=PieceLabel(suite=piece.suite, index=piece.index, count=piece.count))
     return record
 
 
@@ -127,49 +127,53 @@ _WORST_FIRST = (SUITE_TIMED_OUT, SUITE_TERMINATED, SUITE_BAD_REPORT, SUITE_REPOR
                 SUITE_UNCOUNTED, SUITE_FAILED)
 
 
+def _label(record: StoreRecord) -> PieceLabel:
+    assert record.piece is not None, 'only the records of pieces are merged (with_merged)'
+    return record.piece
+
+
 def merged(suite: str, records: List[StoreRecord]) -> StoreRecord:
     """The record of `suite` from the records of all its pieces: counts added, failed tests in piece order
     (each test id once), the worst status, seconds added, the pieces' notes and signals named by piece."""
-    ordered = sorted(records, key=lambda record: int(record['piece']['index']))
-    states = [record['suite']['status'] for record in ordered]
+    ordered = sorted(records, key=lambda record: _label(record).index)
+    states = [record.suite.status for record in ordered]
     status = next((state for state in _WORST_FIRST if state in states), SUITE_PASSED)
-    counts = {key: sum(int(record['suite']['counts'].get(key, 0)) for record in ordered) for key in COUNT_KEYS}
-    failed, seen = [], set()
+    counts = Counts(**{key: sum(record.suite.counts[key] for record in ordered) for key in COUNT_KEYS})
+    failed: List[TestCase] = []
+    seen = set()
     for record in ordered:
-        for test in record['suite']['failed_tests']:
-            if test['test_id'] not in seen:
-                seen.add(test['test_id'])
-                failed.append(test)
+        for test in record.suite.failed_tests:
+            if test.test_id not in seen:
+                seen.add(test.test_id)
+                failed.append(replace(test))
 
-    def labelled(field_name: str) -> Optional[str]:
-        parts = [f"piece {record['piece']['index']}/{record['piece']['count']}: {record['suite'][field_name]}"
-                 for record in ordered if record['suite'].get(field_name)]
+    def labelled(values: List[Optional[str]]) -> Optional[str]:
+        parts = [f'piece {_label(record).index}/{_label(record).count}: {value}'
+                 for record, value in zip(ordered, values) if value]
         return '; '.join(parts) or None
 
-    seconds: List[float] = [record['suite']['seconds'] for record in ordered
-                            if record['suite'].get('seconds') is not None]
+    seconds = [record.suite.seconds for record in ordered if record.suite.seconds is not None]
     cuda = None
     for record in ordered:
-        cuda = add_counts(cuda, record['suite'].get('cuda_counts'))
-    suite_record = dict(ordered[0]['suite'], name=suite, status=status, counts=counts, failed_tests=failed,
-                        cuda_counts=cuda,
-                        signal=labelled('signal'), note=labelled('note'),
-                        sources=sorted({source for record in ordered for source in record['suite']['sources']}),
-                        seconds=round(sum(seconds), 2) if len(seconds) == len(ordered) else None)
-    test_seconds = {node: seconds for record in ordered for node, seconds in (record.get('test_seconds') or {}).items()}
-    walls = [wall for wall in (record.get('seconds') for record in ordered) if wall is not None]
-    merged_record: StoreRecord = {
-            'suite': suite_record, 'exit_code': max((record.get('exit_code') or 0 for record in ordered), default=0)
-            if all(record.get('exit_code') is not None for record in ordered) else None,
-            'seconds': round(sum(walls), 1) if len(walls) == len(ordered) else None,
-            'gpu': None, 'notes': [f"piece {record['piece']['index']}/{record['piece']['count']}: {note}"
-                                   for record in ordered for note in record.get('notes') or []],
-            'output_tail': ordered[-1].get('output_tail', ''),
-            'output_file': ordered[-1].get('output_file'),
-            'pieces': [record['piece'] for record in ordered]}
-    if test_seconds:
-        merged_record['test_seconds'] = test_seconds
-    return merged_record
+        cuda = add_counts(cuda, record.suite.cuda_counts)
+    first = ordered[0].suite
+    suite_record = Suite(name=suite, status=status, counts=counts, failed_tests=failed,
+                         signal=labelled([record.suite.signal for record in ordered]),
+                         sources=sorted({source for record in ordered for source in record.suite.sources}),
+                         rerun_outcome=first.rerun_outcome,
+                         seconds=round(sum(seconds), 2) if len(seconds) == len(ordered) else None,
+                         note=labelled([record.suite.note for record in ordered]), cuda_counts=cuda)
+    test_seconds = {node: seconds for record in ordered for node, seconds in (record.test_seconds or {}).items()}
+    walls = [wall for wall in (record.seconds for record in ordered) if wall is not None]
+    exit_codes = [record.exit_code for record in ordered]
+    return StoreRecord(
+        suite=suite_record, exit_code=max((code or 0 for code in exit_codes), default=0)
+        if all(code is not None for code in exit_codes) else None,
+        seconds=round(sum(walls), 1) if len(walls) == len(ordered) else None,
+        gpu=None, notes=tuple(f'piece {_label(record).index}/{_label(record).count}: {note}'
+                              for record in ordered for note in record.notes or ()),
+        output_tail=ordered[-1].output_tail, output_file=ordered[-1].output_file,
+        test_seconds=test_seconds or None, pieces=tuple(_label(record) for record in ordered))
 
 
 def with_merged(records: Mapping[str, StoreRecord]) -> Dict[str, StoreRecord]:
@@ -177,9 +181,9 @@ def with_merged(records: Mapping[str, StoreRecord]) -> Dict[str, StoreRecord]:
     count, every index) added as one merged record under its name; a suite's own whole record wins."""
     by_suite: Dict[str, Dict[int, Dict[int, StoreRecord]]] = {}
     for record in records.values():
-        piece = record.get('piece')
+        piece = record.piece
         if piece:
-            by_suite.setdefault(piece['suite'], {}).setdefault(int(piece['count']), {})[int(piece['index'])] = record
+            by_suite.setdefault(piece.suite, {}).setdefault(piece.count, {})[piece.index] = record
     result = dict(records)
     for suite, counts in by_suite.items():
         if suite in result:

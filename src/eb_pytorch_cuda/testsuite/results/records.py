@@ -2,47 +2,97 @@
 
 Why a type: the record is written in four places (a suite alone: run/solo; a suite of a batch: run/batches; a
 suite whose every Slurm job died: spread/controller; the merge of a suite's pieces: results/pieces) and read in
-more (the store, the batch runner, the queue, the controller's progress, the service's notes), so its keys are
-named once here and mypy checks every reader against them.  It stays a dict (a TypedDict, not a dataclass) for
-the one reason that matters to a ten-hour run: the line on disk is exactly this mapping, so the stores that
-earlier versions wrote read as they are, with no version field and no conversion (tests/data/store-82948c5).
+more (the store, the batch runner, the queue, the controller's progress, the service's notes), so its fields are
+named once here and mypy checks every reader against them.  Inside the step a record is this frozen object, its
+suite a results.model.Suite; it becomes JSON in one place each way: to_json() when the store appends the line
+(run/store.ResultStore.append, which the Slurm queue's workers write through too), from_json() when the store's
+one reader has checked a line (run/store.parse_record, which the queue's RecordReader reads through too).
 
-Only `suite` is required: every writer writes the other keys it knows, but a record written by an earlier
-version, or by hand in a test, may lack them, and readers use .get() for them.  What the JSON on disk must
-satisfy to be such a record is checked in one place, run/store.parse_record.
+The line on disk is exactly the mapping the writers wrote before the record was a dataclass (a TypedDict then),
+key for key and in the same order, so the stores earlier versions wrote read as they are and a record written
+today is byte for byte what it was (tests/data/store-82948c5, tests/data/store-2fa24cb).  Which keys a line
+has tells what wrote it, so to_json() leaves out what a writer never wrote: the batch keys outside a batch, the
+notes of a record that has none (a suite whose jobs all died), the per-test times, the correction mark, the
+piece labels and the fingerprint until the store adds it.
+
+Only `suite` is required on reading: a record written by an earlier version, or by hand in a test, may lack the
+other keys, and they take the defaults below.  What the JSON on disk must satisfy to be such a record is checked
+in one place, run/store.parse_record.
 """
 
-from typing import Any, Dict, List, Optional, TypedDict
+from dataclasses import dataclass
+from typing import Any, Dict, Mapping, Optional, Tuple
+
+from eb_pytorch_cuda.testsuite.results.model import Suite
 
 
-class PieceLabel(TypedDict):
-    """Which shard of which suite a record is (results.pieces.Piece, as dataclasses.asdict gives it)."""
+@dataclass(frozen=True)
+class PieceLabel:
+    """Which shard of which suite a record is (results.pieces.Piece, as the line holds it)."""
 
     suite: str
     index: int
     count: int
 
+    def to_json(self) -> Dict[str, Any]:
+        return {'suite': self.suite, 'index': self.index, 'count': self.count}
 
-class _Suite(TypedDict):
-    suite: Dict[str, Any]  # a results.model.Suite as dataclasses.asdict gives it (results.saved.check_suite)
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> 'PieceLabel':
+        return cls(data['suite'], int(data['index']), int(data['count']))
 
 
-class StoreRecord(_Suite, total=False):
-    """One suite's outcome, as stored; the keys its writers give, each but `suite` optional on reading."""
+@dataclass(frozen=True)
+class StoreRecord:
+    """One suite's outcome, as stored; the fields in the order of the keys on disk."""
 
-    exit_code: Optional[int]  # the suite's exit status, None when it timed out or never finished
-    seconds: Optional[float]  # wall seconds of the suite (alone) or its share (in a batch)
-    gpu: Optional[str]  # the GPU it was pinned to (CUDA_VISIBLE_DEVICES), None: all of them
-    notes: List[str]  # what the outcome noticed (a pass with 0 tests, log and XML disagreeing)
-    output_tail: str  # the last run/calls.OUTPUT_KEPT characters of its output
-    output_file: Optional[str]  # the log it ran into
-    batch_seconds: Optional[float]  # a suite of a batch: the batch's wall seconds
-    batch_exit_code: Optional[int]  # a suite of a batch: run_test.py's exit status, None when killed
-    corrected: bool  # a batch's end changed the record stored when the suite ended (the last one counts)
-    test_seconds: Dict[str, float]  # {test id: seconds} of a long suite: how the next build splits it
-    piece: PieceLabel  # a record of one piece of a suite (results.pieces)
-    pieces: List[PieceLabel]  # a merged record: the pieces it was merged from (never stored)
-    fingerprint: str  # the build it belongs to (added by ResultStore.append)
+    suite: Suite
+    exit_code: Optional[int] = None  # the suite's exit status, None when it timed out or never finished
+    seconds: Optional[float] = None  # wall seconds of the suite (alone) or its share (in a batch)
+    batch_seconds: Optional[float] = None  # a suite of a batch: the batch's wall seconds (None: not of a batch)
+    batch_exit_code: Optional[int] = None  # a suite of a batch: run_test.py's exit status, None when killed
+    gpu: Optional[str] = None  # the GPU it was pinned to (CUDA_VISIBLE_DEVICES), None: all of them
+    notes: Optional[Tuple[str, ...]] = None  # what the outcome noticed (a pass with 0 tests); None: none recorded
+    output_tail: str = ''  # the last run/calls.OUTPUT_KEPT characters of its output
+    output_file: Optional[str] = None  # the log it ran into
+    test_seconds: Optional[Dict[str, float]] = None  # {test id: seconds} of a long suite: how the next build splits it
+    corrected: bool = False  # a batch's end changed the record stored when the suite ended (the last one counts)
+    piece: Optional[PieceLabel] = None  # a record of one piece of a suite (results.pieces)
+    pieces: Tuple[PieceLabel, ...] = ()  # a merged record: the pieces it was merged from (never stored)
+    fingerprint: Optional[str] = None  # the build it belongs to (added by ResultStore.append)
+
+    def to_json(self) -> Dict[str, Any]:
+        """The line's mapping, keys in the writers' order, each key a writer leaves out left out (see the module)."""
+        data: Dict[str, Any] = {'suite': self.suite.to_json(), 'exit_code': self.exit_code, 'seconds': self.seconds}
+        if self.batch_seconds is not None:
+            data.update(batch_seconds=self.batch_seconds, batch_exit_code=self.batch_exit_code)
+        data['gpu'] = self.gpu
+        if self.notes is not None:
+            data['notes'] = list(self.notes)
+        data.update(output_tail=self.output_tail, output_file=self.output_file)
+        if self.test_seconds is not None:
+            data['test_seconds'] = dict(self.test_seconds)
+        if self.corrected:
+            data['corrected'] = True
+        if self.piece is not None:
+            data['piece'] = self.piece.to_json()
+        if self.pieces:
+            data['pieces'] = [piece.to_json() for piece in self.pieces]
+        if self.fingerprint is not None:
+            data['fingerprint'] = self.fingerprint
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> 'StoreRecord':
+        """The record of a line run/store.parse_record has checked (a key left out takes its default)."""
+        notes, piece = data.get('notes'), data.get('piece')
+        return cls(suite=Suite.from_json(data['suite']), exit_code=data.get('exit_code'), seconds=data.get('seconds'),
+                   batch_seconds=data.get('batch_seconds'), batch_exit_code=data.get('batch_exit_code'),
+                   gpu=data.get('gpu'), notes=tuple(notes) if notes is not None else None,
+                   output_tail=data.get('output_tail', ''), output_file=data.get('output_file'),
+                   test_seconds=data.get('test_seconds'), corrected=bool(data.get('corrected', False)),
+                   piece=PieceLabel.from_json(piece) if piece is not None else None,
+                   fingerprint=data.get('fingerprint'))  # `pieces` is never stored: a line's is not read
 
 
 # the keys of a record that are times: each is also read by the one number reader (results.seconds), so that a

@@ -77,7 +77,7 @@ def mark_missing(result: RunResult, expected_suites: Iterable[str]) -> list:
     expected_suites: suite names as run_test.py spells them ('dynamo/test_functions'), e.g. the list of
     `run_test.py --dry-run` (discovery) or the suites an easyconfig expects.  A suite counts as present
     when result holds it or one of its backend variants ('dist-gloo/<suite>').  A missing suite fails
-    the verdict (policy.judge treats it like a crash) unless a known failure names the whole suite.
+    the verdict (policy/judging.judge treats it like a crash) unless a known failure names the whole suite.
     """
     missing, variants = [], _variant_index(result)
     for name in expected_suites:

@@ -16,8 +16,8 @@ the call is started through a launcher (run/launcher: real processes unless a te
 
 import time
 from subprocess import TimeoutExpired
-from dataclasses import asdict
-from typing import Callable, Dict, List, Optional, Protocol, Sequence, Tuple, cast
+from dataclasses import replace
+from typing import Callable, Dict, List, Optional, Protocol, Sequence, Tuple
 
 from eb_pytorch_cuda.testsuite.results import grammar
 from eb_pytorch_cuda.testsuite.results.splitting import SuiteOutput, announced_runs, split_batch_output
@@ -46,20 +46,19 @@ class BatchSink(Protocol):
 
 def _stored(result, exit_code, notes, suite_seconds, batch_seconds, code, gpu, text, output_path) -> StoreRecord:
     """The store's record of one suite of a batch (the form solo.run_suite gives a suite run alone)."""
-    return {'suite': asdict(result), 'exit_code': exit_code, 'seconds': suite_seconds, 'batch_seconds': batch_seconds,
-            'batch_exit_code': code, 'gpu': gpu, 'notes': notes, 'output_tail': text[-OUTPUT_KEPT:],
-            'output_file': output_path}
+    return StoreRecord(suite=result, exit_code=exit_code, seconds=suite_seconds, batch_seconds=batch_seconds,
+                       batch_exit_code=code, gpu=gpu, notes=tuple(notes), output_tail=text[-OUTPUT_KEPT:],
+                       output_file=output_path)
 
 
 def _record(suite, out, seconds, code, gpu, output_path, test_dir, attempt):
     result, exit_code, notes = build_outcome(suite, out.text, Ending(True, out.failed, out.signal), test_dir=test_dir,
                                              attempt=attempt)
-    record = _stored(result, exit_code, notes, result.seconds, seconds, code, gpu, out.text, output_path)
     times = (kept_times(result.seconds, report_files(test_dir, suite, attempt, True), node_prefix(out.text, test_dir),
-                        notes) if test_dir else {})
-    if times:
-        record['test_seconds'] = times  # per-test times: how the next build splits this suite (results/testtimes)
-    return record
+                        notes) if test_dir else {})  # (a time that is no time adds a note)
+    record = _stored(result, exit_code, notes, result.seconds, seconds, code, gpu, out.text, output_path)
+    # per-test times: how the next build splits this suite (results/testtimes)
+    return replace(record, test_seconds=times) if times else record
 
 
 class _Call:
@@ -169,9 +168,9 @@ def _accounted(call: _Call, code: Optional[int], killed: bool) -> Tuple[Dict[str
         if suite in call.settled:
             final = _record(suite, out, seconds, code, gpu, output_path, cwd, attempt)
             early = call.settled[suite]
-            same = (final['exit_code'], final['suite']['status'], final['suite']['counts']) == \
-                (early['exit_code'], early['suite']['status'], early['suite']['counts'])
-            records[suite] = early if same else cast(StoreRecord, dict(final, corrected=True))  # the last one counts
+            same = (final.exit_code, final.suite.status, final.suite.counts) == \
+                (early.exit_code, early.suite.status, early.suite.counts)
+            records[suite] = early if same else replace(final, corrected=True)  # stored again: the last one counts
             continue
         if suite in call.overdue:  # hung: its own timeout passed inside the batch
             result, _code, notes = build_outcome(suite, out.text, Ending(timed_out=call.overdue[suite]), test_dir=cwd,
@@ -183,7 +182,7 @@ def _accounted(call: _Call, code: Optional[int], killed: bool) -> Tuple[Dict[str
             records[suite] = None
             continue
         records[suite] = _record(suite, out, seconds, code, gpu, output_path, cwd, attempt)
-    if not killed and code != 0 and not any(r and r['exit_code'] for r in records.values()):
+    if not killed and code != 0 and not any(r and r.exit_code for r in records.values()):
         # the harness failed without naming a failed suite (bad option, import error): nothing can be judged
         for suite in suites:
             if not outputs[suite].sources and not outputs[suite].finished:
@@ -213,7 +212,7 @@ def run_batch_to_the_end(plan: RunPlan, batch: Sequence[str], sink: BatchSink, *
     for suite in batch:
         record = records[suite]
         if suite in stored:
-            if record is not None and record.get('corrected'):
+            if record is not None and record.corrected:
                 sink.corrected(suite, record)
             continue
         if record is None:

@@ -53,10 +53,10 @@ class _Tally:
         self.store.append(record)
         with self.lock:
             self.finished += 1
-            state = record['suite']['status']
+            state = record.suite.status
             self.failing += state != SUITE_PASSED
             if self.progress:
-                notes = f" [{'; '.join(record.get('notes') or [])}]" if record.get('notes') else ''
+                notes = f" [{'; '.join(record.notes)}]" if record.notes else ''
                 self.progress(f"suite {self.finished}/{self.total}: {suite} {state}{notes} "
                               f"({self.failing} suite(s) failed so far)")
 
@@ -71,15 +71,15 @@ class _Tally:
 
 def run_here(plan: RunPlan, units: Sequence[str], store: ResultStore, *,
              progress: Optional[Callable[[str], None]] = None, launcher: Launcher = PROCESSES) -> List[str]:
-    """Run every one of units not in store, in batches (plan.batch_size suites a call, plan.parallel calls at a
-    time over plan.gpus, the suites the harness runs alone after the rest); store each record as it settles.
+    """Run every one of units not in store, in batches (the plan's batch_size suites a call, its parallel calls
+    at a time over its gpus, the suites the harness runs alone after the rest); store each record as it settles.
     Returns the units run now."""
     done = store.load()
     todo = [unit for unit in units if unit not in done]
     if progress and done:
         progress(f'resuming: {len(done)} suite(s) already measured for this build, {len(todo)} to run')
     tally = _Tally(store, len(units), len(done),
-                   sum(1 for record in done.values() if record['suite']['status'] != SUITE_PASSED), progress)
+                   sum(1 for record in done.values() if record.suite.status != SUITE_PASSED), progress)
     os.makedirs(plan.output_dir, exist_ok=True)
     gpus = plan.gpus
 

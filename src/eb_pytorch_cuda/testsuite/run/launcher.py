@@ -13,11 +13,14 @@ from typing import IO, Mapping, Optional, Protocol, Sequence, Tuple
 from eb_pytorch_cuda import process
 
 
+TimeoutExpired = subprocess.TimeoutExpired  # what a Running's wait raises when its timeout passes first
+
+
 class Running(Protocol):
     """A started call (eb_pytorch_cuda.process.Child is one)."""
 
     def wait(self, timeout: Optional[float] = None) -> int:
-        """Its exit status; subprocess.TimeoutExpired when timeout passes first."""
+        """Its exit status; TimeoutExpired when timeout passes first."""
 
     def stop(self) -> Optional[int]:
         """Stop it (its whole process group); its status if known."""

@@ -9,7 +9,6 @@ a must-serial suite and a piece of a long suite (`--shard i k`) this way.  The s
 
 import os
 import time
-from dataclasses import asdict
 from typing import Optional
 
 from eb_pytorch_cuda.testsuite.results import grammar
@@ -61,13 +60,12 @@ def run_suite(plan: RunPlan, unit: str, *, gpu: Optional[str] = None, timeout: O
         result.status = SUITE_INCOMPLETE  # the harness split the suite otherwise (another THRESHOLD, no times file)
         result.note = f'the harness did not run shard {piece.index}/{piece.count} of {suite}'
     result.seconds = round(time.time() - start, 1)
-    record: StoreRecord = {'suite': asdict(result), 'exit_code': code if timed_out is None else None,
-                           'seconds': result.seconds, 'gpu': gpu, 'notes': notes, 'output_tail': text[-OUTPUT_KEPT:],
-                           'output_file': output_path}
+    # per-test times: how the next build splits this suite (results/testtimes; a time that is no time adds a note)
     times = kept_times(result.seconds if not piece else KEPT_FROM, report_files(command.cwd, suite, attempt, not piece),
                        node_prefix(text, command.cwd), notes)
-    if times:
-        record['test_seconds'] = times  # per-test times: how the next build splits this suite (results/testtimes)
+    record = StoreRecord(suite=result, exit_code=code if timed_out is None else None, seconds=result.seconds,
+                         gpu=gpu, notes=tuple(notes), output_tail=text[-OUTPUT_KEPT:], output_file=output_path,
+                         test_seconds=times or None)
     attempt.publish(suite)
     attempt.discard()
     return mark(record, piece) if piece else record

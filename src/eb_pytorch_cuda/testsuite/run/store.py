@@ -14,7 +14,8 @@ import os
 import shutil
 import stat
 import threading
-from typing import Callable, Dict, List, Iterator, Optional, Sequence, Tuple, cast
+from dataclasses import replace
+from typing import Callable, Dict, List, Iterator, Optional, Sequence, Tuple
 
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.inputs import file_kind, read_bytes, write_atomically
@@ -31,7 +32,7 @@ class ResultStore:
     A record is one line, written by one write() of the whole line and fsync'ed, so a kill can only leave
     the last line unterminated; the reader ignores such a line (with a note) and the next append starts a
     new line after it, so a fragment never swallows the record that follows.  Every line is validated as a
-    saved result's suite is (results.check_suite): one that is not a record (a torn fragment in the middle,
+    saved result's suite is (results/saved.check_suite): one that is not a record (a torn fragment in the middle,
     invalid UTF-8, a bare string, `[1, 2]`) is set aside with a note naming the file and the line, never a
     traceback, and its suite is simply run again.  One run at a time per store: exclusive() (flock).
     """
@@ -65,7 +66,7 @@ class ResultStore:
             record, problem = parse_record(raw, self.path)
             if record is None:
                 self._set_aside(number, str(problem))
-            elif record['fingerprint'] == self.fingerprint:
+            elif record.fingerprint == self.fingerprint:
                 records[key_of(record)] = record
         if torn.strip():
             self._set_aside(len(lines) + 1, f'unterminated last line of {len(torn)} bytes (a write cut short)')
@@ -76,14 +77,15 @@ class ResultStore:
         so it fails the verdict and never passes (the serial, batched and Slurm-spread runs alike).  A suite
         run as pieces is the merge of its pieces once all are stored (results.pieces.with_merged)."""
         records = with_merged(self.load())
-        result = RunResult.from_dict({'suites': [records[suite]['suite'] for suite in suites if suite in records]})
+        result = RunResult({records[suite].suite.name: records[suite].suite for suite in suites if suite in records})
         mark_missing(result, suites)
         return result
 
     def append(self, record: StoreRecord) -> None:
         """Add record as one line: one write() of the whole line (after a newline when the file ends in an
-        unterminated fragment), then fsync; PluginError naming the file when it cannot be written."""
-        line = (json.dumps(dict(record, fingerprint=self.fingerprint), allow_nan=False) + '\n').encode()
+        unterminated fragment), then fsync; PluginError naming the file when it cannot be written.  The one
+        place a record becomes JSON (results.records.StoreRecord.to_json: the bytes earlier versions wrote)."""
+        line = (json.dumps(replace(record, fingerprint=self.fingerprint).to_json(), allow_nan=False) + '\n').encode()
         with self._lock:
             try:
                 fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
@@ -190,7 +192,8 @@ def parse_record(raw: bytes, path: str = 'results') -> Tuple[Optional[StoreRecor
     """(record, None) for one store line that is a valid record (results.records.StoreRecord), else (None, what
     is wrong with it).  The one reader of a record from disk (ResultStore.load, and the spread controller's
     incremental RecordReader): the suite is checked as a saved result's is (results.saved.check_suite), the
-    piece label and per-test times as results.pieces states them, every other key that is there by its type."""
+    piece label and per-test times as results.pieces states them, every other key that is there by its type;
+    then, and only then, the line becomes a typed record (results.records.StoreRecord.from_json)."""
     try:
         record = json.loads(raw.decode('utf-8'), parse_constant=no_constants)
     except UnicodeDecodeError as err:
@@ -222,7 +225,7 @@ def parse_record(raw: bytes, path: str = 'results') -> Tuple[Optional[StoreRecor
                 seconds_of(record[key])
             except NotSeconds as err:
                 return None, f'not a record ({key}: {err})'
-    return cast(StoreRecord, record), None  # every key checked above
+    return StoreRecord.from_json(record), None  # every key checked above
 
 
 _JSON_NAMES = {int: 'an integer', float: 'a number', str: 'a string', bool: 'true or false'}

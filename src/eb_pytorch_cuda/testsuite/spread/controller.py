@@ -19,7 +19,7 @@ import os
 import shutil
 import sys
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import Callable, Dict, Mapping, Optional, Sequence
 
 from eb_pytorch_cuda.testsuite.results import pieces, previous
@@ -131,13 +131,13 @@ def run_spread(plan: RunPlan, units: Sequence[str], store: ResultStore, *, jobs:
     queue.create(spec, todo)
     os.makedirs(plan.output_dir, exist_ok=True)
     reader = RecordReader(queue, progress)  # a worker's line that is no record is named, then set aside
-    failed = [sum(1 for record in done.values() if record['suite']['status'] != SUITE_PASSED)]
+    failed = [sum(1 for record in done.values() if record.suite.status != SUITE_PASSED)]
 
     def collect() -> None:
         for record in reader.new_records(lambda record: pieces.key_of(record) not in done):
             store.append(record)
             done[pieces.key_of(record)] = record
-            failed[0] += record['suite']['status'] != SUITE_PASSED
+            failed[0] += record.suite.status != SUITE_PASSED
 
     collect()  # outcomes a killed eb's jobs stored after it died
     suites = plan.suites
@@ -164,8 +164,7 @@ def _never_finished(key: str, attempts: int) -> StoreRecord:
     piece = pieces.Piece.parse(key)
     result = Suite(piece.suite, status=SUITE_INCOMPLETE, sources=[],
                    signal=f'its Slurm job ended {attempts} times while running it (node failure, time limit, scancel)')
-    return pieces.mark({'suite': asdict(result), 'exit_code': None, 'seconds': None, 'gpu': None, 'output_tail': '',
-                        'output_file': None}, piece)
+    return pieces.mark(StoreRecord(suite=result), piece)  # no notes: none was recorded
 
 
 def _wait(queue, pool, suites, done, failed, collect, progress, poll):

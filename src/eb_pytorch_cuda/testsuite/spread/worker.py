@@ -175,7 +175,7 @@ def work(queue_dir: str, worker: Optional[str] = None, log: Callable[..., None] 
         with lock:
             queue.record(store, record)
             ran[0] += 1
-        log(f"{worker}: {suite} {record['suite']['status']} ({record['seconds']}s)", flush=True)
+        log(f"{worker}: {suite} {record.suite.status} ({record.seconds}s)", flush=True)
 
     broken: list = []
 

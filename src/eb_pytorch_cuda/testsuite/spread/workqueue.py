@@ -364,6 +364,6 @@ class RecordReader:
                 if record is None:
                     if self.notice is not None:
                         self.notice(f'{path}: line {number}: {problem}; set aside')
-                elif record['fingerprint'] == fingerprint and accept(record):
+                elif record.fingerprint == fingerprint and accept(record):
                     found.append(record)
         return found

@@ -1,10 +1,11 @@
-"""run_test.py output and XML reports into one model; every failure form keeps its own status."""
+"""run_test.py output and XML reports into one model (results/: logparse, xmlparse, saved); every failure form keeps
+its own status.  (test_testsuite_parsing.py before issue 34: no testsuite module parses.)"""
 
 import os
 
 import pytest
 
-from conftest import cli
+from helpers import run_main
 import pytorch_output as out
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite.results.logparse import parse_log_file, parse_log_text
@@ -289,7 +290,7 @@ def test_an_unknown_encoding_is_one_line_from_report(tmp_path):
     report = tmp_path / 'test-reports' / 'python-pytest' / 'test_x' / 'test_x-1.xml'
     report.parent.mkdir(parents=True)
     report.write_text('<?xml version="1.0" encoding="bogus-8"?><testsuites/>')
-    done = cli('report', tmp_path / 'test-reports')
+    done = run_main('report', tmp_path / 'test-reports')
     assert done.returncode == 2 and done.stdout == '' and len(done.stderr.splitlines()) == 1, done.stderr
     assert f'{report}: declares an encoding Python does not know' in done.stderr and 'Traceback' not in done.stderr
 
