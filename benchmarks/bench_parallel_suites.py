@@ -2,7 +2,7 @@
 
 Why: parallel_test_suites is opt-in; a maintainer should know what it buys on their machine.  A test
 tree of --suites suites (each one unittest file whose tests sleep --seconds in all, plus one failure
-in every fifth suite) is run through the same code the easyblock uses (solo.run_all), serially
+in every fifth suite) is run through the same code the easyblock uses (run/here.HereExecutor), serially
 and with --parallel workers, and the wall times and results are compared.
 
     python benchmarks/bench_parallel_suites.py [--suites 8] [--seconds 2] [--parallel 2]
@@ -16,8 +16,8 @@ import tempfile
 import time
 
 from eb_pytorch_cuda import standins
-from eb_pytorch_cuda.testsuite.run import discovery
-from eb_pytorch_cuda.testsuite.run import solo
+from eb_pytorch_cuda.testsuite.run.here import HereExecutor
+from eb_pytorch_cuda.testsuite.run.plan import RunRequest, build_plan
 from eb_pytorch_cuda.testsuite.run.store import ResultStore
 from eb_pytorch_cuda.testsuite.run.command import TestCommand
 
@@ -30,11 +30,12 @@ def make_tree(root, suites, seconds):
 def run(test_dir, parallel, workdir):
     command = TestCommand(test_dir, {}, [sys.executable, 'run_test.py'])
     env = dict(os.environ)
-    suites = discovery.discover(command, env)[0]
     store = ResultStore(os.path.join(workdir, f'store-{parallel}.jsonl'), 'bench')
+    plan = build_plan(RunRequest(command, env, os.path.join(workdir, f'out-{parallel}'), sys.executable, {'': 600},
+                                 parallel))  # the suites discovered before the clock starts
     start = time.perf_counter()
-    result, _ = solo.run_all(command, suites, store, os.path.join(workdir, f'out-{parallel}'), env,
-                             lambda suite: 600, parallel)
+    HereExecutor().run(plan, plan.units, store)
+    result = store.result(plan.suites)
     return time.perf_counter() - start, {name: (s.status, s.summary()) for name, s in result.suites.items()}
 
 

@@ -5,8 +5,8 @@ faster, and a site wants to know how far adding nodes helps a full PyTorch run. 
 
 1. measured: a test tree of --suites suites, each a unittest file that sleeps --seconds (sleep-dominated
    on purpose: this machine has 2 cores, shared, so CPU-bound suites would measure the cores, not the
-   spread), is run through solo.run_all one at a time and through controller.run_spread on --jobs Slurm
-   jobs of a real single-node Slurm started here (tests/slurm_cluster.py: several one-CPU job slots);
+   spread), is run through run/here.HereExecutor one at a time and through spread/controller.SlurmExecutor on
+   --jobs Slurm jobs of a real single-node Slurm started here (tests/slurm_cluster.py: several one-CPU job slots);
    wall times and results are compared.  Needs root and Debian's slurm-wlm + munge (tools/setup.sh).
 2. simulated: from recorded per-suite times of a full PyTorch run (--times, default the stored
    benchmarks/data/riscv64-test-times.json: PyTorch's own test-times.json shape {build: {config: {suite:
@@ -29,9 +29,11 @@ import tempfile
 import time
 
 from eb_pytorch_cuda import standins
-from eb_pytorch_cuda.testsuite.run import discovery
 from eb_pytorch_cuda.testsuite.spread import controller
 from eb_pytorch_cuda.testsuite.run import solo
+from eb_pytorch_cuda.testsuite.run.executor import execute
+from eb_pytorch_cuda.testsuite.run.here import HereExecutor
+from eb_pytorch_cuda.testsuite.run.plan import PieceRule, RunRequest, build_plan
 from eb_pytorch_cuda.testsuite.run.store import ResultStore
 from eb_pytorch_cuda.testsuite.run.command import TestCommand
 from eb_pytorch_cuda.testsuite.run.harness import harness_of
@@ -61,25 +63,27 @@ def measure(args):
             env = dict(os.environ)
             serial_dir = make_tree(os.path.join(workdir, 'serial'), args.suites, args.seconds)
             command = TestCommand(serial_dir, {}, [sys.executable, 'run_test.py'])
-            suites = discovery.discover(command, env)[0]
             store = ResultStore(os.path.join(workdir, 'serial.jsonl'), 'bench')
+            plan = build_plan(RunRequest(command, env, os.path.join(workdir, 'serial-out'), sys.executable, {'': 600}))
+            suites = list(plan.suites)  # discovered before the clock starts
             start = time.perf_counter()
-            serial, _ = solo.run_all(command, suites, store, os.path.join(workdir, 'serial-out'), env,
-                                     lambda suite: 600)
+            HereExecutor().run(plan, plan.units, store)
+            serial = store.result(suites)
             serial_time = time.perf_counter() - start
             spread_dir = make_tree(os.path.join(workdir, 'spread'), args.suites, args.seconds)
             store = ResultStore(os.path.join(workdir, 'spread', 'results.jsonl'), 'bench')
             start = time.perf_counter()
-            spread_result = controller.run_spread(TestCommand(spread_dir, {}, [sys.executable, 'run_test.py']), env,
-                                                  store, os.path.join(workdir, 'spread-out'), sys.executable, {'': 600},
-                                                  args.jobs, suites=suites, shared_paths=[workdir],
-                                                  slurm_settings={'cpus_per_job': 1}, poll=0.5)
+            spread = controller.SpreadOptions(shared_paths=[workdir], slurm_settings={'cpus_per_job': 1}, poll=0.5)
+            _plan, spread_result = execute(
+                controller.SlurmExecutor(args.jobs, spread),
+                RunRequest(TestCommand(spread_dir, {}, [sys.executable, 'run_test.py']), env,
+                           os.path.join(workdir, 'spread-out'), sys.executable, {'': 600}, units=suites), store)
             spread_time = time.perf_counter() - start
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     print(f'measured: {args.suites} suites sleeping {args.seconds}s each, {os.cpu_count()} CPUs, real Slurm')
-    print(f'  serial (solo.run_all):      {serial_time:6.1f} s')
-    print(f'  {args.jobs} Slurm jobs (controller.run_spread): {spread_time:6.1f} s   speed-up '
+    print(f'  serial (HereExecutor):       {serial_time:6.1f} s')
+    print(f'  {args.jobs} Slurm jobs (SlurmExecutor): {spread_time:6.1f} s   speed-up '
           f'{serial_time / spread_time:.2f}x (goal >= {0.8 * args.jobs:.1f}x, ideal {args.jobs}x)')
     same = _outcomes(serial) == _outcomes(spread_result)
     print(f"  same results: {same} ({sum(s == 'failed' for s, _ in _outcomes(serial).values())} failed suites)")
@@ -109,33 +113,36 @@ def measure_pieces(args):
             whole_dir = _real_tree(os.path.join(workdir, 'whole'))
             os.makedirs(os.path.join(workdir, 'whole-out'))
             start = time.perf_counter()
-            solo.run_suite(TestCommand(whole_dir, {}, [REAL_PYTHON, 'run_test.py']), args.startup_suite, 3600,
-                           os.path.join(workdir, 'whole-out'), env)
+            plan = build_plan(RunRequest(TestCommand(whole_dir, {}, [REAL_PYTHON, 'run_test.py']), env,
+                                         os.path.join(workdir, 'whole-out'), REAL_PYTHON, {'': 3600},
+                                         units=[args.startup_suite, suite]))
+            solo.run_suite(plan, args.startup_suite)
             startup_time = time.perf_counter() - start
             start = time.perf_counter()
-            whole = solo.run_suite(TestCommand(whole_dir, {}, [REAL_PYTHON, 'run_test.py']), suite, 3600,
-                                   os.path.join(workdir, 'whole-out'), env)
+            whole = solo.run_suite(plan, suite)
             whole_time = time.perf_counter() - start
             split_dir = _real_tree(os.path.join(workdir, 'split'))
             store = ResultStore(os.path.join(workdir, 'split-results', 'r.jsonl'), 'bench')
             start = time.perf_counter()
-            result = controller.run_spread(TestCommand(split_dir, {}, [REAL_PYTHON, 'run_test.py']), env, store,
-                                           os.path.join(workdir, 'split-out'), REAL_PYTHON, {'': 3600}, count,
-                                           suites=[suite], previous_seconds={suite: 600 * count - 1},
-                                           shared_paths=[workdir], slurm_settings={'cpus_per_job': 1}, poll=1)
+            spread = controller.SpreadOptions(shared_paths=[workdir], slurm_settings={'cpus_per_job': 1}, poll=1,
+                                              pieces=PieceRule({suite: 600 * count - 1}))
+            _plan, result = execute(controller.SlurmExecutor(count, spread),
+                                    RunRequest(TestCommand(split_dir, {}, [REAL_PYTHON, 'run_test.py']), env,
+                                               os.path.join(workdir, 'split-out'), REAL_PYTHON, {'': 3600},
+                                               units=[suite]), store)
             split_time = time.perf_counter() - start
-            pieces_seen = [record.get('seconds') for key, record in store.load().items() if key != suite]
+            pieces_seen = [record.seconds for key, record in store.load().items() if key != suite]
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     merged = result.suites[suite]
-    failed = sorted(test['test_id'] for test in whole['suite']['failed_tests'])
-    same = (whole['suite']['status'], whole['suite']['counts'], failed) == \
+    failed = sorted(test.test_id for test in whole.suite.failed_tests)
+    same = (whole.suite.status, whole.suite.counts, failed) == \
         (merged.status, merged.counts, sorted(test.test_id for test in merged.failed_tests))
     print(f'measured: {suite} of Debian 2.6.0 whole, then as {count} pieces on {count} Slurm jobs, '
           f'{os.cpu_count()} CPUs, real Slurm')
-    print(f"  whole (solo.run_suite):          {whole_time:6.1f} s  {whole['suite']['status']}, "
-          f"{whole['suite']['counts']}")
-    print(f'  {count} pieces (controller.run_spread): {split_time:6.1f} s  {merged.status}, {merged.counts}; '
+    print(f"  whole (solo.run_suite):          {whole_time:6.1f} s  {whole.suite.status}, "
+          f"{whole.suite.counts}")
+    print(f'  {count} pieces (SlurmExecutor):         {split_time:6.1f} s  {merged.status}, {merged.counts}; '
           f'pieces {pieces_seen} s')
     goal = 1.3 * whole_time / count + startup_time
     print(f'  harness start-up: {startup_time:.1f} s (the whole call of {args.startup_suite}, 11 tests under 1 s)')

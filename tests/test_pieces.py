@@ -267,7 +267,7 @@ def test_the_21_lines_node_ids_carry_the_test_directory_and_then_put_each_test_i
 
 def test_a_pieces_timeout_is_its_share_of_its_suites_by_the_same_rule_with_its_floor():
     from eb_pytorch_cuda.testsuite.policy.settings import LEAST_TIMEOUT, piece_timeouts, rule_timeout
-    from eb_pytorch_cuda.testsuite.spread.worker import _timeout_of
+    from eb_pytorch_cuda.testsuite.policy.settings import timeout_of
     previous = {'long': 6000.0, 'middling': 1500.0, 'short': 10.0}
     timeouts = {'': 10800, **{suite: rule_timeout(seconds) for suite, seconds in previous.items()}}
     units = split(['long', 'middling', 'short', 'new'], previous)
@@ -289,7 +289,7 @@ def test_a_pieces_timeout_is_its_share_of_its_suites_by_the_same_rule_with_its_f
     assert piece_timeouts({'': 500}, equal, three) == dict.fromkeys(by_tests, 500)
     # what a job's worker runs a key with: the piece's own timeout, else its suite's, else the default
     spec = {'timeouts': {'': 10800, 'long': 24000, 'long#shard2/3': 3600}}
-    assert [_timeout_of(spec)(key) for key in ('long#shard2/3', 'long#shard1/3', 'long', 'other')] == [
+    assert [timeout_of(spec['timeouts'])(key) for key in ('long#shard2/3', 'long#shard1/3', 'long', 'other')] == [
         3600, 24000, 24000, 10800]
 
 
@@ -300,13 +300,14 @@ def test_a_jobs_worker_kills_a_hung_piece_at_the_pieces_own_timeout_not_its_suit
     import sys
     import time
     from eb_pytorch_cuda import standins
-    from eb_pytorch_cuda.testsuite.spread.worker import run_one
+    from eb_pytorch_cuda.testsuite.spread.worker import plan_of_spec, run_one
     shutil.copytree(os.path.join(standins.TORCH_SOURCES, 'test'), tmp_path / 'test')
     (tmp_path / 'out').mkdir()
     spec = {'cwd': str(tmp_path / 'test'), 'argv': [sys.executable, 'run_test.py'], 'output_dir': str(tmp_path / 'out'),
-            'timeouts': {'': 10800, 'test_hang': 600, 'test_hang#shard1/2': 2}}
+            'timeouts': {'': 10800, 'test_hang': 600, 'test_hang#shard1/2': 2}, 'env': {}, 'slots': 1,
+            'suites': ['test_hang#shard1/2'], 'serial': []}
     started = time.time()
-    record = run_one(spec, 'test_hang#shard1/2', dict(os.environ), None)
+    record = run_one(plan_of_spec(spec, dict(os.environ)), 'test_hang#shard1/2', None)
     assert time.time() - started < 60
     assert record.suite.status == 'timed out' and record.suite.signal == 'timeout after 2s'
     assert record.piece == PieceLabel('test_hang', 1, 2)

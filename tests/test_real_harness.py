@@ -25,9 +25,10 @@ from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite.run import discovery
 from eb_pytorch_cuda.testsuite.run import reruns
 from eb_pytorch_cuda.testsuite.run import solo
+from eb_pytorch_cuda.testsuite.run.plan import RunRequest, build_plan
 from eb_pytorch_cuda.testsuite.run.command import TestCommand as Command  # not a pytest test class
 from eb_pytorch_cuda.testsuite.run.harness import read_harness
-from eb_pytorch_cuda.testsuite.results.outcome import build_outcome, remove_reports
+from eb_pytorch_cuda.testsuite.results.outcome import Ending, build_outcome, remove_reports
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TREE = os.path.join(REPO, '.venvs', 'pytorch-src', 'pytorch-v2.6.0')
@@ -167,7 +168,8 @@ def test_a_sharded_runtest_runs_its_shard_without_passing_shard_to_each_suite(tr
     suite = next(s for s in second if s in NOT_SERIAL)
     command = Command(str(tree / 'test'), {}, argv + ['--shard', '2', '2'])
     assert '--shard' not in discovery.run_argv(command.argv, [suite])
-    record = solo.run_suite(command, suite, 600, str(tmp_path), dict(os.environ))
+    plan = build_plan(RunRequest(command, dict(os.environ), str(tmp_path), PYTHON, {'': 600}, units=[suite]))
+    record = solo.run_suite(plan, suite)
     assert record.suite.status == 'passed' and record.suite.counts.passed > 0, record.output_tail
 
 
@@ -194,8 +196,8 @@ def test_a_failure_only_the_xml_shows_counts_and_is_noted(tree):
     log = done.stdout + done.stderr
     assert re.search(r'^FAIL .*test_env_vars_exist', log, re.M) and 'FAILED (failures=1' in log
     lost = '\n'.join(line for line in log.splitlines() if 'FAIL' not in line and not line.startswith('Ran '))
-    suite, code, notes = build_outcome('test_ci_sanity_check_fail', lost + '\nRan 1 test in 0.1s\n\nOK\n', True,
-                                       True, test_dir=str(test_dir))
+    suite, code, notes = build_outcome('test_ci_sanity_check_fail', lost + '\nRan 1 test in 0.1s\n\nOK\n',
+                                       Ending(True, True), test_dir=str(test_dir))
     assert suite.status == 'failed' and suite.counts['failed'] == 1 and code == 1
     assert any('log and XML reports differ' in note for note in notes)
     assert any('failed only in the XML: TestCISanityCheck.test_env_vars_exist' in note for note in notes)
@@ -204,7 +206,7 @@ def test_a_failure_only_the_xml_shows_counts_and_is_noted(tree):
 def test_xml_reports_are_asked_for_only_where_the_suites_can_write_them():
     # common_utils.run_tests imports xmlrunner on --save-xml in unittest mode (2.1.2's and 2.6's alike, read
     # from torch's own file): without unittest-xml-reporting every suite would die of an ImportError
-    from eb_pytorch_cuda.testsuite.run.batches import xml_reports_safe
+    from eb_pytorch_cuda.testsuite.run.calls import xml_reports_safe
     harness = read_harness(os.path.join(TREE, 'test', 'run_test.py'))
     assert harness.pytest_by_default  # can_run_in_pytest(): pytest writes the XML itself
     without = sys.executable  # the test runner's Python: no xmlrunner

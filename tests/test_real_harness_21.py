@@ -252,6 +252,7 @@ def test_a_suite_run_as_two_pieces_merges_to_the_whole_suites_result(tmp_path):
     from eb_pytorch_cuda.testsuite.results.testtimes import shard_of
     from eb_pytorch_cuda.testsuite.run import piece_times, solo
     from eb_pytorch_cuda.testsuite.run.harness import harness_of
+    from eb_pytorch_cuda.testsuite.run.plan import RunRequest, build_plan
     from eb_pytorch_cuda.testsuite.run.store import ResultStore
     if not (os.path.isfile(os.path.join(TREE, 'test', 'run_test.py')) and os.access(PYTHON, os.X_OK)):
         missing(HARNESS21_ABSENT)
@@ -261,11 +262,12 @@ def test_a_suite_run_as_two_pieces_merges_to_the_whole_suites_result(tmp_path):
     env = harness_environment({k: v for k, v in os.environ.items() if k not in ('PYTHONPATH', 'CI')}, command)
     suite = 'test_native_functions'
     whole = ResultStore(str(tmp_path / 'whole' / 'r.jsonl'), 'f')
-    whole.append(solo.run_suite(command, suite, 900, str(tmp_path), env))
+    plan = build_plan(RunRequest(command, env, str(tmp_path), PYTHON, {'': 900}, units=[suite]))
+    whole.append(solo.run_suite(plan, suite))
     pieces = [Piece(suite, index, 2) for index in (1, 2)]
     assert piece_times.write_times(test_dir, harness_of(test_dir), pieces) is None
     split = ResultStore(str(tmp_path / 'split' / 'r.jsonl'), 'f')
-    records = [solo.run_suite(command, suite, 900, str(tmp_path), env, None, piece) for piece in pieces]
+    records = [solo.run_suite(plan, piece.key) for piece in pieces]
     for piece, record in zip(pieces, records):
         assert record.output_file is not None
         with open(record.output_file) as handle:

@@ -15,6 +15,9 @@ import pytest
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite.run import discovery
 from eb_pytorch_cuda.testsuite.run import solo
+from eb_pytorch_cuda.testsuite.run.executor import execute
+from eb_pytorch_cuda.testsuite.run.here import HereExecutor
+from eb_pytorch_cuda.testsuite.run.plan import RunRequest, build_plan
 from eb_pytorch_cuda.testsuite.policy.settings import DEFAULT_SUITE_TIMEOUT
 from eb_pytorch_cuda.testsuite.run.store import ResultStore
 from eb_pytorch_cuda.testsuite.results.reportdirs import Attempt
@@ -61,7 +64,9 @@ def test_discovery_of_a_harness_without_its_selection_functions_names_the_comman
 def test_a_timed_out_suite_takes_its_children_down_and_keeps_its_partial_output(tree, tmp_path):
     (tmp_path / 'out').mkdir()
     start = time.time()
-    record = solo.run_suite(_command(tree), 'test_spawns_and_hangs', 2, str(tmp_path / 'out'), dict(os.environ))
+    plan = build_plan(RunRequest(_command(tree), dict(os.environ), str(tmp_path / 'out'), sys.executable,
+                                 {'': 2}, units=['test_spawns_and_hangs']))
+    record = solo.run_suite(plan, 'test_spawns_and_hangs')
     assert time.time() - start < 300  # its 2 s timeout, not its 600 s sleep (bounded for a loaded machine)
     assert record.suite.status == 'timed out' and record.suite.signal == 'timeout after 2s'
     assert 'Running test_spawns_and_hangs 1/1' in record.output_tail
@@ -168,19 +173,19 @@ test_c failed!
 
 def test_the_21_replayed_logs_are_attributed_to_their_own_suites(tmp_path):
     from eb_pytorch_cuda.testsuite.results.splitting import split_batch_output
-    from eb_pytorch_cuda.testsuite.results.outcome import build_outcome
+    from eb_pytorch_cuda.testsuite.results.outcome import Ending, build_outcome
     outputs = split_batch_output(LOG_21, ['test_a', 'test_b', 'test_c'], str(tmp_path), full_log_means_passed=True)
     a, b, c = (outputs[name] for name in ('test_a', 'test_b', 'test_c'))
     assert a.settled and not a.failed and 'Ran 4 tests' in a.text and 'test_one' not in a.text
     assert b.settled and b.failed and 'FAIL: test_one' in b.text and 'Ran 4' not in b.text and 'Executing' not in b.text
     assert c.settled and c.failed and 'ERROR: test_two' in c.text and 'Ran 2 tests' not in c.text
-    suite, code, _notes = build_outcome('test_b', b.text, True, b.failed)
+    suite, code, _notes = build_outcome('test_b', b.text, Ending(True, b.failed))
     assert (suite.status, suite.counts['failed'], suite.counts['passed'], code) == ('failed', 1, 1, 1)
     assert [t.test_id for t in suite.failed_tests] == ['TestB.test_one']
 
 
 def test_21_gets_xml_switched_on_through_its_positional_unittest_args(tmp_path):
-    from eb_pytorch_cuda.testsuite.run import batches
+    from eb_pytorch_cuda.testsuite.run import calls
     from eb_pytorch_cuda.testsuite.run import discovery
     from eb_pytorch_cuda.testsuite.run.harness import read_harness
     run_test = tmp_path / 'run_test.py'  # the 2.1 argument parser's shape: no parse_known_args
@@ -189,7 +194,7 @@ def test_21_gets_xml_switched_on_through_its_positional_unittest_args(tmp_path):
     harness = read_harness(str(run_test))
     assert harness.positional_unittest_args and not harness.forwards_unknown_args and harness.full_log_means_passed
     argv = discovery.run_argv(['python', 'run_test.py', '--shard', '1', '2', '-x', 'test_z'], ['test_a', 'test_b'],
-                              batches.batch_options(harness))
+                              calls.batch_options(harness))
     assert argv == ['python', 'run_test.py', '-x', 'test_z', '--continue-through-error', '-i', 'test_a', 'test_b',
                     '--', '--save-xml']
 
@@ -208,8 +213,9 @@ def test_a_hang_inside_a_batch_costs_its_own_timeout_not_the_batchs_and_the_othe
     store = ResultStore(str(tmp_path / 'r' / 'r.jsonl'), 'build')
     lines = []
     start = time.time()
-    result, _ = solo.run_all(command, suites, store, str(tmp_path / 'out'), env,
-                             lambda suite: timeouts.get(suite, timeouts['']), progress=lines.append)
+    _plan, result = execute(HereExecutor(lines.append),
+                            RunRequest(command, env, str(tmp_path / 'out'), sys.executable, timeouts, units=suites),
+                            store)
     elapsed = time.time() - start
     # the batch's own limit is the sum of its suites' timeouts (over 1,000 s); bounded well below it, and well
     # above what a loaded machine takes
@@ -242,7 +248,7 @@ def test_in_unittest_mode_without_xmlrunner_the_step_says_xml_reports_are_off(tr
     for env, off in ((dict(os.environ), False), (dict(os.environ, PYTORCH_TEST_DO_NOT_USE_PYTEST='1'), True)):
         lines.clear()
         store = ResultStore(str(tmp_path / f'r{off}' / 'r.jsonl'), 'f')
-        service.run_suites(command, env, store, str(tmp_path / f'out{off}'), sys.executable, {'': 120},
+        service.run_suites(RunRequest(command, env, str(tmp_path / f'out{off}'), sys.executable, {'': 120}), store,
                            progress=lines.append)
         assert any(line.startswith('XML reports off') for line in lines) is off, lines
 
@@ -293,11 +299,12 @@ def test_a_report_an_earlier_attempt_writes_late_never_counts(tree, tmp_path, al
     try:
         start = time.time()
         env = dict(os.environ, LATE_SLEEP='6')
+        request = RunRequest(command, env, str(tmp_path / 'out'), sys.executable, {'': 120}, units=['test_late'])
         if alone:
-            record = solo.run_suite(command, 'test_late', 120, str(tmp_path / 'out'), env)
+            record = solo.run_suite(build_plan(request), 'test_late')
         else:
             store = ResultStore(str(tmp_path / 'r' / 'r.jsonl'), 'build')
-            solo.run_all(command, ['test_late'], store, str(tmp_path / 'out'), env, lambda suite: 120)
+            execute(HereExecutor(), request, store)
             record = store.load()['test_late']
         assert earlier.wait(timeout=60) == 1  # it ran, and failed
     finally:
@@ -321,7 +328,9 @@ def test_a_killed_attempts_reports_never_count_in_a_read_of_the_tree(tree, tmp_p
     stand-in suite's own, written into that attempt's directory as common_utils does with the override."""
     (tmp_path / 'out').mkdir()
     command = Command(str(tree), {}, [sys.executable, 'run_test.py', '-i', 'test_known_failure'])
-    record = solo.run_suite(command, 'test_known_failure', 120, str(tmp_path / 'out'), dict(os.environ))
+    plan = build_plan(RunRequest(command, dict(os.environ), str(tmp_path / 'out'), sys.executable, {'': 120},
+                                 units=['test_known_failure']))
+    record = solo.run_suite(plan, 'test_known_failure')
     assert record.suite.counts.failed == 1
     killed = Attempt.new(str(tree))
     done = subprocess.run([sys.executable, 'test_known_failure.py'], cwd=tree, capture_output=True, text=True,

@@ -24,7 +24,9 @@ from procs import stop_what_runs
 
 from eb_pytorch_cuda.testsuite.policy.judging import KnownFailure, Policy, judge
 from eb_pytorch_cuda.testsuite.results.pieces import SEPARATOR
-from eb_pytorch_cuda.testsuite.run import solo
+from eb_pytorch_cuda.testsuite.run.executor import execute
+from eb_pytorch_cuda.testsuite.run.here import HereExecutor
+from eb_pytorch_cuda.testsuite.run.plan import PieceRule, RunRequest
 from eb_pytorch_cuda.testsuite.run.command import TestCommand as Command  # not a pytest test class
 from eb_pytorch_cuda.testsuite.run.store import ResultStore
 from eb_pytorch_cuda.testsuite.spread import controller
@@ -90,9 +92,10 @@ def test_suites_split_into_pieces_on_jobs_give_the_unsplit_result_and_a_cancelle
     env = {k: v for k, v in os.environ.items() if k not in ('PYTHONPATH', 'CI')}
     serial_dir = _tree(tmp_path / 'serial')
     started = time.time()
-    serial, _ = solo.run_all(Command(str(serial_dir), {}, [REAL_PYTHON, 'run_test.py']), SUITES,
-                             ResultStore(str(tmp_path / 'serial-results' / 'r.jsonl'), 'real'),
-                             str(tmp_path / 'serial-out'), env, lambda suite: 900)
+    _plan, serial = execute(HereExecutor(), RunRequest(Command(str(serial_dir), {}, [REAL_PYTHON, 'run_test.py']),
+                                                       env, str(tmp_path / 'serial-out'), REAL_PYTHON, {'': 900},
+                                                       units=SUITES),
+                            ResultStore(str(tmp_path / 'serial-results' / 'r.jsonl'), 'real'))
     serial_seconds = time.time() - started
 
     spread_dir = _tree(tmp_path / 'spread')
@@ -125,10 +128,12 @@ def test_suites_split_into_pieces_on_jobs_give_the_unsplit_result_and_a_cancelle
     killer.start()
     lines = []
     started = time.time()
-    result = controller.run_spread(Command(str(spread_dir), {}, [REAL_PYTHON, 'run_test.py']), env, store,
-                                   str(tmp_path / 'spread-out'), REAL_PYTHON, {'': 900}, 3, suites=SUITES,
-                                   previous_seconds=PREVIOUS, shared_paths=[str(tmp_path)],
-                                   slurm_settings={'cpus_per_job': 1}, progress=lines.append, poll=1)
+    spread = controller.SpreadOptions(shared_paths=[str(tmp_path)], slurm_settings={'cpus_per_job': 1}, poll=1,
+                                      pieces=PieceRule(PREVIOUS))
+    _plan, result = execute(controller.SlurmExecutor(3, spread, lines.append),
+                            RunRequest(Command(str(spread_dir), {}, [REAL_PYTHON, 'run_test.py']), env,
+                                       str(tmp_path / 'spread-out'), REAL_PYTHON, {'': 900}, units=SUITES), store,
+                            lines.append)
     spread_seconds = time.time() - started
     killer.join()
     print(f'serial {serial_seconds:.0f} s, spread in pieces on 3 jobs {spread_seconds:.0f} s')  # shown with -s

@@ -21,10 +21,11 @@ from procs import stop_what_runs
 
 from eb_pytorch_cuda import standins
 from eb_pytorch_cuda.errors import PluginError
-from eb_pytorch_cuda.testsuite.run import discovery
 from eb_pytorch_cuda.testsuite.spread import slurm
 from eb_pytorch_cuda.testsuite.spread import controller
-from eb_pytorch_cuda.testsuite.run import solo
+from eb_pytorch_cuda.testsuite.run.executor import execute
+from eb_pytorch_cuda.testsuite.run.here import HereExecutor
+from eb_pytorch_cuda.testsuite.run.plan import PieceRule, RunRequest
 from eb_pytorch_cuda.testsuite.run.store import ResultStore
 from eb_pytorch_cuda.testsuite.run.command import TestCommand as Command  # not a pytest test class
 from eb_pytorch_cuda.testsuite.policy.judging import judge
@@ -86,17 +87,25 @@ def _serial(tmp_path):
     command, env = _command(test_dir), dict(os.environ)
     store = ResultStore(str(tmp_path / 'serial-results' / 'r.jsonl'), 'build-a')
     timeouts = _timeouts()
-    result, _ = solo.run_all(command, discovery.discover(command, env)[0], store, str(tmp_path / 'serial-out'),
-                             env, lambda suite: timeouts.get(suite, timeouts['']))
-    return result
+    return execute(HereExecutor(), RunRequest(command, env, str(tmp_path / 'serial-out'), sys.executable, timeouts),
+                   store)[1]
+
+
+def _run_spread(command, env, store, output_dir, python, timeouts, jobs, suites=None, previous_seconds=None,
+                progress=None, **options):
+    """What service.run_suites does with jobs > 1 (controller.SlurmExecutor), without its store lock, signal
+    handlers (they need the main thread) and reruns."""
+    spread = controller.SpreadOptions(pieces=PieceRule(previous_seconds or {}), **options)
+    return execute(controller.SlurmExecutor(jobs, spread, progress),
+                   RunRequest(command, env, output_dir, python, timeouts, units=suites), store)[1]
 
 
 def _spread(tmp_path, jobs, lines, name='spread', **kwargs):
     test_dir = _tree(tmp_path / name, **{k: kwargs.pop(k) for k in ('sleepers', 'seconds') if k in kwargs})
     store = ResultStore(str(tmp_path / f'{name}-results' / 'r.jsonl'), 'build-a')
-    result = controller.run_spread(_command(test_dir), dict(os.environ), store, str(tmp_path / f'{name}-out'),
-                                   sys.executable, _timeouts(), jobs, shared_paths=[str(tmp_path)],
-                                   slurm_settings={'cpus_per_job': 1}, progress=lines.append, poll=1, **kwargs)
+    result = _run_spread(_command(test_dir), dict(os.environ), store, str(tmp_path / f'{name}-out'),
+                         sys.executable, _timeouts(), jobs, shared_paths=[str(tmp_path)],
+                         slurm_settings={'cpus_per_job': 1}, progress=lines.append, poll=1, **kwargs)
     return result, store
 
 
@@ -122,9 +131,9 @@ def test_stand_in_suites_spread_over_three_jobs_give_the_serial_verdict_and_coun
     assert lines[-1] == 'suites 9/9 done on 3 job(s); 4 failed'
     assert any(line.startswith('suites ') and 'failed so far' in line for line in lines)
     # a rerun of the same build runs nothing and gives the same result (resume is reading the store)
-    again = controller.run_spread(_command(tmp_path / 'spread' / 'test'), dict(os.environ), store,
-                                  str(tmp_path / 'spread-out'), sys.executable, _timeouts(), 3,
-                                  shared_paths=[str(tmp_path)], progress=lines.append, poll=1)
+    again = _run_spread(_command(tmp_path / 'spread' / 'test'), dict(os.environ), store,
+                        str(tmp_path / 'spread-out'), sys.executable, _timeouts(), 3,
+                        shared_paths=[str(tmp_path)], progress=lines.append, poll=1)
     assert _comparable(again) == _comparable(serial)
     after_first = lines[lines.index('suites 9/9 done on 3 job(s); 4 failed') + 1:]
     assert not any(line.startswith('running') for line in after_first)
@@ -177,8 +186,8 @@ def test_a_node_local_results_path_is_refused_before_anything_is_submitted(tmp_p
     store = ResultStore(str(tmp_path / 'results' / 'r.jsonl'), 'build-a')
     env = {k: v for k, v in os.environ.items() if k != slurm.SHARED_PATHS_VARIABLE}
     with pytest.raises(PluginError) as raised:
-        controller.run_spread(_command(test_dir), env, store, str(tmp_path / 'out'), sys.executable, _timeouts(), 2,
-                              environ=env)
+        _run_spread(_command(test_dir), env, store, str(tmp_path / 'out'), sys.executable, _timeouts(), 2,
+                    environ=env)
     message = str(raised.value)
     assert message == (f"{tmp_path / 'results'}: the results directory is node-local (under /tmp); the jobs on other "
                        f"nodes cannot see it: use a path all nodes see, or add it to $EB_PYTORCH_CUDA_SHARED_PATHS if "
@@ -203,9 +212,9 @@ def test_a_job_option_slurm_refuses_is_one_line_naming_sbatch_and_the_reason(slu
     test_dir = _tree(tmp_path / 'tree', sleepers=1, seconds=0, keep=())
     store = ResultStore(str(tmp_path / 'results' / 'r.jsonl'), 'build-a')
     with pytest.raises(PluginError) as raised:
-        controller.run_spread(_command(test_dir), dict(os.environ), store, str(tmp_path / 'out'), sys.executable,
-                              {'': 60}, 2, shared_paths=[str(tmp_path)],
-                              slurm_settings={'partition': 'no-such-partition'})
+        _run_spread(_command(test_dir), dict(os.environ), store, str(tmp_path / 'out'), sys.executable,
+                    {'': 60}, 2, shared_paths=[str(tmp_path)],
+                    slurm_settings={'partition': 'no-such-partition'})
     assert str(raised.value).startswith('sbatch: refused the job (exit 1): sbatch: error: ')
     assert 'invalid partition' in str(raised.value).lower() and '\n' not in str(raised.value)
     assert store.load() == {}
@@ -279,13 +288,14 @@ def test_job_options_come_from_settings_then_our_variables_then_easybuilds():
 
 SUBMITTER = '''import os, sys
 from eb_pytorch_cuda.testsuite.spread import controller
-from eb_pytorch_cuda.testsuite.run import solo
 from eb_pytorch_cuda.testsuite.run.command import TestCommand
+from eb_pytorch_cuda.testsuite.run.executor import execute
+from eb_pytorch_cuda.testsuite.run.plan import RunRequest
 from eb_pytorch_cuda.testsuite.run.store import ResultStore
 test_dir, store_path, out, shared = sys.argv[1:5]
-controller.run_spread(TestCommand(test_dir, {}, [sys.executable, 'run_test.py']), dict(os.environ),
-                  ResultStore(store_path, 'build-a'), out, sys.executable, {'': 120}, 2,
-                  shared_paths=[shared], slurm_settings={'cpus_per_job': 1}, poll=0.5)
+spread = controller.SpreadOptions(shared_paths=[shared], slurm_settings={'cpus_per_job': 1}, poll=0.5)
+execute(controller.SlurmExecutor(2, spread), RunRequest(TestCommand(test_dir, {}, [sys.executable, 'run_test.py']),
+        dict(os.environ), out, sys.executable, {'': 120}), ResultStore(store_path, 'build-a'))
 '''
 
 
@@ -307,9 +317,9 @@ def test_rerunning_after_the_submitting_eb_was_killed_resumes_and_cancels_its_jo
     assert len(finished_before) >= 2 and len(left_jobs) == 2
     lines = []
     store = ResultStore(str(store_path), 'build-a')
-    result = controller.run_spread(_command(test_dir), env, store, str(tmp_path / 'out'), sys.executable, {'': 120}, 2,
-                                   shared_paths=[str(tmp_path)], slurm_settings={'cpus_per_job': 1},
-                                   progress=lines.append, poll=0.5)
+    result = _run_spread(_command(test_dir), env, store, str(tmp_path / 'out'), sys.executable, {'': 120}, 2,
+                         shared_paths=[str(tmp_path)], slurm_settings={'cpus_per_job': 1},
+                         progress=lines.append, poll=0.5)
     assert set(result.suites) == {f'test_sleep_{i}' for i in range(6)} | {'distributed/test_c10d_standin'}
     assert all(suite.status == 'passed' for suite in result.suites.values())
     resumed = next(line for line in lines if line.startswith('resuming: '))
@@ -330,10 +340,10 @@ def test_two_targets_of_one_easyconfig_each_spread_their_own_suites_at_once(slur
         lines[target] = []
         store = ResultStore(store_path, f'fingerprint-{target}')
         output = str(tmp_path / f'{target}-out')
-        results[target] = controller.run_spread(_command(test_dir), dict(os.environ), store, output,
-                                                sys.executable, {'': 120}, 2, shared_paths=[str(tmp_path)],
-                                                slurm_settings={'cpus_per_job': 1}, progress=lines[target].append,
-                                                poll=0.5)
+        results[target] = _run_spread(_command(test_dir), dict(os.environ), store, output,
+                                      sys.executable, {'': 120}, 2, shared_paths=[str(tmp_path)],
+                                      slurm_settings={'cpus_per_job': 1}, progress=lines[target].append,
+                                      poll=0.5)
 
     threads = [threading.Thread(target=build, args=(target,)) for target in ('haswell', 'grace')]
     for thread in threads:
@@ -365,9 +375,9 @@ def test_a_suite_whose_job_dies_each_time_is_recorded_as_never_finished_after_th
     (test_dir / 'test_kills_its_job.py').write_text(KILLS_ITS_JOB)
     store = ResultStore(str(tmp_path / 'results' / 'r.jsonl'), 'build-a')
     lines = []
-    result = controller.run_spread(_command(test_dir), dict(os.environ), store, str(tmp_path / 'out'), sys.executable,
-                                   {'': 120}, 2, shared_paths=[str(tmp_path)], slurm_settings={'cpus_per_job': 1},
-                                   progress=lines.append, poll=0.5, max_attempts=2)
+    result = _run_spread(_command(test_dir), dict(os.environ), store, str(tmp_path / 'out'), sys.executable,
+                         {'': 120}, 2, shared_paths=[str(tmp_path)], slurm_settings={'cpus_per_job': 1},
+                         progress=lines.append, poll=0.5, max_attempts=2)
     killer = result.suites['test_kills_its_job']
     assert killer.status == 'no summary'
     assert killer.signal == 'its Slurm job ended 2 times while running it (node failure, time limit, scancel)'
@@ -399,16 +409,16 @@ def test_real_pytorch_harness_suites_spread_over_two_jobs_give_the_serial_result
     serial_dir = _real_tree(tmp_path / 'serial')
     command = Command(str(serial_dir), {}, [REAL_PYTHON, 'run_test.py'])
     serial_store = ResultStore(str(tmp_path / 'serial-results' / 'r.jsonl'), 'real')
-    serial, _ = solo.run_all(command, REAL_SUITES, serial_store, str(tmp_path / 'serial-out'), env,
-                             lambda suite: 900)
+    _plan, serial = execute(HereExecutor(), RunRequest(command, env, str(tmp_path / 'serial-out'), REAL_PYTHON,
+                                                       {'': 900}, units=REAL_SUITES), serial_store)
     spread_dir = _real_tree(tmp_path / 'spread')
     store = ResultStore(str(tmp_path / 'spread-results' / 'r.jsonl'), 'real')
     lines = []
-    result = controller.run_spread(Command(str(spread_dir), {}, [REAL_PYTHON, 'run_test.py']), env, store,
-                                   str(tmp_path / 'spread-out'), REAL_PYTHON, {'': 900}, 2, suites=REAL_SUITES,
-                                   previous_seconds=dict.fromkeys(REAL_SUITES, 600),  # one claim each
-                                   shared_paths=[str(tmp_path)], slurm_settings={'cpus_per_job': 1},
-                                   progress=lines.append, poll=1)
+    result = _run_spread(Command(str(spread_dir), {}, [REAL_PYTHON, 'run_test.py']), env, store,
+                         str(tmp_path / 'spread-out'), REAL_PYTHON, {'': 900}, 2, suites=REAL_SUITES,
+                         previous_seconds=dict.fromkeys(REAL_SUITES, 600),  # one claim each
+                         shared_paths=[str(tmp_path)], slurm_settings={'cpus_per_job': 1},
+                         progress=lines.append, poll=1)
     assert _comparable(result) == _comparable(serial)
     assert all(suite.status == 'passed' and suite.counts['passed'] > 0 for suite in result.suites.values())
     assert lines[-1] == 'suites 2/2 done on 2 job(s); 0 failed'

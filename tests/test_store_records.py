@@ -19,7 +19,8 @@ from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite.results.model import SUITE_PASSED, Counts, RunResult, Suite, SuiteStatus
 from eb_pytorch_cuda.testsuite.results.records import OPTIONAL_TYPES, PieceLabel, StoreRecord
 from eb_pytorch_cuda.testsuite.results.saved import load_saved
-from eb_pytorch_cuda.testsuite.run import solo
+from eb_pytorch_cuda.testsuite.run.here import run_here
+from eb_pytorch_cuda.testsuite.run.plan import RunRequest, build_plan
 from eb_pytorch_cuda.testsuite.run.command import TestCommand as Command  # not a pytest test class
 from eb_pytorch_cuda.testsuite.run.store import ResultStore, parse_record
 from eb_pytorch_cuda.testsuite.spread import worker
@@ -58,7 +59,10 @@ def test_a_store_of_the_earlier_version_resumes_running_nothing(tmp_path):
     test_dir = tmp_path / 'test'
     shutil.copytree(os.path.join(standins.TORCH_SOURCES, 'test'), test_dir)
     command = Command(str(test_dir), {}, [sys.executable, 'run_test.py'])
-    result, ran = solo.run_all(command, suites, store, str(tmp_path / 'out'), dict(os.environ), lambda suite: 120)
+    plan = build_plan(RunRequest(command, dict(os.environ), str(tmp_path / 'out'), sys.executable, {'': 120},
+                                 units=suites))
+    ran = run_here(plan, plan.units, store)
+    result = store.result(plan.suites)
     assert ran == [] and store.set_aside == []  # every old record read as a record: nothing ran again
     assert not (tmp_path / 'out').exists() or os.listdir(tmp_path / 'out') == []
     assert {name: (suite.status, suite.counts) for name, suite in result.suites.items()} == \

@@ -145,8 +145,9 @@ def cmd_test_suite(args: argparse.Namespace) -> int:
     requested = modes[args.cuda_device_tests] if args.cuda_device_tests else settings.cuda_device_tests
     device_tests = service.device_test_mode(requested, lambda: service.torch_has_cuda(args.python), os.environ,
                                             on_this_node=settings.test_suite_jobs <= 1)
-    outcome = service.test_source_tree(args.source, args.python, results, settings, policy, context, command,
-                                       progress, device_tests=device_tests)
+    outcome = service.test_source_tree(args.source, args.python, results, command,
+                                       service.StepTerms(settings, policy, context), progress=progress,
+                                       device_tests=device_tests)
     texts = service.report_texts(outcome)
     for name, text in texts.items():
         write_atomically(os.path.join(results, name), text)

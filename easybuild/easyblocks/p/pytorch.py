@@ -269,9 +269,10 @@ class EB_PyTorch(UpstreamPyTorch):
                 env = dict(os.environ, **command.env)
                 env.update({'PYTHONPATH': os.pathsep.join(pylibdirs + [os.environ.get('PYTHONPATH', '')]),
                             'PATH': os.pathsep.join([bindir, os.environ.get('PATH', '')])})
+                step = service.TestStep(command, env, os.path.join(self.builddir, 'pytorch-test-output'),
+                                        self.python_cmd, self._previous_results(), tested_installation=prefix)
                 outcome = service.run_and_judge(
-                    command, env, self._results_store(), os.path.join(self.builddir, 'pytorch-test-output'),
-                    self.python_cmd, settings, policy, context, self._previous_results(), tested_installation=prefix,
+                    step, self._results_store(), service.StepTerms(settings, policy, context),
                     progress=lambda message: print_msg(printable(message), log=self.log), device_tests=device_tests)
             except PluginError as err:
                 raise EasyBuildError(str(err)) from None

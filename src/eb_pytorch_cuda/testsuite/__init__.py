@@ -6,18 +6,24 @@ is four layers and a service; each imports only the layers below it (setup.cfg's
 checked in CI):
 
     service          the one test step the easyblock and `eb-pytorch-cuda test-suite` call: where the
-                     policy applies, run and judge, the kept result, the reports, the cleanup; the only
-                     module of the step the easyblock imports (tests/test_easyblock_imports.py)
+                     policy applies, the executor (executor_for: here or Slurm), run and judge, the kept
+                     result, the reports, the cleanup; the only module of the step the easyblock imports
+                     (tests/test_easyblock_imports.py)
     spread/          one build's suites over N Slurm jobs: workqueue (the shared-directory queue, its
                      typed spec.json), slurm (sbatch, squeue, scancel, node-local refusal), worker (what
-                     each job runs), controller (run_spread: the submitting side)
-    run/             running suites here: command (the runtest line, no shell), harness (run_test.py's
-                     serial lists and switches), discovery + selection_probe (the selection asked of
-                     the harness itself), batches (run_test.py calls), solo (a suite alone), store (the
-                     results of one build, resumable), gpus (GPUs to spread over, their compute
-                     capabilities), devicetests (CUDA device tests or upstream's SANDCASTLE=1), node (how many
-                     batches this node holds), piece_times
-                     (the times file that splits a long suite into our pieces), reruns (one failed test alone)
+                     each job runs: the plan rebuilt from the spec), controller (SlurmExecutor, run_spread,
+                     SpreadOptions: the submitting side)
+    run/             running suites: plan (RunPlan, built once by build_plan: the environment, harness,
+                     suites and pieces, call options, timeouts, GPU slots), executor (the protocol, execute),
+                     here (HereExecutor, run_here: batches on this node), command (the runtest line, no
+                     shell), harness (run_test.py's serial lists and switches), discovery + selection_probe
+                     (the selection asked of the harness itself), calls (every call's options and
+                     environment), launcher (how a call starts: real processes, or a test's), batches (one
+                     run_test.py call of many suites), solo (a suite alone), store (the results of one build,
+                     resumable), gpus (GPUs to spread over, their compute capabilities), devicetests (CUDA
+                     device tests or upstream's SANDCASTLE=1), node (how many batches this node holds),
+                     piece_times (the times file that splits a long suite into our pieces), reruns (one failed
+                     test alone, once a run)
     policy/          judging (scopes, known failures, the budget, the verdict), settings (the test
                      parameters, one list), suggest (policy entries from failed runs), report (JSON, text,
                      Markdown)

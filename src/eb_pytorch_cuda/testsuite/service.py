@@ -15,21 +15,21 @@ import os
 import shutil
 import subprocess
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from eb_pytorch_cuda import process
 from eb_pytorch_cuda.leftovers import stop_leftovers
-from eb_pytorch_cuda.testsuite.run import batches
+from eb_pytorch_cuda.testsuite.run import calls
 from eb_pytorch_cuda.testsuite.run import discovery
+from eb_pytorch_cuda.testsuite.run.executor import Executor, execute
+from eb_pytorch_cuda.testsuite.run.here import HereExecutor
+from eb_pytorch_cuda.testsuite.run.launcher import PROCESSES, Launcher
+from eb_pytorch_cuda.testsuite.run.plan import PieceRule, RunRequest
 from eb_pytorch_cuda.testsuite.run.reruns import rerun_failures
-from eb_pytorch_cuda.testsuite.run import solo
-from eb_pytorch_cuda.testsuite.run.command import harness_environment
-from eb_pytorch_cuda.testsuite.run.harness import harness_of
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite.policy.judging import Policy, ScopeContext, Verdict, detect_context, judge
 from eb_pytorch_cuda.testsuite.policy.report import RESULTS_JSON, RESULTS_MARKDOWN, to_json, to_markdown
-from eb_pytorch_cuda.testsuite.policy.settings import (DEFAULT_SUITE_TIMEOUT, JUDGING, TestSettings, rule_timeout,
-                                                       timeout_of)
+from eb_pytorch_cuda.testsuite.policy.settings import DEFAULT_SUITE_TIMEOUT, JUDGING, TestSettings, rule_timeout
 from eb_pytorch_cuda.testsuite.results import previous
 from eb_pytorch_cuda.testsuite.results.model import RunResult
 from eb_pytorch_cuda.testsuite.results.pieces import with_merged
@@ -47,6 +47,9 @@ from eb_pytorch_cuda.testsuite.policy.report import to_text
 from eb_pytorch_cuda.testsuite.run.command import with_test_options
 from eb_pytorch_cuda.testsuite.spread.worker import CLAIM_SECONDS
 
+if TYPE_CHECKING:
+    from eb_pytorch_cuda.testsuite.spread.controller import SpreadOptions
+
 # --- what the easyblock reads of the step: it imports this module only (tests/test_easyblock_imports.py) ---
 # the test step's easyconfig parameters (policy.settings: one list for all their readers) and their facts
 SETTING_DEFAULTS = _settings.DEFAULTS
@@ -55,8 +58,8 @@ MAX_RERUNS = _settings.MAX_RERUNS
 TIMEOUT_RULE = _settings.TIMEOUT_RULE
 CPU_FAMILIES = FAMILIES  # the CPU families a scope of excluded_tests/known_test_failures may name
 # what the dry run says of a run: suites per run_test.py call, the XML switch, a Slurm job's claim
-BATCH_SIZE = batches.DEFAULT_BATCH_SIZE
-XML_VARIABLE = batches.XML_VARIABLE
+BATCH_SIZE = calls.DEFAULT_BATCH_SIZE
+XML_VARIABLE = calls.XML_VARIABLE
 CLAIM_MINUTES = CLAIM_SECONDS // 60
 
 FLAG_VARIABLES = ('CFLAGS', 'CXXFLAGS', 'LDFLAGS', 'TORCH_CUDA_ARCH_LIST')
@@ -86,12 +89,31 @@ def suite_timeouts(explicit: Optional[int], previous_results: Optional[str],
     return timeouts
 
 
-def run_suites(command, env, store, output_dir, python, timeouts, parallel=1, reruns=0, progress=None,
-               batch_size=batches.DEFAULT_BATCH_SIZE, jobs=1, previous_results=None, tested_installation=None):
-    """Discover and run every suite not yet in store (in batches through run_test.py, or with jobs > 1 on
-    that many Slurm jobs: testsuite/spread), then rerun failures in isolation; return the RunResult.
-    previous_results (a results JSON) orders the spread longest first; tested_installation must then be on
-    a path the jobs see."""
+def executor_for(jobs: int, spread: Optional['SpreadOptions'] = None,
+                 progress: Optional[Callable[[str], None]] = None, launcher: Launcher = PROCESSES) -> Executor:
+    """The executor of a run (run/executor): with jobs > 1 the Slurm one (spread/controller, that many jobs,
+    spread: how), else the one here (run/here: batches on this node, its calls started by launcher)."""
+    if int(jobs) > 1:
+        from eb_pytorch_cuda.testsuite.spread import controller  # only a spread build needs Slurm's side
+        return controller.SlurmExecutor(int(jobs), spread, progress)
+    return HereExecutor(progress, launcher)
+
+
+def spread_options(previous_results: Optional[str], tested_installation: Optional[str] = None,
+                   progress: Optional[Callable[[str], None]] = None) -> 'SpreadOptions':
+    """How the step spreads its suites: longest first and the long ones in pieces by previous_results (a
+    results JSON: its suites' and tests' times), the tested installation checked as a path the jobs see."""
+    from eb_pytorch_cuda.testsuite.spread import controller
+    rule = PieceRule(controller.previous_suite_seconds(previous_results),
+                     controller.previous_test_seconds(previous_results, progress))
+    return controller.SpreadOptions(tested_installation=tested_installation, pieces=rule)
+
+
+def run_suites(request: RunRequest, store: ResultStore, *, jobs: int = 1, spread: Optional['SpreadOptions'] = None,
+               progress: Optional[Callable[[str], None]] = None, launcher: Launcher = PROCESSES) -> RunResult:
+    """Run every suite of request not yet in store (here in batches, or with jobs > 1 on that many Slurm jobs:
+    executor_for), then rerun failures in isolation; return the RunResult.  The plan of the run (run/plan) is
+    built once, here, after the executor has refused what it cannot run."""
     progress = progress or (lambda message: None)
     # one run per store (a second one refuses in one line naming the directory); a SIGTERM/SIGHUP or Ctrl-C
     # stops every suite, batch and rerun group before we exit (eb_pytorch_cuda.process)
@@ -105,36 +127,9 @@ def run_suites(command, env, store, output_dir, python, timeouts, parallel=1, re
         for group in leftovers.stopped:
             progress(f'stopped process group {group}, left running by a killed previous run on {store.path}')
         with process.recorded_in(registry):
-            return _run_suites(command, env, store, output_dir, python, timeouts, parallel, reruns, progress,
-                               batch_size, jobs, previous_results, tested_installation)
-
-
-def _run_suites(command, env, store, output_dir, python, timeouts, parallel, reruns, progress, batch_size, jobs,
-                previous_results, tested_installation):
-    env = harness_environment(env, command)
-    harness = harness_of(command.cwd)
-    if not batches.xml_reports_safe(harness, command, env):
-        progress(f"XML reports off: the suites run under unittest and {command.argv[0]} cannot import xmlrunner "
-                 f"(unittest-xml-reporting), which --save-xml needs; results come from the log only")
-    if int(jobs) > 1:
-        from eb_pytorch_cuda.testsuite.spread import controller  # only a spread build needs Slurm's side
-        return controller.run_spread(command, env, store, output_dir, python, timeouts, int(jobs), parallel=parallel,
-                                     reruns=reruns, previous_seconds=controller.previous_suite_seconds(
-                                         previous_results),
-                                     previous_test_seconds=controller.previous_test_seconds(previous_results,
-                                                                                            progress),
-                                     tested_installation=tested_installation, progress=progress)
-    suites, listed_serial = discovery.discover(command, env)
-    if listed_serial is not None:
-        harness.serial |= listed_serial  # what this very harness says it runs alone
-    progress(f"running {len(suites)} suites: {' '.join(discovery.run_argv(command.argv, ['<suites>']))} in "
-             f"{command.cwd}, in batches of up to {batch_size} (run_test.py's own pool and serial list apply; "
-             f"{parallel} batch(es) at a time; outputs in {output_dir}; results kept in {store.path})")
-    timeout_for = timeout_of(timeouts)
-    result, _ran = solo.run_all(command, suites, store, output_dir, env, timeout_for, parallel, progress,
-                                harness, batch_size)
-    rerun_failures(result, command, python, env, reruns, timeout_for, progress, harness)
-    return result
+            plan, result = execute(executor_for(jobs, spread, progress, launcher), request, store, progress)
+            rerun_failures(result, plan, progress)
+            return result
 
 
 def notes(store: ResultStore) -> dict:
@@ -248,36 +243,61 @@ def scope_context(built_capabilities: Sequence, on_this_node: bool, env: Mapping
     return detect_context(seen or tuple(built_capabilities), target=target, aliases=aliases)
 
 
-def run_and_judge(command: TestCommand, env: dict, store: ResultStore, output_dir: str, python: str,
-                  settings: TestSettings, policy: Policy, context: ScopeContext, previous_results: Optional[str],
-                  tested_installation: Optional[str] = None, progress: Optional[Callable[[str], None]] = None,
-                  batch_size: Optional[int] = None, device_tests: Optional[DeviceTestMode] = None) -> StepOutcome:
-    """Run every suite not yet in store (run_suites), judge by policy; a run that failed on its verdict keeps
-    its result, and its tested installation when one is given, for a re-judging without running a suite.
-    device_tests (device_test_mode): the suites' environment gets its variables (the runtest line's own win),
-    and a run that saw a GPU and ran 0 CUDA tests is warned about (True: fails)."""
-    kwargs = {'batch_size': batch_size} if batch_size else {}
+@dataclass(frozen=True)
+class TestStep:
+    """What a test step runs: the command (easyconfig_command, source_tree_command) and its environment (the
+    runtest line's and the caller's variables merged in), where the suites' outputs go, the Python of the
+    reruns, a previous results JSON (its times: the timeouts, a spread's order and pieces), the tested
+    installation (kept when the run fails on its verdict), the suites per run_test.py call (None: BATCH_SIZE)."""
+    __test__ = False  # not a pytest test class
+    command: TestCommand
+    env: Mapping[str, str]
+    output_dir: str
+    python: str
+    previous_results: Optional[str] = None
+    tested_installation: Optional[str] = None
+    batch_size: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class StepTerms:
+    """What a test step is run and judged by: the easyconfig's test settings, the policy made of them, and
+    where that policy applies (scope_context)."""
+    settings: TestSettings
+    policy: Policy
+    context: ScopeContext
+
+
+def run_and_judge(step: TestStep, store: ResultStore, terms: StepTerms, *,
+                  progress: Optional[Callable[[str], None]] = None,
+                  device_tests: Optional[DeviceTestMode] = None) -> StepOutcome:
+    """Run every suite of step not yet in store (run_suites), judge by the terms' policy; a run that failed on
+    its verdict keeps its result, and its tested installation when one is given, for a re-judging without
+    running a suite.  device_tests (device_test_mode): the suites' environment gets its variables (the runtest
+    line's own win), and a run that saw a GPU and ran 0 CUDA tests is warned about (True: fails)."""
+    settings, command, env = terms.settings, step.command, dict(step.env)
     if device_tests is not None:
         env = dict(env, **suite_environment(device_tests, command.env))
         if progress:
             progress(device_tests.describe())
-    result = run_suites(command, env, store, output_dir, python,
-                        suite_timeouts(settings.test_suite_timeout, previous_results, progress),
-                        batch_slots(settings.parallel_test_suites, env, device_tests, progress),
-                        settings.rerun_failed_tests, progress=progress,
-                        jobs=settings.test_suite_jobs, previous_results=previous_results,
-                        tested_installation=tested_installation, **kwargs)
+    timeouts = suite_timeouts(settings.test_suite_timeout, step.previous_results, progress)
+    request = RunRequest(command, env, step.output_dir, step.python, timeouts,
+                         batch_slots(settings.parallel_test_suites, env, device_tests, progress),
+                         settings.rerun_failed_tests, step.batch_size or BATCH_SIZE)
+    jobs = int(settings.test_suite_jobs)
+    spread = spread_options(step.previous_results, step.tested_installation, progress) if jobs > 1 else None
+    result = run_suites(request, store, jobs=jobs, spread=spread, progress=progress)
     warnings, failing = cuda_test_warnings(result, device_tests)
     for warning in warnings:
         if progress:
             progress(f'WARNING: {warning}')
-    verdict = judge(result, policy)
+    verdict = judge(result, terms.policy)
     if failing:
         verdict = dataclasses.replace(verdict, passed=False,
                                       reasons=verdict.reasons + [f'cuda_device_tests=True: {failing}'])
-    if tested_installation and not verdict.passed:
-        keep(store, result, tested_installation)
-    return StepOutcome(result, verdict, context, notes(store), test_seconds(store), device_tests, warnings)
+    if step.tested_installation and not verdict.passed:
+        keep(store, result, step.tested_installation)
+    return StepOutcome(result, verdict, terms.context, notes(store), test_seconds(store), device_tests, warnings)
 
 
 def judge_kept(result: RunResult, policy: Policy, context: ScopeContext,
@@ -420,23 +440,21 @@ def torch_has_cuda(python: str) -> bool:
     return done.returncode == 0 and done.stdout.strip() == b'True'
 
 
-def test_source_tree(source: str, python: str, results_dir: str, settings: TestSettings, policy: Policy,
-                     context: ScopeContext, command: TestCommand,
+def test_source_tree(source: str, python: str, results_dir: str, command: TestCommand, terms: StepTerms, *,
                      progress: Optional[Callable[[str], None]] = None,
-                     batch_size: Optional[int] = None, device_tests: Optional[DeviceTestMode] = None) -> StepOutcome:
-    """The test step of command (source_tree_command) on source's test/ with python; results, outputs and reports
-    kept in results_dir."""
+                     device_tests: Optional[DeviceTestMode] = None) -> StepOutcome:
+    """The test step of command (source_tree_command) on source's test/ with python, run and judged by terms;
+    results, outputs and reports kept in results_dir."""
     check_inputs(source, python)
     discovery.check_command(command)  # every refusal of the inputs before anything is created
     python = os.path.abspath(python)
     created = not os.path.lexists(results_dir)
     make_results_dir(results_dir)
     store = store_for(results_dir, source, python, command.argv, command.env)
-    env = dict(os.environ, **command.env)
+    step = TestStep(command, dict(os.environ, **command.env), os.path.join(results_dir, 'output'), python,
+                    os.path.join(results_dir, RESULTS_JSON))
     try:
-        return run_and_judge(command, env, store, os.path.join(results_dir, 'output'), python, settings, policy,
-                             context, os.path.join(results_dir, RESULTS_JSON), progress=progress,
-                             batch_size=batch_size, device_tests=device_tests)
+        return run_and_judge(step, store, terms, progress=progress, device_tests=device_tests)
     except PluginError:
         # refused before any suite was stored (the harness's own dry run failed: a torch that does not import):
         # the directory this call made, with only its lock and registry in it, goes again

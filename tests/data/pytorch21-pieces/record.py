@@ -27,6 +27,7 @@ def main():
     from eb_pytorch_cuda.testsuite.run import piece_times, solo
     from eb_pytorch_cuda.testsuite.run.command import TestCommand, harness_environment
     from eb_pytorch_cuda.testsuite.run.harness import harness_of
+    from eb_pytorch_cuda.testsuite.run.plan import RunRequest, build_plan
     scratch = tempfile.mkdtemp(prefix='record21-pieces-')
     try:
         shutil.copytree(TREE, os.path.join(scratch, 'tree'), ignore=shutil.ignore_patterns('test-reports'))
@@ -39,7 +40,8 @@ def main():
                 assert piece_times.write_times(test_dir, harness_of(test_dir), pieces) is None
             out = os.path.join(scratch, 'out', name)
             os.makedirs(out)
-            record = solo.run_suite(command, SUITE, 900, out, env, None, piece)
+            plan = build_plan(RunRequest(command, env, out, PYTHON, {'': 900}, units=[piece.key]))
+            record = solo.run_suite(plan, piece.key)
             shutil.copy(record['output_file'], os.path.join(HERE, f'{name}.log'))
             reports = os.path.join(test_dir, 'test-reports', piece.reports_dir if not piece.whole else 'python-pytest')
             target = os.path.join(HERE, f'{name}-xml')

@@ -27,7 +27,7 @@ def rule_timeout(seconds: float) -> int:
     return max(LEAST_TIMEOUT, int(TIMEOUT_FACTOR * seconds))
 
 
-def piece_timeouts(timeouts: Mapping[str, int], expected: Mapping[str, float], pieces: Iterable) -> Dict[str, int]:
+def piece_timeouts(timeouts: Mapping[str, float], expected: Mapping[str, float], pieces: Iterable) -> Dict[str, int]:
     """{piece key: seconds} for the pieces (results.pieces.Piece) of split suites: the suite's timeout
     (timeouts: {suite: s, '': s}) times the piece's share of the suite's expected time (expected: {piece
     key: s}, by its tests' times or an equal share), at least LEAST_TIMEOUT, at most the suite's own.  For a

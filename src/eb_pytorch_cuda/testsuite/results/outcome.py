@@ -9,7 +9,7 @@ and failed tests; the log is compared with them, a difference becomes a note, an
 only one of the two shows still counts.
 """
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import List, Optional, Tuple
 
 from eb_pytorch_cuda.errors import PluginError
@@ -100,15 +100,24 @@ def _combined(log, xml):
     return suite
 
 
-def build_outcome(suite: str, text: str, finished: bool, failed: bool, signal: Optional[str] = None,
-                  timed_out: Optional[str] = None, test_dir: Optional[str] = None, piece: Optional[Piece] = None,
-                  attempt: Optional[Attempt] = None) -> Tuple[Suite, Optional[int], List[str]]:
-    """(Suite, exit_code, notes) of one suite, or of one piece of it (results.pieces.Piece: its shard of
-    the log) read from its XML reports of this attempt (results.reportdirs.Attempt; None: the harness's places).
+@dataclass(frozen=True)
+class Ending:
+    """How a suite's run ended: finished (the harness reported the suite done); failed (it printed `suite
+    failed!`: its process exited non-zero); signal (the signal named there); timed_out ('timeout after Ns'
+    when it was killed)."""
+    finished: bool = True
+    failed: bool = False
+    signal: Optional[str] = None
+    timed_out: Optional[str] = None
 
-    finished: the harness reported the suite done; failed: it printed `suite failed!` (its process
-    exited non-zero); signal: the signal named there; timed_out: 'timeout after Ns' when it was killed.
-    """
+
+def build_outcome(suite: str, text: str, ending: Ending, *, test_dir: Optional[str] = None,
+                  piece: Optional[Piece] = None, attempt: Optional[Attempt] = None
+                  ) -> Tuple[Suite, Optional[int], List[str]]:
+    """(Suite, exit_code, notes) of one suite that ended as ending says, or of one piece of it
+    (results.pieces.Piece: its shard of the log), read from its output text and its XML reports in test_dir
+    of this attempt (results.reportdirs.Attempt; None: the harness's places)."""
+    finished, failed, signal, timed_out = ending.finished, ending.failed, ending.signal, ending.timed_out
     notes = []
     log = _from_log(suite, text, piece)
     # `no tests collected` (logparse's ZERO_TESTS_NOTE) is a summary with nothing in it: not counted here either

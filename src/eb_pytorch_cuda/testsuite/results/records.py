@@ -53,7 +53,7 @@ class StoreRecord:
     batch_exit_code: Optional[int] = None  # a suite of a batch: run_test.py's exit status, None when killed
     gpu: Optional[str] = None  # the GPU it was pinned to (CUDA_VISIBLE_DEVICES), None: all of them
     notes: Optional[Tuple[str, ...]] = None  # what the outcome noticed (a pass with 0 tests); None: none recorded
-    output_tail: str = ''  # the last run/batches.OUTPUT_KEPT characters of its output
+    output_tail: str = ''  # the last run/calls.OUTPUT_KEPT characters of its output
     output_file: Optional[str] = None  # the log it ran into
     test_seconds: Optional[Dict[str, float]] = None  # {test id: seconds} of a long suite: how the next build splits it
     corrected: bool = False  # a batch's end changed the record stored when the suite ended (the last one counts)

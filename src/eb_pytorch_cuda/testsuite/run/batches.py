@@ -7,91 +7,41 @@ run_test.py call does, serial suites after its pool).  With parallel=N, N batche
 run at a time, then the suites the harness must run alone (its must_serial list) in one batch by
 themselves.  Each batch runs in its own process group, killed when it outlives the sum of its suites'
 timeouts; its suites' outcomes are stored when it ends, so a killed `eb` loses at most the batches
-in flight; a suite the killed batch did not finish is run again alone with its own timeout.
+in flight; a suite the killed batch did not finish is run again alone with its own timeout (run/solo).
+The batches of a run here are planned and run by run/here; a Slurm job runs its claims the same way.
+
+The run plan (run/plan) gives each call its command, environment, options, timeouts and harness facts;
+the call is started through a launcher (run/launcher: real processes unless a test injects another).
 """
 
-import os
-import subprocess
-import threading
 import time
-from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
-from concurrent.futures import ThreadPoolExecutor
+from subprocess import TimeoutExpired
 from dataclasses import replace
+from typing import Callable, Dict, List, Optional, Protocol, Sequence, Tuple
 
-from eb_pytorch_cuda import process
-from eb_pytorch_cuda.testsuite.run import discovery
 from eb_pytorch_cuda.testsuite.results import grammar
-from eb_pytorch_cuda.testsuite.results.splitting import announced_runs, split_batch_output
+from eb_pytorch_cuda.testsuite.results.splitting import SuiteOutput, announced_runs, split_batch_output
 from eb_pytorch_cuda.testsuite.results.testtimes import kept_times, node_prefix
-from eb_pytorch_cuda.testsuite.results.model import SUITE_PASSED
-from eb_pytorch_cuda.testsuite.results.outcome import build_outcome, remove_reports, report_files
+from eb_pytorch_cuda.testsuite.results.outcome import Ending, build_outcome, remove_reports, report_files
 from eb_pytorch_cuda.testsuite.results.records import StoreRecord
 from eb_pytorch_cuda.testsuite.results.reportdirs import Attempt
-from eb_pytorch_cuda.testsuite.run.command import TestCommand
-from eb_pytorch_cuda.testsuite.run.harness import Harness
-from eb_pytorch_cuda.testsuite.run.store import ResultStore
-
-Solo = Callable[[str, float], StoreRecord]  # solo(suite, timeout): run a suite alone, return its record
-
-OUTPUT_KEPT = 20000  # characters of a suite's output kept in the results file
-DEFAULT_BATCH_SIZE = 50  # suites per run_test.py call: ~4 s of start-up per 50 suites, resume granularity
-XML_VARIABLE = 'EASYBUILD_WRITE_PYTORCH_TEST_REPORTS'  # upstream EB_PyTorch's switch for XML reports
-
-
-def batch_options(harness: Harness, save_xml: bool = True) -> List[str]:
-    """Options added to each batch call: keep going after a failed suite, per-suite logs, XML reports."""
-    options = ['--continue-through-error']
-    if harness.pipe_logs:
-        options.append('--pipe-logs')
-    if save_xml and harness.forwards_unknown_args:
-        options.append('--save-xml')  # passed on to every test file (common_utils), as in CI mode
-    elif save_xml and harness.positional_unittest_args:
-        options += ['--', '--save-xml']  # 2.1: after `--`, for every test file (discovery.run_argv keeps it last)
-    return options
-
-
-def xml_reports_safe(harness: Harness, command: TestCommand, env: Mapping[str, str]) -> bool:
-    """Whether the suites can be asked for XML reports (--save-xml).  Under pytest they always can (pytest
-    writes them); under unittest (a harness older than 2.1, or PYTORCH_TEST_DO_NOT_USE_PYTEST set)
-    common_utils.run_tests imports xmlrunner on --save-xml, so every suite would die of an ImportError
-    where the test Python lacks unittest-xml-reporting (PyTorch 2.1.2's easyconfigs do not bring it)."""
-    if harness.pytest_by_default and env.get('PYTORCH_TEST_DO_NOT_USE_PYTEST', '0') == '0':
-        return True
-    key = (command.argv[0], command.cwd, tuple(sorted(env.items())))
-    if key not in _XMLRUNNER_FOUND:
-        try:
-            done = process.capture([command.argv[0], '-c', 'import xmlrunner'], timeout=300, cwd=command.cwd,
-                                   env=dict(env), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        except (OSError, subprocess.SubprocessError):
-            return False  # not a Python, or it hung: no XML this time, asked again next time
-        _XMLRUNNER_FOUND[key] = done.returncode == 0
-    return _XMLRUNNER_FOUND[key]
-
-
-_XMLRUNNER_FOUND: dict = {}  # (test command's program, its directory, environment) -> imports xmlrunner
-
-
-def call_options(harness: Harness, command: TestCommand, env: Mapping[str, str], save_xml: bool = True
-                 ) -> List[str]:
-    """The options of every run_test.py call of this command (a batch, a suite alone, a Slurm job's claim):
-    batch_options, XML reports asked for where the suites can write them (xml_reports_safe)."""
-    return batch_options(harness, save_xml and xml_reports_safe(harness, command, env))
-
-
-def batch_env(env: Mapping[str, str], gpu: Optional[str] = None, attempt: Optional[Attempt] = None
-              ) -> Dict[str, str]:
-    """The suites' environment: XML reports on (into attempt's own directory, when given), the GPU."""
-    env = dict(env)
-    if attempt is not None:
-        env.update(attempt.env)
-    env[XML_VARIABLE] = '1'  # test files of a torch built by EB_PyTorch >= 1.10 write XML reports with it
-    if gpu is not None:
-        env['CUDA_VISIBLE_DEVICES'] = str(gpu)
-    return env
-
+from eb_pytorch_cuda.testsuite.run import discovery, solo
+from eb_pytorch_cuda.testsuite.run.calls import DEFAULT_BATCH_SIZE, OUTPUT_KEPT, batch_env
+from eb_pytorch_cuda.testsuite.run.launcher import PROCESSES, Launcher
+from eb_pytorch_cuda.testsuite.run.plan import RunPlan
 
 POLL_SECONDS = 0.25  # how often a running batch's output is looked at for suites that have ended
 WATCH_SECONDS = 5  # how often a running batch's started suites are checked against their own timeouts
+
+
+class BatchSink(Protocol):
+    """Where a batch's records go (the build's store here, the job's outcomes in a Slurm job)."""
+
+    def settled(self, suite: str, record: StoreRecord) -> None:
+        """suite's record, as soon as its outcome is final (stored at once: a killed step keeps it)."""
+
+    def corrected(self, suite: str, record: StoreRecord) -> None:
+        """A record the batch's end corrected after settled gave it (stored again: the last one counts)."""
 
 
 def _stored(result, exit_code, notes, suite_seconds, batch_seconds, code, gpu, text, output_path) -> StoreRecord:
@@ -102,7 +52,7 @@ def _stored(result, exit_code, notes, suite_seconds, batch_seconds, code, gpu, t
 
 
 def _record(suite, out, seconds, code, gpu, output_path, test_dir, attempt):
-    result, exit_code, notes = build_outcome(suite, out.text, True, out.failed, out.signal, test_dir=test_dir,
+    result, exit_code, notes = build_outcome(suite, out.text, Ending(True, out.failed, out.signal), test_dir=test_dir,
                                              attempt=attempt)
     times = (kept_times(result.seconds, report_files(test_dir, suite, attempt, True), node_prefix(out.text, test_dir),
                         notes) if test_dir else {})  # (a time that is no time adds a note)
@@ -111,98 +61,119 @@ def _record(suite, out, seconds, code, gpu, output_path, test_dir, attempt):
     return replace(record, test_seconds=times) if times else record
 
 
-def run_batch(command: TestCommand, suites: Sequence[str], timeout: float, output_path: str,
-              env: Mapping[str, str], options: Sequence[str], gpu: Optional[str] = None,
-              harness: Optional[Harness] = None, on_settled: Optional[Callable[[str, StoreRecord], None]] = None,
-              timeout_for: Optional[Callable[[str], float]] = None
-              ) -> Tuple[dict, bool]:
+class _Call:
+    """One run_test.py call of a batch, looked at while it runs: which suites settled (each given to
+    on_settled at once), which started suite outlived its own timeout (first_seen: when each run of a
+    suite was first announced), how far the output was read (seen)."""
+
+    def __init__(self, plan: RunPlan, suites: Sequence[str], output_path: str, gpu: Optional[str],
+                 on_settled: Optional[Callable[[str, StoreRecord], None]]) -> None:
+        self.plan, self.suites, self.output_path, self.gpu, self.on_settled = plan, suites, output_path, gpu, on_settled
+        self.attempt = Attempt.new(plan.command.cwd)  # its reports, and only they, are read (results/reportdirs)
+        self.start = time.time()
+        self.settled: Dict[str, StoreRecord] = {}
+        self.overdue: Dict[str, str] = {}
+        self.first_seen: Dict[Tuple[str, int], float] = {}
+        self.seen = 0
+
+    def text(self) -> str:
+        with open(self.output_path, errors='replace') as handle:
+            return handle.read()
+
+    def something_ended(self) -> bool:
+        """Whether output written since the last look may settle a suite (cheap: reads only the new part)."""
+        with open(self.output_path, 'rb') as handle:
+            handle.seek(max(0, self.seen - 100))
+            new = handle.read().decode('utf-8', 'replace')
+            self.seen = handle.tell()
+        return any(word in new for word in grammar.SETTLING_TEXTS)
+
+    def outputs(self, text: str) -> Dict[str, SuiteOutput]:
+        harness = self.plan.harness
+        return split_batch_output(text, self.suites, self.plan.command.cwd, not harness.replays_logs,
+                                  harness.runs_of, harness.full_log_means_passed)
+
+    def record(self, suite: str, out: SuiteOutput, code: Optional[int]) -> StoreRecord:
+        return _record(suite, out, round(time.time() - self.start, 1), code, self.gpu, self.output_path,
+                       self.plan.command.cwd, self.attempt)
+
+    def settle(self, text: str, code: Optional[int] = None) -> Dict[str, SuiteOutput]:
+        outputs = self.outputs(text)
+        for suite in self.suites:
+            if suite not in self.settled and outputs[suite].settled:
+                self.settled[suite] = self.record(suite, outputs[suite], code)
+                if self.on_settled:
+                    self.on_settled(suite, self.settled[suite])
+        return outputs
+
+    def late(self) -> bool:
+        """Whether a started suite has run longer than its own timeout (self.overdue then names it)."""
+        text = self.text()
+        self.overdue = _overdue(text, self.outputs(text), self.settled, self.first_seen, self.plan.timeout_for)
+        return bool(self.overdue)
+
+
+def run_batch(plan: RunPlan, suites: Sequence[str], output_path: str, *, gpu: Optional[str] = None,
+              on_settled: Optional[Callable[[str, StoreRecord], None]] = None,
+              launcher: Launcher = PROCESSES) -> Tuple[Dict[str, Optional[StoreRecord]], bool]:
     """Run suites in one run_test.py call.  on_settled(suite, record) is called as soon as the output says a
     suite's outcome is final (its `failed!` or `was successful` line; with a serial inline harness, the next
     suite's start), so it can be stored before the batch ends.  Returns ({suite: record or None when the
     killed batch had not finished it}, killed); records already given to on_settled are included.
 
-    timeout is the whole batch's limit; with timeout_for(suite), a suite that has run longer than its own
+    The whole batch's limit is the sum of its suites' timeouts; a suite that has run longer than its own
     timeout since the harness announced it is a hang: the batch is killed at once and that suite recorded
     `timed out` (the batch's other unfinished suites come back as None, to be run alone), so one hanging
     suite costs its own timeout, not the sum of the batch's."""
+    command = plan.command
     for suite in suites:
         remove_reports(command.cwd, suite)
-    attempt = Attempt.new(command.cwd)  # its reports, and only they, are read (results/reportdirs)
-    argv = discovery.run_argv(command.argv, suites, options)
-    inline_is_serial = harness is not None and not harness.replays_logs
-    start = time.time()
+    call = _Call(plan, suites, output_path, gpu, on_settled)
+    argv = discovery.run_argv(command.argv, suites, plan.options)
     killed = False
-    settled: dict = {}
-    overdue: dict = {}
-    first_seen: dict = {}
-    next_watch = start + WATCH_SECONDS
-
-    def read_output():
-        with open(output_path, errors='replace') as handle:
-            return handle.read()
-
-    seen = [0]
-
-    def something_ended():
-        """Whether output written since the last look may settle a suite (cheap: reads only the new part)."""
-        with open(output_path, 'rb') as handle:
-            handle.seek(max(0, seen[0] - 100))
-            new = handle.read().decode('utf-8', 'replace')
-            seen[0] = handle.tell()
-        return any(word in new for word in grammar.SETTLING_TEXTS)
-
-    def settle(text, code=None):
-        outputs = split_batch_output(text, suites, command.cwd, inline_is_serial,
-                                     harness.runs_of if harness is not None else None,
-                                     harness is not None and harness.full_log_means_passed)
-        for suite in suites:
-            if suite not in settled and outputs[suite].settled:
-                settled[suite] = _record(suite, outputs[suite], round(time.time() - start, 1), code, gpu,
-                                         output_path, command.cwd, attempt)
-                if on_settled:
-                    on_settled(suite, settled[suite])
-        return outputs
-
+    next_watch = call.start + WATCH_SECONDS
     with open(output_path, 'w') as output:
-        child = process.start(argv, cwd=command.cwd, env=batch_env(env, gpu, attempt), stdout=output,
-                              stderr=subprocess.STDOUT)
-        deadline = start + timeout
+        child = launcher.start(argv, command.cwd, batch_env(plan.env, gpu, call.attempt), output)
+        deadline = call.start + sum(plan.timeout_for(suite) for suite in suites)
         while True:
             try:
                 code: Optional[int] = child.wait(timeout=max(0.1, min(POLL_SECONDS, deadline - time.time())))
                 break
-            except subprocess.TimeoutExpired:
+            except TimeoutExpired:
                 if time.time() >= deadline:
                     code, killed = child.stop(), True
                     break
-                if something_ended():
-                    settle(read_output())
-                if timeout_for is not None and time.time() >= next_watch:
+                if call.something_ended():
+                    call.settle(call.text())
+                if time.time() >= next_watch:
                     next_watch = time.time() + WATCH_SECONDS
-                    text = read_output()
-                    overdue = _overdue(text, split_batch_output(text, suites, command.cwd, inline_is_serial,
-                                                                harness.runs_of if harness is not None else None,
-                                                                harness is not None and harness.full_log_means_passed),
-                                       settled, first_seen, timeout_for)
-                    if overdue:
+                    if call.late():
                         code, killed = child.stop(), True
                         break
-    seconds = round(time.time() - start, 1)
-    text = read_output()
-    outputs = settle(text, code)
+    return _accounted(call, code, killed)
+
+
+def _accounted(call: _Call, code: Optional[int], killed: bool) -> Tuple[Dict[str, Optional[StoreRecord]], bool]:
+    """run_batch's records once its call ended: the final ones (a record settled early and changed by the
+    end is marked corrected), the hung suite's, None for what a killed call did not finish."""
+    suites, cwd, attempt, output_path, gpu = (call.suites, call.plan.command.cwd, call.attempt, call.output_path,
+                                              call.gpu)
+    seconds = round(time.time() - call.start, 1)
+    text = call.text()
+    outputs = call.settle(text, code)
     started = [suite for suite in suites if outputs[suite].sources]
-    records = {}
+    records: Dict[str, Optional[StoreRecord]] = {}
     for suite in suites:
         out = outputs[suite]
-        if suite in settled:
-            final = _record(suite, out, seconds, code, gpu, output_path, command.cwd, attempt)
-            early = settled[suite]
+        if suite in call.settled:
+            final = _record(suite, out, seconds, code, gpu, output_path, cwd, attempt)
+            early = call.settled[suite]
             same = (final.exit_code, final.suite.status, final.suite.counts) == \
                 (early.exit_code, early.suite.status, early.suite.counts)
             records[suite] = early if same else replace(final, corrected=True)  # stored again: the last one counts
             continue
-        if suite in overdue:  # hung: its own timeout passed inside the batch
-            result, _code, notes = build_outcome(suite, out.text, True, False, None, overdue[suite], command.cwd,
+        if suite in call.overdue:  # hung: its own timeout passed inside the batch
+            result, _code, notes = build_outcome(suite, out.text, Ending(timed_out=call.overdue[suite]), test_dir=cwd,
                                                  attempt=attempt)
             records[suite] = _stored(result, None, notes, None, seconds, code, gpu, out.text, output_path)
             continue
@@ -210,12 +181,12 @@ def run_batch(command: TestCommand, suites: Sequence[str], timeout: float, outpu
         if killed and not (out.settled or ('inline' in out.sources and started[-1] != suite)):
             records[suite] = None
             continue
-        records[suite] = _record(suite, out, seconds, code, gpu, output_path, command.cwd, attempt)
+        records[suite] = _record(suite, out, seconds, code, gpu, output_path, cwd, attempt)
     if not killed and code != 0 and not any(r and r.exit_code for r in records.values()):
         # the harness failed without naming a failed suite (bad option, import error): nothing can be judged
         for suite in suites:
             if not outputs[suite].sources and not outputs[suite].finished:
-                result, _code, _notes = build_outcome(suite, '', False, False, test_dir=command.cwd, attempt=attempt)
+                result, _code, _notes = build_outcome(suite, '', Ending(finished=False), test_dir=cwd, attempt=attempt)
                 records[suite] = _stored(result, code, [f'run_test.py exited {code} without naming a failed suite'],
                                          None, seconds, code, gpu, text, output_path)
     for suite in suites:
@@ -225,33 +196,30 @@ def run_batch(command: TestCommand, suites: Sequence[str], timeout: float, outpu
     return records, killed
 
 
-def run_batch_to_the_end(command: TestCommand, batch: Sequence[str], output_path: str, env: Mapping[str, str],
-                         options: Sequence[str], gpu: Optional[str], harness: Optional[Harness],
-                         timeout_for: Callable[[str], float], report: Callable[[str, StoreRecord], None],
-                         amend: Callable[[StoreRecord], None], solo: Optional[Solo] = None,
-                         progress: Optional[Callable[[str], None]] = None) -> None:
-    """One batch, every suite of it accounted for: report(suite, record) as each settles; amend(record) when
-    the batch's end corrected a record reported early (stored again: the last one counts); a suite the killed
-    batch did not finish runs alone through solo(suite, timeout) and is reported then.  Shared by the serial
-    and batched runs here and by the jobs of a Slurm-spread run (worker)."""
+def run_batch_to_the_end(plan: RunPlan, batch: Sequence[str], sink: BatchSink, *, output_path: str,
+                         gpu: Optional[str] = None, alone_gpu: Optional[str] = None,
+                         progress: Optional[Callable[[str], None]] = None, launcher: Launcher = PROCESSES) -> None:
+    """One batch, every suite of it accounted for: sink.settled(suite, record) as each settles;
+    sink.corrected(suite, record) when the batch's end corrected a record given early; a suite the killed
+    batch did not finish runs alone (run/solo.run_suite, on alone_gpu) and is given to sink.settled then.
+    Shared by the batched run here (run/here) and by the jobs of a Slurm-spread run (spread/worker)."""
     stored = set()
 
-    def settled(suite, record):
+    def settled(suite: str, record: StoreRecord) -> None:
         stored.add(suite)
-        report(suite, record)
-    records, _killed = run_batch(command, batch, sum(timeout_for(s) for s in batch), output_path, env, options, gpu,
-                                 harness, settled, timeout_for)
+        sink.settled(suite, record)
+    records, _killed = run_batch(plan, batch, output_path, gpu=gpu, on_settled=settled, launcher=launcher)
     for suite in batch:
+        record = records[suite]
         if suite in stored:
-            if records[suite].corrected:
-                amend(records[suite])
+            if record is not None and record.corrected:
+                sink.corrected(suite, record)
             continue
-        if records[suite] is None and solo is not None:
+        if record is None:
             if progress:
                 progress(f'{suite}: not finished when its batch was killed; running it alone')
-            records[suite] = solo(suite, timeout_for(suite))
-        if records[suite] is not None:
-            report(suite, records[suite])
+            record = solo.run_suite(plan, suite, gpu=alone_gpu, launcher=launcher)
+        sink.settled(suite, record)
 
 
 def plan_batches(suites: List[str], must_serial: Callable[[str], bool], parallel: int,
@@ -284,53 +252,3 @@ def _overdue(text, outputs, settled, first_seen, timeout_for):
         if now - first_seen[(suite, runs)] >= limit:
             late[suite] = f'timeout after {limit}s'
     return late
-
-
-def run_batches(command: TestCommand, suites: Sequence[str], store: ResultStore, output_dir: str,
-                env: Mapping[str, str], timeout_for: Callable[[str], float], harness: Harness, parallel: int = 1,
-                progress: Optional[Callable[[str], None]] = None, gpus: Sequence[str] = (),
-                solo: Optional[Solo] = None, batch_size: int = DEFAULT_BATCH_SIZE, save_xml: bool = True
-                ) -> List[str]:
-    """Run every suite not in store, in batches; store each record as its batch ends.  solo(suite, timeout)
-    runs a suite its killed batch did not finish, alone.  Returns the list of suites run now."""
-    done = store.load()
-    todo = [suite for suite in suites if suite not in done]
-    if progress and done:
-        progress(f'resuming: {len(done)} suite(s) already measured for this build, {len(todo)} to run')
-    options = call_options(harness, command, env, save_xml)
-    lock, counter = threading.Lock(), {'finished': len(done), 'failing': sum(
-        1 for record in done.values() if record.suite.status != SUITE_PASSED), 'batch': 0}
-    os.makedirs(output_dir, exist_ok=True)
-
-    def report(suite, record):
-        store.append(record)
-        with lock:
-            counter['finished'] += 1
-            state = record.suite.status
-            counter['failing'] += state != SUITE_PASSED
-            if progress:
-                notes = f" [{'; '.join(record.notes)}]" if record.notes else ''
-                progress(f"suite {counter['finished']}/{len(suites)}: {suite} {state}{notes} "
-                         f"({counter['failing']} suite(s) failed so far)")
-
-    def one(batch):
-        with lock:
-            counter['batch'] += 1
-            index = counter['batch']
-        gpu = gpus[index % len(gpus)] if gpus else None
-        path = os.path.join(output_dir, f'batch-{os.getpid()}-{index:04d}.log')
-        run_batch_to_the_end(command, batch, path, env, options, gpu, harness, timeout_for, report, store.append,
-                             solo, progress)
-
-    batches = plan_batches(todo, harness.must_serial, parallel, batch_size)
-    together = [batch for batch, alone in batches if not alone]
-    alone = [batch for batch, alone_ in batches if alone_]
-    if parallel > 1 and len(together) > 1:
-        with ThreadPoolExecutor(max_workers=parallel) as pool:
-            list(pool.map(one, together))
-    else:
-        for batch in together:
-            one(batch)
-    for batch in alone:
-        one(batch)
-    return todo

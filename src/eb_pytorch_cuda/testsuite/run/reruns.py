@@ -6,9 +6,11 @@ import tempfile
 from typing import Callable, List, Mapping, Optional, Tuple
 
 from eb_pytorch_cuda import process
-from eb_pytorch_cuda.testsuite.run import batches, discovery
+from eb_pytorch_cuda.testsuite.run import discovery
+from eb_pytorch_cuda.testsuite.run.calls import XML_VARIABLE, batch_env
 from eb_pytorch_cuda.testsuite.run.command import TestCommand
-from eb_pytorch_cuda.testsuite.run.harness import Harness, harness_of
+from eb_pytorch_cuda.testsuite.run.harness import Harness
+from eb_pytorch_cuda.testsuite.run.plan import RunPlan
 from eb_pytorch_cuda.testsuite.results.model import UNJUDGEABLE, RunResult
 
 
@@ -79,17 +81,16 @@ def _outcome(rerun, suite, test_id, times):
     return 'reproducible', 'reproducible'
 
 
-def rerun_failures(result: RunResult, command: TestCommand, python: str, env: Mapping[str, str], reruns: int,
-                   timeout_of: Callable[[str], float], progress: Callable[[str], None],
-                   harness: Optional[Harness] = None) -> None:
-    """Rerun each failed test of result alone (exact test id, the suite's handler environment), up to
-    `reruns` times, marking it flaky or reproducible; shared by the serial, batched and Slurm-spread runs."""
-    harness = harness or harness_of(command.cwd)
+def rerun_failures(result: RunResult, plan: RunPlan, progress: Callable[[str], None]) -> None:
+    """Rerun each failed test of result alone (exact test id, the suite's handler environment), up to the
+    plan's reruns times, marking it flaky or reproducible; once per run, after the suites ran here or over
+    Slurm jobs (the service calls it)."""
     # no XML switch: a rerun's verdict is its exit status, and an exact rerun runs under unittest, where a
     # common_utils patched by upstream's configure step would import xmlrunner (2.1.2's easyconfigs lack it)
-    rerun_env = {name: value for name, value in batches.batch_env(env).items() if name != batches.XML_VARIABLE}
+    rerun_env = {name: value for name, value in batch_env(plan.env).items() if name != XML_VARIABLE}
     for suite, test, outcome in apply_reruns(
-            result, reruns, lambda suite, test: rerun_isolated(command, python, suite, test, harness,
-                                                               rerun_env, timeout=timeout_of(suite))):
+            result, plan.reruns, lambda suite, test: rerun_isolated(plan.command, plan.python, suite, test,
+                                                                    plan.harness, rerun_env,
+                                                                    timeout=plan.timeout_for(suite))):
         shown = '' if not test else test if len(test) <= SHOWN_ID else f'{test[:SHOWN_ID]}... ({len(test)} characters)'
         progress(f"rerun of {suite}{'::' + shown if test else ''}: {outcome}")

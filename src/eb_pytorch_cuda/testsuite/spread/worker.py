@@ -26,13 +26,12 @@ from contextlib import contextmanager
 from typing import Callable, Dict, Iterator, List, Mapping, Optional
 
 from eb_pytorch_cuda.errors import PluginError
-from eb_pytorch_cuda.testsuite.results.pieces import SEPARATOR, Piece
-from eb_pytorch_cuda.testsuite.run import batches
+from eb_pytorch_cuda.testsuite.results.pieces import SEPARATOR
 from eb_pytorch_cuda.testsuite.run import solo
-from eb_pytorch_cuda.testsuite.run.gpus import slot_gpus
-from eb_pytorch_cuda.testsuite.run.command import TestCommand
-from eb_pytorch_cuda.testsuite.run.harness import harness_of
-from eb_pytorch_cuda.testsuite.policy.settings import timeout_of
+from eb_pytorch_cuda.testsuite.run.batches import run_batch_to_the_end
+from eb_pytorch_cuda.testsuite.run.calls import DEFAULT_BATCH_SIZE
+from eb_pytorch_cuda.testsuite.run.command import CI_MODE_VARIABLES, TestCommand
+from eb_pytorch_cuda.testsuite.run.plan import RunPlan, RunRequest, build_plan
 from eb_pytorch_cuda.testsuite.results.records import StoreRecord
 from eb_pytorch_cuda.testsuite.spread.workqueue import HEARTBEAT_EVERY, QueueSpec, SuiteQueue, worker_id
 
@@ -44,37 +43,50 @@ CLAIM_SECONDS = 300  # expected seconds of the suites one claim (one run_test.py
 UNKNOWN_SECONDS = 60  # what a suite without a previous time counts for, in the claim's size
 
 
-def _timeout_of(spec: QueueSpec):
-    """key (a suite or a piece) -> seconds: its own timeout, else its suite's, else the default."""
-    return timeout_of(spec['timeouts'])
+def plan_of_spec(spec: QueueSpec, env: Mapping[str, str],
+                 progress: Optional[Callable[[str], None]] = None) -> RunPlan:
+    """The run plan of a job, rebuilt from its queue's spec through the submitter's own builder (run/plan):
+    the units given (not discovered), the spec's serial ones run alone, its timeouts (the pieces' included),
+    its slots over the job's GPUs, env (job_environment) the suites' environment.  The runtest line's own
+    CI-mode setting is the only one the submitter's environment kept (run.command.harness_environment), so it
+    is the command's again here."""
+    command = TestCommand(spec['cwd'], {name: spec['env'][name] for name in CI_MODE_VARIABLES if name in spec['env']},
+                          list(spec['argv']))
+    return build_plan(RunRequest(command, env, spec['output_dir'], sys.executable, spec['timeouts'],
+                                 parallel=max(1, spec['slots']), units=spec['suites'],
+                                 serial=frozenset(spec['serial'])), progress)
 
 
-def run_one(spec: QueueSpec, key: str, env: dict, gpu: Optional[str]) -> StoreRecord:
-    """Run `key` (a suite, or a piece of one: results.pieces) alone as spec describes; return its record
-    (solo.run_suite's form, labelled with its piece)."""
-    command = TestCommand(spec['cwd'], {}, list(spec['argv']))
-    piece = Piece.parse(key)
-    return solo.run_suite(command, piece.suite, _timeout_of(spec)(key), spec['output_dir'], env, gpu, piece)
+def run_one(plan: RunPlan, key: str, gpu: Optional[str]) -> StoreRecord:
+    """Run `key` (a suite, or a piece of one: results.pieces) alone at its own timeout; return its record
+    (solo.run_suite's, labelled with its piece)."""
+    return solo.run_suite(plan, key, gpu=gpu)
 
 
-def run_together(spec: QueueSpec, suites: list, env: dict, gpu: Optional[str], output_path: str,
-                 log: Callable[..., None]) -> Dict[str, StoreRecord]:
-    """Run suites in one run_test.py call as spec describes (a suite its killed batch did not finish runs
-    alone after it); return {suite: final record}."""
-    command = TestCommand(spec['cwd'], {}, list(spec['argv']))
-    harness = harness_of(command.cwd)
-    harness.serial |= set(spec['serial'])
-    options = batches.call_options(harness, command, env)
-    finals: Dict[str, StoreRecord] = {}
-    batches.run_batch_to_the_end(
-        command, suites, output_path, env, options, gpu, harness, _timeout_of(spec), finals.__setitem__,
-        lambda record: finals.__setitem__(record.suite.name, record),
-        lambda suite, timeout: solo.run_suite(command, suite, timeout, spec['output_dir'], env, gpu), log)
-    return finals
+class _Finals:
+    """A job's batch sink: each suite's final record (a corrected one replaces the early one)."""
+
+    def __init__(self) -> None:
+        self.records: Dict[str, StoreRecord] = {}
+
+    def settled(self, suite: str, record: StoreRecord) -> None:
+        self.records[suite] = record
+
+    def corrected(self, suite: str, record: StoreRecord) -> None:
+        self.records[suite] = record
+
+
+def run_together(plan: RunPlan, suites: list, gpu: Optional[str], output_path: str,
+                 log: Callable[[str], None]) -> Dict[str, StoreRecord]:
+    """Run suites in one run_test.py call (a suite its killed batch did not finish runs alone after it, on
+    the same GPU); return {suite: final record}."""
+    finals = _Finals()
+    run_batch_to_the_end(plan, suites, finals, output_path=output_path, gpu=gpu, alone_gpu=gpu, progress=log)
+    return finals.records
 
 
 def claim_batch(queue: SuiteQueue, worker: str, serial: set, expected: dict,
-                max_claim: int = batches.DEFAULT_BATCH_SIZE) -> tuple:
+                max_claim: int = DEFAULT_BATCH_SIZE) -> tuple:
     """(suites, those to run alone) for one claim, in queue order: the next suite, then more while their
     expected time adds up to less than CLAIM_SECONDS, max_claim at most.  A must-serial suite, or one
     claimed again because the job that ran it died (it may be what killed the job: alone, it cannot take
@@ -84,7 +96,7 @@ def claim_batch(queue: SuiteQueue, worker: str, serial: set, expected: dict,
     claimed: list = []
     alone: set = set()
     total = 0.0
-    most = min(max_claim, batches.DEFAULT_BATCH_SIZE)
+    most = min(max_claim, DEFAULT_BATCH_SIZE)
     while len(claimed) < most and (not claimed or total < CLAIM_SECONDS):
         suite = queue.claim_next(worker)
         if suite is None:
@@ -144,9 +156,8 @@ def work(queue_dir: str, worker: Optional[str] = None, log: Callable[..., None] 
     spec = queue.job_spec
     queue.stale_after, queue.max_attempts = spec['stale_after'], spec['max_attempts']
     worker = worker or worker_id()
-    env = job_environment(spec, os.environ)
-    slots = max(1, spec['slots'])
-    gpus = slot_gpus(env, slots)
+    plan = plan_of_spec(spec, job_environment(spec, os.environ))
+    slots, gpus = plan.parallel, plan.gpus
     os.makedirs(spec['output_dir'], exist_ok=True)
     store = queue.store(worker)
     stop = threading.Event()
@@ -200,12 +211,12 @@ def work(queue_dir: str, worker: Optional[str] = None, log: Callable[..., None] 
                 with gate.hold(False):
                     log(f"{worker}: running {' '.join(together)}{on}", flush=True)
                     path = os.path.join(spec['output_dir'], f'{worker}-{call:04d}.log')
-                    finals = run_together(spec, together, env, gpu, path,
+                    finals = run_together(plan, together, gpu, path,
                                           lambda message: log(f'{worker}: {message}', flush=True))
                     for suite in together:
                         if suite not in finals:  # cannot happen (a suite alone always gives a record): run it
                             log(f'{worker}: {suite}: no outcome from its call; running it alone', flush=True)
-                            finals[suite] = run_one(spec, suite, env, gpu)
+                            finals[suite] = run_one(plan, suite, gpu)
                         finish(suite, finals[suite])
             for suite in (suite for suite in claimed if suite in alone_ones):
                 # alone in the job: a must-serial suite with every GPU of the job, as the harness gives it; a
@@ -216,7 +227,7 @@ def work(queue_dir: str, worker: Optional[str] = None, log: Callable[..., None] 
                 with gate.hold(alone):
                     log(f'{worker}: running {suite}' + (' alone' if alone else '')
                         + (f' on GPU {pinned}' if pinned is not None else ''), flush=True)
-                    finish(suite, run_one(spec, suite, env, pinned))
+                    finish(suite, run_one(plan, suite, pinned))
 
     heart = threading.Thread(target=beat, daemon=True)
     heart.start()

@@ -1,0 +1,103 @@
+"""The executor of a run here, on the step's own node (not over Slurm): the plan's suites in batches
+through run_test.py itself (run/batches: its pool and serial list apply, no per-suite start-up cost),
+`parallel` batches at a time, each in its own process group killed at the sum of its suites' timeouts; a
+suite its killed batch did not finish runs again alone (run/solo) with its own timeout.
+
+A ten-hour test step must survive a hanging multiprocess test and a killed `eb`: each suite's record goes
+to the build's store (run/store) as soon as it settles, so a rerun resumes with what is missing.  The
+calls are started through the launcher given (run/launcher; real processes by default).
+"""
+
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, List, Optional, Sequence
+
+from eb_pytorch_cuda.testsuite.results.model import SUITE_PASSED
+from eb_pytorch_cuda.testsuite.results.records import StoreRecord
+from eb_pytorch_cuda.testsuite.run import discovery
+from eb_pytorch_cuda.testsuite.run.batches import plan_batches, run_batch_to_the_end
+from eb_pytorch_cuda.testsuite.run.launcher import PROCESSES, Launcher
+from eb_pytorch_cuda.testsuite.run.executor import Executor
+from eb_pytorch_cuda.testsuite.run.plan import RunPlan
+from eb_pytorch_cuda.testsuite.run.store import ResultStore
+
+
+class HereExecutor(Executor):
+    """Runs a plan here (executor protocol: run/executor.Executor; nothing to prepare: whole suites, nothing
+    refused); progress hears each suite's outcome."""
+
+    def __init__(self, progress: Optional[Callable[[str], None]] = None, launcher: Launcher = PROCESSES) -> None:
+        self.progress = progress or (lambda message: None)
+        self.launcher = launcher
+
+    def run(self, plan: RunPlan, units: Sequence[str], store: ResultStore) -> None:
+        command = plan.command
+        self.progress(f"running {len(units)} suites: {' '.join(discovery.run_argv(command.argv, ['<suites>']))} in "
+                      f"{command.cwd}, in batches of up to {plan.batch_size} (run_test.py's own pool and serial list "
+                      f"apply; {plan.parallel} batch(es) at a time; outputs in {plan.output_dir}; results kept in "
+                      f"{store.path})")
+        run_here(plan, units, store, progress=self.progress, launcher=self.launcher)
+
+
+class _Tally:
+    """The batch sink of a run here: each record into the store, and a progress line per suite settled."""
+
+    def __init__(self, store: ResultStore, total: int, finished: int, failing: int,
+                 progress: Optional[Callable[[str], None]]) -> None:
+        self.store, self.total, self.finished, self.failing, self.progress = store, total, finished, failing, progress
+        self.lock = threading.Lock()
+        self.batches = 0
+
+    def settled(self, suite: str, record: StoreRecord) -> None:
+        self.store.append(record)
+        with self.lock:
+            self.finished += 1
+            state = record.suite.status
+            self.failing += state != SUITE_PASSED
+            if self.progress:
+                notes = f" [{'; '.join(record.notes)}]" if record.notes else ''
+                self.progress(f"suite {self.finished}/{self.total}: {suite} {state}{notes} "
+                              f"({self.failing} suite(s) failed so far)")
+
+    def corrected(self, suite: str, record: StoreRecord) -> None:
+        self.store.append(record)
+
+    def next_batch(self) -> int:
+        with self.lock:
+            self.batches += 1
+            return self.batches
+
+
+def run_here(plan: RunPlan, units: Sequence[str], store: ResultStore, *,
+             progress: Optional[Callable[[str], None]] = None, launcher: Launcher = PROCESSES) -> List[str]:
+    """Run every one of units not in store, in batches (the plan's batch_size suites a call, its parallel calls
+    at a time over its gpus, the suites the harness runs alone after the rest); store each record as it settles.
+    Returns the units run now."""
+    done = store.load()
+    todo = [unit for unit in units if unit not in done]
+    if progress and done:
+        progress(f'resuming: {len(done)} suite(s) already measured for this build, {len(todo)} to run')
+    tally = _Tally(store, len(units), len(done),
+                   sum(1 for record in done.values() if record.suite.status != SUITE_PASSED), progress)
+    os.makedirs(plan.output_dir, exist_ok=True)
+    gpus = plan.gpus
+
+    def one(batch: List[str]) -> None:
+        index = tally.next_batch()
+        gpu = gpus[index % len(gpus)] if gpus else None
+        path = os.path.join(plan.output_dir, f'batch-{os.getpid()}-{index:04d}.log')
+        run_batch_to_the_end(plan, batch, tally, output_path=path, gpu=gpu, progress=progress, launcher=launcher)
+
+    batches = plan_batches(todo, plan.harness.must_serial, plan.parallel, plan.batch_size)
+    together = [batch for batch, alone in batches if not alone]
+    alone = [batch for batch, alone_ in batches if alone_]
+    if plan.parallel > 1 and len(together) > 1:
+        with ThreadPoolExecutor(max_workers=plan.parallel) as pool:
+            list(pool.map(one, together))
+    else:
+        for batch in together:
+            one(batch)
+    for batch in alone:
+        one(batch)
+    return todo

@@ -1,0 +1,141 @@
+"""The run plan: everything a test step's run is made of, put together once (build_plan), then handed to
+an executor (run/executor: here in batches, or over Slurm jobs) and to the reruns.
+
+Before, the service, the batched run, the Slurm controller and each Slurm job each rebuilt parts of it
+(the suites' environment three times, the harness facts four, the suites discovered in two places); a
+change to one part had to be made in each.  Now build_plan is the one caller of harness_environment,
+harness_of and discovery.discover: the submitting side builds the plan from the test command, a Slurm job
+rebuilds it from its queue spec (spread/worker.plan_of_spec) through the same function, with the units
+given instead of discovered.
+"""
+
+from dataclasses import dataclass, field
+from typing import Callable, Dict, FrozenSet, Mapping, Optional, Sequence, Tuple
+
+from eb_pytorch_cuda.testsuite.policy.settings import DEFAULT_SUITE_TIMEOUT, piece_timeouts, timeout_of
+from eb_pytorch_cuda.testsuite.results import pieces
+from eb_pytorch_cuda.testsuite.run import calls, discovery, piece_times
+from eb_pytorch_cuda.testsuite.run.command import TestCommand, harness_environment
+from eb_pytorch_cuda.testsuite.run.gpus import slot_gpus
+from eb_pytorch_cuda.testsuite.run.harness import Harness, harness_of
+
+
+@dataclass(frozen=True)
+class PieceRule:
+    """How long suites are cut into pieces (results/pieces), for a run spread over Slurm jobs: a suite expected
+    (previous_seconds: {suite: s} of a previous run) to take longer than piece_seconds (None: never) is run as
+    pieces, cut by its tests' times where previous_test_seconds ({suite: {node id: s}}) has them."""
+    previous_seconds: Mapping[str, float] = field(default_factory=dict)
+    previous_test_seconds: Optional[Mapping[str, Dict[str, float]]] = None
+    piece_seconds: Optional[float] = pieces.PIECE_SECONDS
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """What a caller asks of a run: the test command and the environment it runs in (the runtest line's and
+    the caller's own variables merged in), where outputs go, the Python of the reruns, the timeouts ({suite or
+    piece key: s, '': every other}), the calls at a time, the reruns of a failed test, the suites per call.
+    units (suite or piece keys) given: run those, nothing is discovered (a Slurm job, a test); serial: keys
+    the harness runs alone besides its own lists; pieces: cut long suites (a spread run); done: keys already
+    measured (not cut, their times files not written)."""
+    command: TestCommand
+    environ: Mapping[str, str]
+    output_dir: str
+    python: str
+    timeouts: Mapping[str, float] = field(default_factory=lambda: {'': DEFAULT_SUITE_TIMEOUT})
+    parallel: int = 1
+    reruns: int = 0
+    batch_size: int = calls.DEFAULT_BATCH_SIZE
+    units: Optional[Sequence[str]] = None
+    serial: FrozenSet[str] = frozenset()
+    pieces: Optional[PieceRule] = None
+    done: FrozenSet[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """One run, built once (build_plan): every runner, executor and the reruns read it, none rebuilds a part.
+
+    env: the suites' environment (run.command.harness_environment: without PyTorch's CI switch unless the
+    runtest line sets it); harness: run_test.py's facts, its serial list completed by what it listed in its
+    dry run; suites: the whole suites, in the harness's order; units: what runs (suite or piece keys; a
+    piece: results/pieces); options: every run_test.py call's options (run/calls.batch_options);
+    timeouts: {key: s, '': s}, the pieces' shares included (policy.settings.piece_timeouts); expected:
+    {key: s} a unit is expected to take (a spread run orders its queue by it); gpus: the GPU of each of the
+    `parallel` slots (run/gpus.slot_gpus; empty: not pinned)."""
+    command: TestCommand
+    env: Mapping[str, str]
+    harness: Harness
+    suites: Tuple[str, ...]
+    units: Tuple[str, ...]
+    options: Tuple[str, ...]
+    timeouts: Mapping[str, float]
+    expected: Mapping[str, float]
+    output_dir: str
+    python: str
+    parallel: int
+    gpus: Tuple[str, ...]
+    reruns: int
+    batch_size: int
+
+    def timeout_for(self, key: str) -> float:
+        """A suite's or piece's timeout: its own, else its suite's, else the default (policy.settings.timeout_of)."""
+        return timeout_of(self.timeouts)(key)
+
+
+def build_plan(request: RunRequest, progress: Optional[Callable[[str], None]] = None) -> RunPlan:
+    """The plan of request: the suites' environment, the harness, the suites (asked of the harness with
+    `--dry-run`: run/discovery, unless request.units are given), their pieces, the call options, the
+    timeouts, the GPU slots.  progress hears that XML reports are off and how long suites are cut."""
+    progress = progress or (lambda message: None)
+    command = request.command
+    env = harness_environment(request.environ, command)
+    harness = harness_of(command.cwd)
+    if request.units is None:
+        suites, listed_serial = discovery.discover(command, env)
+        harness.serial |= listed_serial or set()  # what this very harness says it runs alone
+        units = [pieces.Piece(suite) for suite in suites]
+    else:
+        units = [pieces.Piece.parse(key) for key in request.units]
+        suites = list(dict.fromkeys(unit.suite for unit in units))
+    harness.serial |= set(request.serial)
+    safe = calls.xml_reports_safe(harness, command, env)
+    if not safe:
+        progress(f"XML reports off: the suites run under unittest and {command.argv[0]} cannot import xmlrunner "
+                 f"(unittest-xml-reporting), which --save-xml needs; results come from the log only")
+    expected: Dict[str, float] = {}
+    timeouts = dict(request.timeouts)
+    if request.pieces is not None:
+        rule = request.pieces
+        units = [unit for unit in units if unit.key not in request.done]
+        units = _cut(command.cwd, harness, [unit.suite for unit in units if unit.whole], rule, progress) + \
+            [unit for unit in units if not unit.whole]
+        expected = dict(rule.previous_seconds,
+                        **pieces.expected_of(units, rule.previous_seconds, rule.previous_test_seconds))
+        timeouts.update(piece_timeouts(request.timeouts, expected, units))  # a piece's: its share of its suite's
+    parallel = max(1, int(request.parallel))
+    return RunPlan(command, env, harness, tuple(suites), tuple(unit.key for unit in units),
+                   tuple(calls.batch_options(harness, safe)),
+                   timeouts, expected,
+                   request.output_dir, request.python, parallel, tuple(slot_gpus(env, parallel)), int(request.reruns),
+                   request.batch_size)
+
+
+def _cut(test_dir: str, harness: Harness, suites: Sequence[str], rule: PieceRule,
+         progress: Callable[[str], None]) -> list:
+    """The units of suites: those expected to take longer than rule.piece_seconds as their pieces, when the
+    harness can split them (a times file for its `--shard`: run/piece_times); a suite with a custom handler
+    stays whole (its handler runs the file its own way, and sets its own report directory)."""
+    splittable = {suite: seconds for suite, seconds in rule.previous_seconds.items() if not harness.has_handler(suite)}
+    units = (pieces.split(suites, splittable, rule.piece_seconds, rule.previous_test_seconds) if rule.piece_seconds
+             else [pieces.Piece(suite) for suite in suites])
+    if all(unit.whole for unit in units):
+        return units
+    why_not = piece_times.write_times(test_dir, harness, units)
+    if why_not:
+        progress(f'not splitting long suites: {why_not}')
+        return [pieces.Piece(suite) for suite in suites]
+    split = sorted({unit.suite for unit in units if not unit.whole})
+    progress(f"{len(split)} long suite(s) run as pieces ({sum(not unit.whole for unit in units)} in all): "
+             + ', '.join(split))
+    return units

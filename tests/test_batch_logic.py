@@ -1,0 +1,120 @@
+"""run/batches driven by a launcher that starts no process (run/launcher's injection point, issue 34): the
+real output of one run_test.py batch (tests/data/pytorch26-plain/batch.log, Debian's 2.6.0 harness on 13
+suites, recorded with its results JSON test-suite.json) is written by a canned call, whole or cut, so the
+batch logic (which suite settles when, what a killed batch leaves to run alone, what the sink is given)
+is checked without a harness, a torch or a process.  The plan is a RunPlan as build_plan makes it, with
+the harness facts read_harness reads from that run_test.py (checked in tests/test_real_harness.py).
+"""
+
+import json
+import os
+
+from eb_pytorch_cuda.testsuite.run import batches
+from eb_pytorch_cuda.testsuite.run.calls import XML_VARIABLE, batch_options
+from eb_pytorch_cuda.testsuite.run.command import TestCommand as Command  # not a pytest test class
+from eb_pytorch_cuda.testsuite.run.harness import Harness
+from eb_pytorch_cuda.testsuite.run.launcher import TimeoutExpired
+from eb_pytorch_cuda.testsuite.run.plan import RunPlan
+
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data', 'pytorch26-plain')
+with open(os.path.join(DATA, 'batch.log'), encoding='utf-8') as _handle:
+    BATCH_LOG = _handle.read()
+with open(os.path.join(DATA, 'test-suite.json'), encoding='utf-8') as _handle:
+    RECORDED = {suite['name']: suite for suite in json.load(_handle)['suites']}
+SUITES = list(RECORDED)  # the 13 suites of the batch, in the harness's order
+SERIAL = {'test_cuda_primary_ctx', 'test_show_pickle'}  # the two its dry run listed as serial
+
+
+class CannedCall:
+    """A call that wrote its output at once; it ends with code, or (ends False) runs until stopped."""
+
+    def __init__(self, code, ends):
+        self.code, self.ends, self.stopped = code, ends, False
+
+    def wait(self, timeout=None):
+        if self.ends or self.stopped:
+            return self.code
+        raise TimeoutExpired('run_test.py', timeout)
+
+    def stop(self):
+        self.stopped = True
+        return -15
+
+
+class Canned:
+    """A launcher whose calls write text (the real batch output, or a part of it)."""
+
+    def __init__(self, text, code=1, ends=True):
+        self.text, self.code, self.ends = text, code, ends
+        self.calls = []
+
+    def start(self, argv, cwd, env, output):
+        output.write(self.text)
+        output.flush()
+        self.calls.append((list(argv), cwd, dict(env)))
+        return CannedCall(self.code, self.ends)
+
+
+class Sink:
+    """A batch sink that keeps what it is given, in order."""
+
+    def __init__(self):
+        self.given = []
+
+    def settled(self, suite, record):
+        self.given.append(('settled', suite, record))
+
+    def corrected(self, suite, record):
+        self.given.append(('corrected', suite, record))
+
+
+def _plan(tmp_path, timeout=600):
+    harness = Harness(str(tmp_path / 'run_test.py'), serial=set(SERIAL), pipe_logs=True, forwards_unknown_args=True,
+                      has_distributed_prefix_rule=True, replays_logs=True, serial_marked_pass=True,
+                      pytest_by_default=True)
+    (tmp_path / 'out').mkdir()
+    return RunPlan(Command(str(tmp_path), {}, ['python', 'run_test.py', '--continue-through-error']), {'HOME': '/x'},
+                   harness, tuple(SUITES), tuple(SUITES), tuple(batch_options(harness)), {'': timeout}, {},
+                   str(tmp_path / 'out'), 'python', 1, (), 0, 50)
+
+
+def test_a_whole_batch_gives_each_suite_its_recorded_status_and_counts_as_it_settles(tmp_path):
+    plan = _plan(tmp_path)
+    launcher, sink = Canned(BATCH_LOG), Sink()
+    output = str(tmp_path / 'out' / 'batch.log')
+    batches.run_batch_to_the_end(plan, SUITES, sink, output_path=output, gpu='1', launcher=launcher)
+    [(argv, cwd, env)] = launcher.calls  # one call, no suite run alone
+    assert argv == ['python', 'run_test.py', '--continue-through-error', '--pipe-logs', '--save-xml', '-i', *SUITES]
+    assert cwd == str(tmp_path) and env[XML_VARIABLE] == '1' and env['CUDA_VISIBLE_DEVICES'] == '1'
+    assert [(kind, suite) for kind, suite, _ in sink.given] == [('settled', suite) for suite in SUITES]
+    for _kind, suite, record in sink.given:
+        assert record.suite.status == RECORDED[suite]['status'], suite
+        assert record.batch_exit_code == 1 and record.gpu == '1' and record.output_file == output
+    failed = {suite: record.exit_code for _kind, suite, record in sink.given if record.exit_code}
+    assert failed == {'test_function_schema': 1, 'test_license': 1}
+    # the harness replays a failed suite's log (--pipe-logs): its counts are the recorded run's, which had its XML
+    # reports too; a passing suite's log is not replayed, so without its XML (none here) it has no counts
+    for _kind, suite, record in sink.given:
+        if suite in failed:
+            assert record.suite.counts.to_json() == RECORDED[suite]['counts'], suite
+
+
+def test_a_killed_batch_keeps_the_suites_it_finished_and_leaves_the_others_to_run_alone(tmp_path):
+    """Cut after the two serial suites and the first `-m serial` passes: a 2.6 pool suite runs twice in one
+    call (harness.serial_marked_pass), so only the serial ones have ended; the call never ends and is killed
+    at the sum of the suites' timeouts."""
+    plan = _plan(tmp_path, timeout=0.01)
+    cut = BATCH_LOG[:BATCH_LOG.index('Running test_function_schema 1/1 ... [2026-12-02 03:18:19')]
+    launcher = Canned(cut, ends=False)
+    records, killed = batches.run_batch(plan, SUITES, str(tmp_path / 'out' / 'batch.log'), launcher=launcher)
+    assert killed
+    assert sorted(suite for suite, record in records.items() if record is not None) == sorted(SERIAL)
+    assert all(records[suite].suite.status == 'passed' for suite in SERIAL)
+    assert all(records[suite] is None for suite in SUITES if suite not in SERIAL)  # to be run alone
+
+
+def test_a_plans_timeout_is_a_pieces_own_else_its_suites_else_the_default(tmp_path):
+    plan = _plan(tmp_path)
+    timed = RunPlan(**{**plan.__dict__, 'timeouts': {'': 100, 'test_license': 50, 'test_license#shard1/2': 20}})
+    assert [timed.timeout_for(key) for key in ('test_license#shard1/2', 'test_license#shard2/2', 'test_license',
+                                               'test_itt')] == [20, 50, 50, 100]
