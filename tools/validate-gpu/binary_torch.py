@@ -208,10 +208,12 @@ def _top(name: str) -> str:
     return name.split('-')[0].split('.')[0].lower()
 
 
-def make_test_python(base_python: str, site: Path, root: Path, first: Optional[Path] = None) -> Path:
-    """A venv of base_python that sees site's packages but not torch's own nor the pip cuDNN; first (e.g.
-    the carried test plugins) comes before them, and then none of site's pytest plugins is seen (another
-    pytest's plugins break the carried one: pytest-timeout 2.x's float ini option stops pytest 7.3)."""
+def make_test_python(base_python: str, site: Path, root: Path, first: Optional[Path] = None,
+                     keep_torch: bool = False) -> Path:
+    """A venv of base_python that sees site's packages but not torch's own nor the pip cuDNN (keep_torch: those
+    too, for a benchmark of the machine's own torch, benchmarks/bench_gpu_node.py); first (e.g. the carried test
+    plugins) comes before them, and then none of site's pytest plugins is seen (another pytest's plugins break the
+    carried one: pytest-timeout 2.x's float ini option stops pytest 7.3)."""
     subprocess.run([base_python, '-m', 'venv', '--without-pip', str(root)], check=True)
     view = root / 'environment-packages'
     view.mkdir()
@@ -220,12 +222,14 @@ def make_test_python(base_python: str, site: Path, root: Path, first: Optional[P
         hidden = _pytest_plugins(site) | {_top(entry.name) for entry in first.iterdir()}
     for entry in sorted(site.iterdir()):
         top = _top(entry.name)
-        if top in TORCH_OWN or top.startswith(('torch', 'nvidia_cudnn')) or entry.name in ('__pycache__', 'nvidia'):
+        if entry.name == '__pycache__' or (entry.name == 'nvidia' and not keep_torch):
+            continue
+        if not keep_torch and (top in TORCH_OWN or top.startswith(('torch', 'nvidia_cudnn'))):
             continue
         if entry.name in hidden or top in hidden or entry.name.split('.')[0] in hidden:
             continue
         (view / entry.name).symlink_to(entry)
-    if (site / 'nvidia').is_dir():
+    if (site / 'nvidia').is_dir() and not keep_torch:
         (view / 'nvidia').mkdir()
         for entry in sorted((site / 'nvidia').iterdir()):
             if entry.name != 'cudnn':

@@ -22,9 +22,18 @@ if [ ! -e "$WORK/pid" ]; then
         echo "h200_round: xmlrunner is importable from the kit: drop unittest-xml-reporting from "$KIT"/whl" >&2; exit 2
     fi
     nvidia-smi -L
-    (export PYTHONPATH="$WORK/site" PYTHONUNBUFFERED=1
-     setsid python3 tools/validate-gpu/eb_gpu_run.py --workdir "$WORK/eb" --out "$REC" --harness-tree "$KIT"/harness \
-         --lmod-debs "$KIT"/debs --carried "$WORK/site" "$@" > "$REC/run.log" 2>&1 < /dev/null &
+    # BENCH="conv cpu" (or one of them): after the eb phases, benchmarks/bench_gpu_node.py on the machine's own torch
+    # (bench_python.py: a venv that sees it and the carried test plugins, not the machine's pytest plugins)
+    (export PYTHONPATH="$WORK/site" PYTHONUNBUFFERED=1 WORK REC KIT BENCH="${BENCH:-}"
+     setsid bash -c '
+         python3 tools/validate-gpu/eb_gpu_run.py --workdir "$WORK/eb" --out "$REC" --harness-tree "$KIT/harness" \
+             --lmod-debs "$KIT/debs" --carried "$WORK/site" "$@" > "$REC/run.log" 2>&1
+         [ -n "$BENCH" ] || exit 0
+         rm -rf "$WORK/bench-tree" && cp -r "$KIT/harness" "$WORK/bench-tree" &&
+             python3 tools/validate-gpu/bench_python.py "$WORK/bench-python" "$WORK/site" > "$REC/bench.log" 2>&1 &&
+             python3 benchmarks/bench_gpu_node.py --harness "$WORK/bench-tree" --python "$WORK/bench-python/bin/python" \
+                 --workdir "$WORK/bench" --out "$REC/bench" --case $BENCH >> "$REC/bench.log" 2>&1' round "$@" \
+         < /dev/null &
      echo $! > "$WORK/pid")
 fi
 pid=$(cat "$WORK/pid")
@@ -36,7 +45,7 @@ echo "h200_round: eb_gpu_run.py $state"
 tail -c 3000 "$REC/run.log"
 if [ -n "${OUT:-}" ]; then
     tar -czf "$OUT/record.tar.gz" -C "$REC" . 2>/dev/null
-    cp "$REC/results.json" "$REC/summary.md" "$OUT/" 2>/dev/null
+    cp "$REC/results.json" "$REC/summary.md" "$REC/bench/bench-gpu-node.json" "$REC/bench.log" "$OUT/" 2>/dev/null
     # while a phase runs: its suites' own pytest logs so far (2026-12-02 they showed, after the device time was
     # spent, that two 64-bit-indexing tests took 1000 of the conv suite's 1078 s)
     if [ "$state" = running ]; then
