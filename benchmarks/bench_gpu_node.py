@@ -29,6 +29,12 @@ import sys
 import time
 
 CONV_EXPR = 'DeviceTypeCUDA and not 64bit_indexing'
+# 22 CPU suites of Debian's 2.6.0 tree that import with a newer torch (2.14.1 here; the issue measured 22 of its
+# own choice there: plain 518.6 s); tools/validate-gpu/make_kit.sh carries them
+CPU_SUITES = ('test_type_promotion test_view_ops test_indexing test_shape_ops test_sort_and_select '
+              'test_segment_reductions test_tensor_creation_ops test_scatter_gather_ops test_stateless test_subclass '
+              'test_per_overload_api test_type_info test_license test_show_pickle test_function_schema test_itt '
+              'test_logging test_native_functions test_complex test_dlpack test_masked test_functional_optim').split()
 
 
 def _env(hide_gpu):
@@ -133,7 +139,7 @@ def main():
     parser.add_argument('--out', required=True)
     parser.add_argument('--case', nargs='+', choices=('conv', 'cpu'), default=['conv', 'cpu'])
     parser.add_argument('--conv-expr', default=CONV_EXPR)
-    parser.add_argument('--cpu-suites', nargs='+', default=['test_fake_tensor', 'test_transformers', 'test_cuda'])
+    parser.add_argument('--cpu-suites', nargs='+', default=CPU_SUITES)
     args = parser.parse_args()
     args.harness, args.python = os.path.abspath(args.harness), os.path.abspath(args.python)  # run from test/
     shutil.rmtree(args.workdir, ignore_errors=True)

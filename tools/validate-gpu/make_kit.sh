@@ -39,6 +39,11 @@ for f in run_test.py conftest.py pytest_shard_custom.py test_transformers.py tes
          test_cpp_extensions_open_device_registration.py; do
     cp "$TREE/test/$f" "$KIT/harness/test/"
 done
+# the CPU suites of benchmarks/bench_gpu_node.py's cpu case (its CPU_SUITES; each imports alone from this tree with
+# torch 2.14.1 here, checked 2026-12-02)
+for suite in $(PYTHONPATH=benchmarks python3 -c 'import bench_gpu_node; print(*bench_gpu_node.CPU_SUITES)'); do
+    cp "$TREE/test/$suite.py" "$KIT/harness/test/"
+done
 mkdir -p "$KIT/harness/tools"
 cp "$TREE/tools/__init__.py" "$KIT/harness/tools/"
 cp -r "$TREE/tools/testing" "$TREE/tools/stats" "$KIT/harness/tools/"

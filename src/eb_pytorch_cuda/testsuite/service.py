@@ -221,7 +221,8 @@ def cuda_test_warnings(result: RunResult, mode: Optional[DeviceTestMode]) -> Tup
         return [], None
     total = cuda_totals(result)
     if total is None:
-        return [f'CUDA device tests on ({mode.reason}), but no suite had an XML report to count them from'], None
+        return [f'CUDA device tests on ({mode.reason}), but neither XML reports nor pytest -v lines could '
+                'count them'], None
     if total['ran']:
         return [], None
     seen = f'{len(mode.gpus)} GPU(s)' if mode.gpus else "the Slurm jobs' GPUs"
