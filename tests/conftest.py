@@ -164,6 +164,15 @@ def pytest_runtest_protocol(item, nextitem):
 
 
 @pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    """The last test of a session (or of an xdist worker) also tears down the session's fixtures: the real Slurm
+    cluster's `scontrol shutdown` is not the unit test's process (seen on a mixed run with `-n 2`)."""
+    if nextitem is None:
+        _watching[0] = False
+    yield
+
+
+@pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     """The phase (setup, call, teardown) of a unit test that started a process fails, naming the process."""
     report = (yield).get_result()
