@@ -118,3 +118,21 @@ def test_a_plans_timeout_is_a_pieces_own_else_its_suites_else_the_default(tmp_pa
     timed = RunPlan(**{**plan.__dict__, 'timeouts': {'': 100, 'test_license': 50, 'test_license#shard1/2': 20}})
     assert [timed.timeout_for(key) for key in ('test_license#shard1/2', 'test_license#shard2/2', 'test_license',
                                                'test_itt')] == [20, 50, 50, 100]
+
+
+def test_here_long_suites_are_cut_only_with_slots_to_spare_and_previous_times(tmp_path):
+    from eb_pytorch_cuda.testsuite.run.here import HereExecutor
+    from eb_pytorch_cuda.testsuite.run.plan import HERE_PIECE_SECONDS, RunRequest, here_piece_rule
+    from eb_pytorch_cuda.testsuite.run.store import ResultStore
+    previous = {'nn/test_convolution': 540.0, 'test_transformers': 10.0, 'test_cuda': 22.0}
+    assert here_piece_rule(previous, {}, 1) is None and here_piece_rule({}, {}, 8) is None
+    rule = here_piece_rule(previous, {}, 8)  # the share of 8 slots is 71.5 s: the floor holds
+    assert rule.piece_seconds == HERE_PIECE_SECONDS == 120.0
+    assert here_piece_rule(previous, {}, 2).piece_seconds == 286.0  # (540 + 10 + 22) / 2
+    store = ResultStore(str(tmp_path / 'r.jsonl'), 'x')
+    request = RunRequest(Command(str(tmp_path), {}, ['python', 'run_test.py']), {}, str(tmp_path / 'out'), 'python',
+                         parallel=8)
+    assert HereExecutor(pieces=rule).prepare(request, store).pieces == rule
+    assert HereExecutor().prepare(request, store) == request
+    one_slot = RunRequest(request.command, {}, request.output_dir, 'python', parallel=1)
+    assert HereExecutor(pieces=rule).prepare(one_slot, store) == one_slot

@@ -24,7 +24,7 @@ from eb_pytorch_cuda.testsuite.run import discovery
 from eb_pytorch_cuda.testsuite.run.executor import Executor, execute
 from eb_pytorch_cuda.testsuite.run.here import HereExecutor
 from eb_pytorch_cuda.testsuite.run.launcher import PROCESSES, Launcher
-from eb_pytorch_cuda.testsuite.run.plan import PieceRule, RunRequest
+from eb_pytorch_cuda.testsuite.run.plan import PieceRule, RunRequest, here_piece_rule
 from eb_pytorch_cuda.testsuite.run.reruns import rerun_failures
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite.policy.judging import Policy, ScopeContext, Verdict, detect_context, judge
@@ -90,13 +90,26 @@ def suite_timeouts(explicit: Optional[int], previous_results: Optional[str],
 
 
 def executor_for(jobs: int, spread: Optional['SpreadOptions'] = None,
-                 progress: Optional[Callable[[str], None]] = None, launcher: Launcher = PROCESSES) -> Executor:
+                 progress: Optional[Callable[[str], None]] = None, launcher: Launcher = PROCESSES,
+                 pieces: Optional[PieceRule] = None) -> Executor:
     """The executor of a run (run/executor): with jobs > 1 the Slurm one (spread/controller, that many jobs,
-    spread: how), else the one here (run/here: batches on this node, its calls started by launcher)."""
+    spread: how), else the one here (run/here: batches on this node, its calls started by launcher, long suites
+    cut by pieces: here_pieces)."""
     if int(jobs) > 1:
         from eb_pytorch_cuda.testsuite.spread import controller  # only a spread build needs Slurm's side
         return controller.SlurmExecutor(int(jobs), spread, progress)
-    return HereExecutor(progress, launcher)
+    return HereExecutor(progress, launcher, pieces)
+
+
+def here_pieces(previous_results: Optional[str], parallel: int,
+                progress: Optional[Callable[[str], None]] = None) -> Optional[PieceRule]:
+    """How a run here with `parallel` slots cuts its long suites (run/plan.here_piece_rule), from previous_results
+    (a results JSON: its suites' and tests' times; what is not a time is said through progress); None without."""
+    if parallel <= 1 or not previous_results:
+        return None
+    data = previous.load(previous_results)
+    return here_piece_rule(previous.suite_seconds(previous_results, data),
+                           previous.test_seconds(previous_results, data, progress or (lambda note: None)), parallel)
 
 
 def spread_options(previous_results: Optional[str], tested_installation: Optional[str] = None,
@@ -110,10 +123,12 @@ def spread_options(previous_results: Optional[str], tested_installation: Optiona
 
 
 def run_suites(request: RunRequest, store: ResultStore, *, jobs: int = 1, spread: Optional['SpreadOptions'] = None,
-               progress: Optional[Callable[[str], None]] = None, launcher: Launcher = PROCESSES) -> RunResult:
-    """Run every suite of request not yet in store (here in batches, or with jobs > 1 on that many Slurm jobs:
-    executor_for), then rerun failures in isolation; return the RunResult.  The plan of the run (run/plan) is
-    built once, here, after the executor has refused what it cannot run."""
+               progress: Optional[Callable[[str], None]] = None, launcher: Launcher = PROCESSES,
+               pieces: Optional[PieceRule] = None) -> RunResult:
+    """Run every suite of request not yet in store (here in batches, long suites in pieces by pieces:
+    here_pieces; or with jobs > 1 on that many Slurm jobs: executor_for), then rerun failures in isolation;
+    return the RunResult.  The plan of the run (run/plan) is built once, here, after the executor has refused
+    what it cannot run."""
     progress = progress or (lambda message: None)
     # one run per store (a second one refuses in one line naming the directory); a SIGTERM/SIGHUP or Ctrl-C
     # stops every suite, batch and rerun group before we exit (eb_pytorch_cuda.process)
@@ -127,7 +142,7 @@ def run_suites(request: RunRequest, store: ResultStore, *, jobs: int = 1, spread
         for group in leftovers.stopped:
             progress(f'stopped process group {group}, left running by a killed previous run on {store.path}')
         with process.recorded_in(registry):
-            plan, result = execute(executor_for(jobs, spread, progress, launcher), request, store, progress)
+            plan, result = execute(executor_for(jobs, spread, progress, launcher, pieces), request, store, progress)
             rerun_failures(result, plan, progress)
             return result
 
@@ -287,7 +302,8 @@ def run_and_judge(step: TestStep, store: ResultStore, terms: StepTerms, *,
                          settings.rerun_failed_tests, step.batch_size or BATCH_SIZE)
     jobs = int(settings.test_suite_jobs)
     spread = spread_options(step.previous_results, step.tested_installation, progress) if jobs > 1 else None
-    result = run_suites(request, store, jobs=jobs, spread=spread, progress=progress)
+    pieces = here_pieces(step.previous_results, request.parallel, progress) if jobs <= 1 else None
+    result = run_suites(request, store, jobs=jobs, spread=spread, progress=progress, pieces=pieces)
     warnings, failing = cuda_test_warnings(result, device_tests)
     for warning in warnings:
         if progress:

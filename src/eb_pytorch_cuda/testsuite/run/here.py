@@ -8,28 +8,41 @@ to the build's store (run/store) as soon as it settles, so a rerun resumes with 
 calls are started through the launcher given (run/launcher; real processes by default).
 """
 
+import functools
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import Callable, List, Optional, Sequence
 
 from eb_pytorch_cuda.testsuite.results.model import SUITE_PASSED
+from eb_pytorch_cuda.testsuite.results.pieces import Piece
 from eb_pytorch_cuda.testsuite.results.records import StoreRecord
-from eb_pytorch_cuda.testsuite.run import discovery
+from eb_pytorch_cuda.testsuite.run import discovery, solo
 from eb_pytorch_cuda.testsuite.run.batches import plan_batches, run_batch_to_the_end
 from eb_pytorch_cuda.testsuite.run.launcher import PROCESSES, Launcher
 from eb_pytorch_cuda.testsuite.run.executor import Executor
-from eb_pytorch_cuda.testsuite.run.plan import RunPlan
+from eb_pytorch_cuda.testsuite.run.plan import PieceRule, RunPlan, RunRequest
 from eb_pytorch_cuda.testsuite.run.store import ResultStore
 
 
 class HereExecutor(Executor):
-    """Runs a plan here (executor protocol: run/executor.Executor; nothing to prepare: whole suites, nothing
-    refused); progress hears each suite's outcome."""
+    """Runs a plan here (executor protocol: run/executor.Executor; nothing refused); progress hears each suite's
+    outcome.  pieces (run/plan.here_piece_rule, from the previous run's times): with more than one slot, its long
+    suites are cut into pieces that run side by side (prepare), each alone (run/solo) in a slot of its own."""
 
-    def __init__(self, progress: Optional[Callable[[str], None]] = None, launcher: Launcher = PROCESSES) -> None:
+    def __init__(self, progress: Optional[Callable[[str], None]] = None, launcher: Launcher = PROCESSES,
+                 pieces: Optional[PieceRule] = None) -> None:
         self.progress = progress or (lambda message: None)
         self.launcher = launcher
+        self.pieces = pieces
+
+    def prepare(self, request: RunRequest, store: ResultStore) -> RunRequest:
+        """The request with long suites cut into pieces when pieces is given and the run has slots to spare
+        (those already in store left as they are), else the request itself."""
+        if self.pieces is None or int(request.parallel) <= 1:
+            return request
+        return replace(request, pieces=self.pieces, done=frozenset(store.load()))
 
     def run(self, plan: RunPlan, units: Sequence[str], store: ResultStore) -> None:
         command = plan.command
@@ -89,15 +102,28 @@ def run_here(plan: RunPlan, units: Sequence[str], store: ResultStore, *,
         path = os.path.join(plan.output_dir, f'batch-{os.getpid()}-{index:04d}.log')
         run_batch_to_the_end(plan, batch, tally, output_path=path, gpu=gpu, progress=progress, launcher=launcher)
 
-    batches = plan_batches(todo, plan.harness.must_serial, plan.parallel, plan.batch_size)
-    together = [batch for batch, alone in batches if not alone]
-    alone = [batch for batch, alone_ in batches if alone_]
-    if plan.parallel > 1 and len(together) > 1:
+    def piece(key: str) -> None:  # a piece of a long suite: its shard alone (run/solo), in a slot of its own
+        index = tally.next_batch()
+        tally.settled(key, solo.run_suite(plan, key, gpu=gpus[index % len(gpus)] if gpus else None,
+                                          launcher=launcher))
+
+    cut = [key for key in todo if not Piece.parse(key).whole]
+    serial_cut = [key for key in cut if plan.harness.must_serial(Piece.parse(key).suite)]
+    whole = [key for key in todo if Piece.parse(key).whole]
+    batches = plan_batches(whole, plan.harness.must_serial, plan.parallel, plan.batch_size)
+    # the long suites' pieces first (longest first), then the batches: one pool of the plan's slots for both
+    jobs: List[Callable[[], None]] = [
+        functools.partial(piece, key) for key in sorted((key for key in cut if key not in serial_cut),
+                                                        key=lambda key: -plan.expected.get(key, 0.0))]
+    jobs += [functools.partial(one, batch) for batch, alone in batches if not alone]
+    if plan.parallel > 1 and len(jobs) > 1:
         with ThreadPoolExecutor(max_workers=plan.parallel) as pool:
-            list(pool.map(one, together))
+            list(pool.map(lambda job: job(), jobs))
     else:
-        for batch in together:
-            one(batch)
-    for batch in alone:
+        for job in jobs:
+            job()
+    for key in serial_cut:  # the harness runs these suites alone: so do their pieces, one after another
+        piece(key)
+    for batch in (batch for batch, alone in batches if alone):
         one(batch)
     return todo

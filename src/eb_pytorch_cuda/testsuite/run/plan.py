@@ -22,12 +22,28 @@ from eb_pytorch_cuda.testsuite.run.harness import Harness, harness_of
 
 @dataclass(frozen=True)
 class PieceRule:
-    """How long suites are cut into pieces (results/pieces), for a run spread over Slurm jobs: a suite expected
+    """How long suites are cut into pieces (results/pieces), for a run spread over Slurm jobs or here in parallel
+    slots (here_piece_rule): a suite expected
     (previous_seconds: {suite: s} of a previous run) to take longer than piece_seconds (None: never) is run as
     pieces, cut by its tests' times where previous_test_seconds ({suite: {node id: s}}) has them."""
     previous_seconds: Mapping[str, float] = field(default_factory=dict)
     previous_test_seconds: Optional[Mapping[str, Dict[str, float]]] = None
     piece_seconds: Optional[float] = pieces.PIECE_SECONDS
+
+
+HERE_PIECE_SECONDS = 120.0  # a piece run here costs a process that imports torch and collects its file again
+
+
+def here_piece_rule(previous_seconds: Mapping[str, float], previous_test_seconds: Mapping[str, Dict[str, float]],
+                    parallel: int) -> Optional[PieceRule]:
+    """How a run here (run/here) with `parallel` slots cuts its long suites, from a previous run's times: a suite
+    longer than its share of the node (the previous run's total over the slots, at least HERE_PIECE_SECONDS) runs
+    as pieces side by side, so one long suite no longer holds the node while the other slots idle (issue 33: one
+    GPU, 16 cores).  None: one slot, or no previous times (the first build of a target runs whole suites)."""
+    if parallel <= 1 or not previous_seconds:
+        return None
+    share = sum(previous_seconds.values()) / parallel
+    return PieceRule(dict(previous_seconds), dict(previous_test_seconds), max(HERE_PIECE_SECONDS, share))
 
 
 @dataclass(frozen=True)
