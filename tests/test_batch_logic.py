@@ -121,18 +121,14 @@ def test_a_plans_timeout_is_a_pieces_own_else_its_suites_else_the_default(tmp_pa
 
 
 def test_here_long_suites_are_cut_only_with_slots_to_spare_and_previous_times(tmp_path):
-    from eb_pytorch_cuda.testsuite.run.here import HereExecutor
-    from eb_pytorch_cuda.testsuite.run.plan import HERE_PIECE_SECONDS, RunRequest, here_piece_rule
-    from eb_pytorch_cuda.testsuite.run.store import ResultStore
+    from eb_pytorch_cuda.testsuite.run.plan import HERE_PIECE_SECONDS, here_piece_rule
+    from eb_pytorch_cuda.testsuite.service import here_pieces
     previous = {'nn/test_convolution': 540.0, 'test_transformers': 10.0, 'test_cuda': 22.0}
     assert here_piece_rule(previous, {}, 1) is None and here_piece_rule({}, {}, 8) is None
     rule = here_piece_rule(previous, {}, 8)  # the share of 8 slots is 71.5 s: the floor holds
-    assert rule.piece_seconds == HERE_PIECE_SECONDS == 120.0
+    assert rule.piece_seconds == HERE_PIECE_SECONDS == 120.0 and dict(rule.previous_seconds) == previous
     assert here_piece_rule(previous, {}, 2).piece_seconds == 286.0  # (540 + 10 + 22) / 2
-    store = ResultStore(str(tmp_path / 'r.jsonl'), 'x')
-    request = RunRequest(Command(str(tmp_path), {}, ['python', 'run_test.py']), {}, str(tmp_path / 'out'), 'python',
-                         parallel=8)
-    assert HereExecutor(pieces=rule).prepare(request, store).pieces == rule
-    assert HereExecutor().prepare(request, store) == request
-    one_slot = RunRequest(request.command, {}, request.output_dir, 'python', parallel=1)
-    assert HereExecutor(pieces=rule).prepare(one_slot, store) == one_slot
+    results = tmp_path / 'pytorch-test-results.json'  # what a previous build's step wrote (its suite_seconds)
+    results.write_text(json.dumps({'suite_seconds': previous}))
+    assert here_pieces(str(results), 8) == rule and here_pieces(str(results), 1) is None
+    assert here_pieces(None, 8) is None and here_pieces(str(tmp_path / 'none.json'), 8) is None

@@ -36,9 +36,10 @@ def test_long_suites_in_pieces_side_by_side_here_give_the_unsplit_result(harness
     pieces_dir = _tree(tmp_path / 'pieces')
     lines = []
     rule = here_piece_rule(PREVIOUS, {}, 3)
-    plan, result = execute(HereExecutor(lines.append, pieces=rule),
+    plan, result = execute(HereExecutor(lines.append),
                            RunRequest(Command(str(pieces_dir), {}, [REAL_PYTHON, 'run_test.py']), env,
-                                      str(tmp_path / 'pieces-out'), REAL_PYTHON, {'': 900}, parallel=3, units=SUITES),
+                                      str(tmp_path / 'pieces-out'), REAL_PYTHON, {'': 900}, parallel=3, units=SUITES,
+                                      pieces=rule),
                            ResultStore(str(tmp_path / 'pieces-results' / 'r.jsonl'), 'real'), lines.append)
     assert sorted(plan.units) == sorted(f'{suite}{SEPARATOR}{index}/2' for suite in SUITES for index in (1, 2))
     assert plan.parallel == 3 and any(line.startswith('2 long suite(s) run as pieces (4 in all)') for line in lines)

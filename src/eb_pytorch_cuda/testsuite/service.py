@@ -90,15 +90,13 @@ def suite_timeouts(explicit: Optional[int], previous_results: Optional[str],
 
 
 def executor_for(jobs: int, spread: Optional['SpreadOptions'] = None,
-                 progress: Optional[Callable[[str], None]] = None, launcher: Launcher = PROCESSES,
-                 pieces: Optional[PieceRule] = None) -> Executor:
+                 progress: Optional[Callable[[str], None]] = None, launcher: Launcher = PROCESSES) -> Executor:
     """The executor of a run (run/executor): with jobs > 1 the Slurm one (spread/controller, that many jobs,
-    spread: how), else the one here (run/here: batches on this node, its calls started by launcher, long suites
-    cut by pieces: here_pieces)."""
+    spread: how), else the one here (run/here: batches on this node, its calls started by launcher)."""
     if int(jobs) > 1:
         from eb_pytorch_cuda.testsuite.spread import controller  # only a spread build needs Slurm's side
         return controller.SlurmExecutor(int(jobs), spread, progress)
-    return HereExecutor(progress, launcher, pieces)
+    return HereExecutor(progress, launcher)
 
 
 def here_pieces(previous_results: Optional[str], parallel: int,
@@ -123,12 +121,11 @@ def spread_options(previous_results: Optional[str], tested_installation: Optiona
 
 
 def run_suites(request: RunRequest, store: ResultStore, *, jobs: int = 1, spread: Optional['SpreadOptions'] = None,
-               progress: Optional[Callable[[str], None]] = None, launcher: Launcher = PROCESSES,
-               pieces: Optional[PieceRule] = None) -> RunResult:
-    """Run every suite of request not yet in store (here in batches, long suites in pieces by pieces:
-    here_pieces; or with jobs > 1 on that many Slurm jobs: executor_for), then rerun failures in isolation;
-    return the RunResult.  The plan of the run (run/plan) is built once, here, after the executor has refused
-    what it cannot run."""
+               progress: Optional[Callable[[str], None]] = None, launcher: Launcher = PROCESSES) -> RunResult:
+    """Run every suite of request not yet in store (here in batches, its long suites in pieces where the request
+    cuts them: here_pieces; or with jobs > 1 on that many Slurm jobs: executor_for), then rerun failures in
+    isolation; return the RunResult.  The plan of the run (run/plan) is built once, here, after the executor has
+    refused what it cannot run."""
     progress = progress or (lambda message: None)
     # one run per store (a second one refuses in one line naming the directory); a SIGTERM/SIGHUP or Ctrl-C
     # stops every suite, batch and rerun group before we exit (eb_pytorch_cuda.process)
@@ -142,7 +139,7 @@ def run_suites(request: RunRequest, store: ResultStore, *, jobs: int = 1, spread
         for group in leftovers.stopped:
             progress(f'stopped process group {group}, left running by a killed previous run on {store.path}')
         with process.recorded_in(registry):
-            plan, result = execute(executor_for(jobs, spread, progress, launcher, pieces), request, store, progress)
+            plan, result = execute(executor_for(jobs, spread, progress, launcher), request, store, progress)
             rerun_failures(result, plan, progress)
             return result
 
@@ -297,13 +294,13 @@ def run_and_judge(step: TestStep, store: ResultStore, terms: StepTerms, *,
         if progress:
             progress(device_tests.describe())
     timeouts = suite_timeouts(settings.test_suite_timeout, step.previous_results, progress)
-    request = RunRequest(command, env, step.output_dir, step.python, timeouts,
-                         batch_slots(settings.parallel_test_suites, env, device_tests, progress),
-                         settings.rerun_failed_tests, step.batch_size or BATCH_SIZE)
     jobs = int(settings.test_suite_jobs)
+    slots = batch_slots(settings.parallel_test_suites, env, device_tests, progress)
+    request = RunRequest(command, env, step.output_dir, step.python, timeouts, slots, settings.rerun_failed_tests,
+                         step.batch_size or BATCH_SIZE,
+                         pieces=here_pieces(step.previous_results, slots, progress) if jobs <= 1 else None)
     spread = spread_options(step.previous_results, step.tested_installation, progress) if jobs > 1 else None
-    pieces = here_pieces(step.previous_results, request.parallel, progress) if jobs <= 1 else None
-    result = run_suites(request, store, jobs=jobs, spread=spread, progress=progress, pieces=pieces)
+    result = run_suites(request, store, jobs=jobs, spread=spread, progress=progress)
     warnings, failing = cuda_test_warnings(result, device_tests)
     for warning in warnings:
         if progress:

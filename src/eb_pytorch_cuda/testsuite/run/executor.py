@@ -8,6 +8,7 @@ builds the plan with the request the executor prepared, hands it the plan's unit
 and then reruns the failures and judges the same way whichever ran them.
 """
 
+from dataclasses import replace
 from typing import Callable, Optional, Protocol, Sequence, Tuple
 
 from eb_pytorch_cuda.testsuite.results.model import RunResult
@@ -33,6 +34,9 @@ def execute(executor: Executor, request: RunRequest, store: ResultStore,
     """(the plan, the store's RunResult of its suites) after executor ran request: prepared by the executor
     (its refusals first), planned once (run/plan.build_plan; progress hears what it says), run.  What
     service.run_suites does inside its store lock, before the reruns."""
-    plan = build_plan(executor.prepare(request, store), progress)
+    request = executor.prepare(request, store)
+    if request.pieces is not None and not request.done:  # suites or pieces already stored are not cut again
+        request = replace(request, done=frozenset(store.load()))
+    plan = build_plan(request, progress)
     executor.run(plan, plan.units, store)
     return plan, store.result(list(plan.suites))

@@ -12,7 +12,6 @@ import functools
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
 from typing import Callable, List, Optional, Sequence
 
 from eb_pytorch_cuda.testsuite.results.model import SUITE_PASSED
@@ -22,27 +21,18 @@ from eb_pytorch_cuda.testsuite.run import discovery, solo
 from eb_pytorch_cuda.testsuite.run.batches import plan_batches, run_batch_to_the_end
 from eb_pytorch_cuda.testsuite.run.launcher import PROCESSES, Launcher
 from eb_pytorch_cuda.testsuite.run.executor import Executor
-from eb_pytorch_cuda.testsuite.run.plan import PieceRule, RunPlan, RunRequest
+from eb_pytorch_cuda.testsuite.run.plan import RunPlan
 from eb_pytorch_cuda.testsuite.run.store import ResultStore
 
 
 class HereExecutor(Executor):
-    """Runs a plan here (executor protocol: run/executor.Executor; nothing refused); progress hears each suite's
-    outcome.  pieces (run/plan.here_piece_rule, from the previous run's times): with more than one slot, its long
-    suites are cut into pieces that run side by side (prepare), each alone (run/solo) in a slot of its own."""
+    """Runs a plan here (executor protocol: run/executor.Executor; nothing to prepare, nothing refused); progress
+    hears each suite's outcome.  A plan with pieces (its request's run/plan.here_piece_rule, from the previous
+    run's times) has its long suites' pieces run side by side, each alone (run/solo) in a slot of its own."""
 
-    def __init__(self, progress: Optional[Callable[[str], None]] = None, launcher: Launcher = PROCESSES,
-                 pieces: Optional[PieceRule] = None) -> None:
+    def __init__(self, progress: Optional[Callable[[str], None]] = None, launcher: Launcher = PROCESSES) -> None:
         self.progress = progress or (lambda message: None)
         self.launcher = launcher
-        self.pieces = pieces
-
-    def prepare(self, request: RunRequest, store: ResultStore) -> RunRequest:
-        """The request with long suites cut into pieces when pieces is given and the run has slots to spare
-        (those already in store left as they are), else the request itself."""
-        if self.pieces is None or int(request.parallel) <= 1:
-            return request
-        return replace(request, pieces=self.pieces, done=frozenset(store.load()))
 
     def run(self, plan: RunPlan, units: Sequence[str], store: ResultStore) -> None:
         command = plan.command
