@@ -132,3 +132,15 @@ def test_here_long_suites_are_cut_only_with_slots_to_spare_and_previous_times(tm
     results.write_text(json.dumps({'suite_seconds': previous}))
     assert here_pieces(str(results), 8) == rule and here_pieces(str(results), 1) is None
     assert here_pieces(None, 8) is None and here_pieces(str(tmp_path / 'none.json'), 8) is None
+
+
+def test_a_job_here_gets_the_gpu_running_the_fewest_jobs_now():
+    from eb_pytorch_cuda.testsuite.run.here import _GpuShare
+    share = _GpuShare(['0', '1'])
+    with share.one() as first:  # a long piece holds GPU 0
+        with share.one() as second:
+            assert (first, second) == ('0', '1')
+        with share.one() as third:  # the second ended: its GPU, not the next one by start order
+            assert third == '1'
+    with _GpuShare([]).one() as none:
+        assert none is None

@@ -55,6 +55,10 @@ def test_dry_run_is_clean_and_shows_the_whole_plan(tmp_path, configfile, version
     assert ("cuda_device_tests='auto': where the test step sees a GPU (nvidia-smi, CUDA_VISIBLE_DEVICES): CUDA and "
             "CPU device tests, SANDCASTLE=0; where it sees none: CPU device tests only, SANDCASTLE=1 "
             "(cuda_compute_capabilities: 8.0, 9.0)") in out
+    # the batches at a time, and that long suites run as pieces with more than one (issue 33 item 5)
+    assert ("as many calls as the test step's node holds (parallel_test_suites='auto': its CPUs, memory and GPU "
+            "memory; run/node) (with more than one and the previous build's results, a suite longer than its share "
+            "of the node, at least 120 s, runs as pieces side by side) at a time") in out.replace('\n', ' ')
     assert len(re.findall(r'^  known failure \[', out, re.M)) == 8  # cc 8.0 8; haswell has no public data
     assert 'known failure [8.0]: distributed/test_c10d_nccl (at most 1) -- PR 20156' in out
     # what the hooks will patch, with what, and the sanity checks

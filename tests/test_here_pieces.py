@@ -5,6 +5,7 @@ two by the previous run's times (run/plan.here_piece_rule with 3 slots: a share 
 (run/here) in parallel slots, give the unsplit serial run's result: statuses, counts and failing test ids.
 """
 
+import json
 import os
 
 import pytest
@@ -52,3 +53,44 @@ def test_long_suites_in_pieces_side_by_side_here_give_the_unsplit_result(harness
     verdict = judge(result, Policy(known=[KnownFailure(KNOWN, 'fails by design')]))
     assert verdict.passed and [(suite, test) for suite, test, _ in verdict.known] == \
         [('test_piece_standin', 'TestPieces.test_zz_known_failure')]
+
+
+def _plan_of(test_dir, rule, done=frozenset(), lines=None):
+    from eb_pytorch_cuda.testsuite.run.plan import build_plan
+    request = RunRequest(Command(str(test_dir), {}, [REAL_PYTHON, 'run_test.py']), {}, str(test_dir / 'out'),
+                         REAL_PYTHON, {'': 900}, parallel=6, units=SUITES, pieces=rule, done=frozenset(done))
+    return build_plan(request, (lines if lines is not None else []).append)
+
+
+def test_a_resumed_run_keeps_the_count_its_stored_pieces_were_cut_into(harness, tmp_path):
+    test_dir = _tree(tmp_path / 'tree')
+    six = here_piece_rule(PREVIOUS, {}, 6)  # a share of 500 s: test_native_functions in 4, the stand-in in 3
+    assert sorted(_plan_of(test_dir, six).units) == sorted(
+        [f'test_native_functions{SEPARATOR}{i}/4' for i in range(1, 5)]
+        + [f'test_piece_standin{SEPARATOR}{i}/3' for i in range(1, 4)])
+    # the first attempt (3 slots) stored one of test_native_functions' 2 pieces and the whole stand-in
+    plan = _plan_of(test_dir, six, {f'test_native_functions{SEPARATOR}1/2', 'test_piece_standin'})
+    assert list(plan.units) == [f'test_native_functions{SEPARATOR}2/2']
+    with open(test_dir.parent / '.additional_ci_files' / 'test-times.json') as handle:
+        assert json.load(handle)['default']['default'] == {'test_native_functions': 1199}  # 2 x 600 - 1: 2 pieces
+    # all its pieces stored: done holds its name (results/pieces.with_merged), nothing of it runs again
+    assert list(_plan_of(test_dir, six, {'test_native_functions', 'test_piece_standin'}).units) == []
+
+
+def test_a_times_file_of_ours_is_emptied_when_nothing_is_cut_and_an_unwritable_one_is_said(harness, tmp_path):
+    test_dir = _tree(tmp_path / 'tree')
+    times = test_dir.parent / '.additional_ci_files' / 'test-times.json'
+    _plan_of(test_dir, here_piece_rule(PREVIOUS, {}, 3))
+    assert json.loads(times.read_text())['default']['default'] == {'test_native_functions': 1199,
+                                                                   'test_piece_standin': 1199}
+    short = here_piece_rule({'test_native_functions': 100, 'test_piece_standin': 50}, {}, 3)
+    assert all(SEPARATOR not in unit for unit in _plan_of(test_dir, short).units)
+    assert json.loads(times.read_text())['default']['default'] == {}  # the harness shards nothing of ours now
+    blocked = _tree(tmp_path / 'blocked')
+    (blocked.parent / '.additional_ci_files').write_text('a file where the directory would go')
+    lines = []
+    plan = _plan_of(blocked, here_piece_rule(PREVIOUS, {}, 3), lines=lines)
+    assert sorted(plan.units) == sorted(SUITES)
+    assert [line for line in lines if line.startswith('not splitting long suites: ')] == [
+        f"not splitting long suites: {blocked.parent / '.additional_ci_files' / 'test-times.json'} cannot be "
+        "written: File exists: suites run whole"], lines

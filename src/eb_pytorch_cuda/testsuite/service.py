@@ -24,7 +24,7 @@ from eb_pytorch_cuda.testsuite.run import discovery
 from eb_pytorch_cuda.testsuite.run.executor import Executor, execute
 from eb_pytorch_cuda.testsuite.run.here import HereExecutor
 from eb_pytorch_cuda.testsuite.run.launcher import PROCESSES, Launcher
-from eb_pytorch_cuda.testsuite.run.plan import PieceRule, RunRequest, here_piece_rule
+from eb_pytorch_cuda.testsuite.run.plan import HERE_PIECE_SECONDS, PieceRule, RunRequest, here_piece_rule
 from eb_pytorch_cuda.testsuite.run.reruns import rerun_failures
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite.policy.judging import Policy, ScopeContext, Verdict, detect_context, judge
@@ -208,10 +208,15 @@ def device_test_mode(requested: Union[bool, str], cuda_build: Callable[[], bool]
 
 
 def planned_slots(parallel: Union[int, str]) -> str:
-    """The dry run's words for parallel_test_suites (nothing is probed: the step sizes the node it runs on)."""
-    return (f'{parallel} call(s)' if parallel != 'auto' else
-            "as many calls as the test step's node holds (parallel_test_suites='auto': its CPUs, memory and GPU "
-            "memory; run/node)")
+    """The dry run's words for parallel_test_suites (nothing is probed: the step sizes the node it runs on), and
+    what more than one slot does with long suites (here_pieces)."""
+    slots = (f'{parallel} call(s)' if parallel != 'auto' else
+             "as many calls as the test step's node holds (parallel_test_suites='auto': its CPUs, memory and GPU "
+             "memory; run/node)")
+    if parallel == 'auto' or int(parallel) > 1:
+        slots += (f" (with more than one and the previous build's results, a suite longer than its share of the "
+                  f"node, at least {HERE_PIECE_SECONDS:.0f} s, runs as pieces side by side)")
+    return slots
 
 
 def batch_slots(parallel: Union[int, str], env: Mapping[str, str], device_tests: Optional[DeviceTestMode] = None,

@@ -8,14 +8,15 @@ to the build's store (run/store) as soon as it settles, so a rerun resumes with 
 calls are started through the launcher given (run/launcher; real processes by default).
 """
 
+import contextlib
 import functools
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, List, Optional, Sequence
+from typing import Callable, Iterator, List, Optional, Sequence
 
 from eb_pytorch_cuda.testsuite.results.model import SUITE_PASSED
-from eb_pytorch_cuda.testsuite.results.pieces import Piece
+from eb_pytorch_cuda.testsuite.results.pieces import Piece, with_merged
 from eb_pytorch_cuda.testsuite.results.records import StoreRecord
 from eb_pytorch_cuda.testsuite.run import discovery, solo
 from eb_pytorch_cuda.testsuite.run.batches import plan_batches, run_batch_to_the_end
@@ -72,30 +73,56 @@ class _Tally:
             return self.batches
 
 
+class _GpuShare:
+    """The GPUs of a run's slots, each job given the one running the fewest jobs now (not by start order: with two
+    GPUs, a long piece on one and the other idle, the next job goes to the idle one)."""
+
+    def __init__(self, gpus: Sequence[str]) -> None:
+        self.running = dict.fromkeys(gpus, 0)
+        self.lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def one(self) -> Iterator[Optional[str]]:
+        if not self.running:
+            yield None
+            return
+        with self.lock:
+            gpu = min(self.running, key=lambda name: self.running[name])
+            self.running[gpu] += 1
+        try:
+            yield gpu
+        finally:
+            with self.lock:
+                self.running[gpu] -= 1
+
+
 def run_here(plan: RunPlan, units: Sequence[str], store: ResultStore, *,
              progress: Optional[Callable[[str], None]] = None, launcher: Launcher = PROCESSES) -> List[str]:
     """Run every one of units not in store, in batches (the plan's batch_size suites a call, its parallel calls
-    at a time over its gpus, the suites the harness runs alone after the rest); store each record as it settles.
-    Returns the units run now."""
-    done = store.load()
-    todo = [unit for unit in units if unit not in done]
-    if progress and done:
-        progress(f'resuming: {len(done)} suite(s) already measured for this build, {len(todo)} to run')
-    tally = _Tally(store, len(units), len(done),
-                   sum(1 for record in done.values() if record.suite.status != SUITE_PASSED), progress)
+    at a time over its gpus, the suites the harness runs alone after the rest, seeing every GPU), a long suite's
+    pieces each alone in a slot; store each record as it settles.  A suite the store has whole, or as all its
+    pieces (results/pieces.with_merged), is done.  Returns the units run now."""
+    done = with_merged(store.load())
+    todo = [unit for unit in units if unit not in done and Piece.parse(unit).suite not in done]
+    measured = {key: record for key, record in done.items() if key in set(plan.suites) | set(units)}
+    if progress and measured:
+        progress(f'resuming: {len(measured)} suite(s) already measured for this build, {len(todo)} to run')
+    tally = _Tally(store, len(measured) + len(todo), len(measured),
+                   sum(1 for record in measured.values() if record.suite.status != SUITE_PASSED), progress)
     os.makedirs(plan.output_dir, exist_ok=True)
-    gpus = plan.gpus
+    share = _GpuShare(plan.gpus)
 
-    def one(batch: List[str]) -> None:
+    def one(batch: List[str], alone: bool = False) -> None:
         index = tally.next_batch()
-        gpu = gpus[index % len(gpus)] if gpus else None
         path = os.path.join(plan.output_dir, f'batch-{os.getpid()}-{index:04d}.log')
-        run_batch_to_the_end(plan, batch, tally, output_path=path, gpu=gpu, progress=progress, launcher=launcher)
+        with share.one() as gpu:
+            run_batch_to_the_end(plan, batch, tally, output_path=path, gpu=None if alone else gpu, progress=progress,
+                                 launcher=launcher)
 
-    def piece(key: str) -> None:  # a piece of a long suite: its shard alone (run/solo), in a slot of its own
-        index = tally.next_batch()
-        tally.settled(key, solo.run_suite(plan, key, gpu=gpus[index % len(gpus)] if gpus else None,
-                                          launcher=launcher))
+    def piece(key: str, alone: bool = False) -> None:  # a piece of a long suite: its shard alone (run/solo)
+        tally.next_batch()
+        with share.one() as gpu:
+            tally.settled(key, solo.run_suite(plan, key, gpu=None if alone else gpu, launcher=launcher))
 
     cut = [key for key in todo if not Piece.parse(key).whole]
     serial_cut = [key for key in cut if plan.harness.must_serial(Piece.parse(key).suite)]
@@ -113,7 +140,7 @@ def run_here(plan: RunPlan, units: Sequence[str], store: ResultStore, *,
         for job in jobs:
             job()
     for key in serial_cut:  # the harness runs these suites alone: so do their pieces, one after another
-        piece(key)
+        piece(key, alone=True)
     for batch in (batch for batch, alone in batches if alone):
-        one(batch)
+        one(batch, alone=True)
     return todo

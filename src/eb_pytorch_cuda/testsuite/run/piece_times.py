@@ -14,6 +14,7 @@ import json
 import os
 from typing import Iterable, Optional
 
+from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.inputs import write_atomically
 from eb_pytorch_cuda.testsuite.results.pieces import Piece
 from eb_pytorch_cuda.testsuite.run.harness import Harness
@@ -43,7 +44,27 @@ def write_times(test_dir: str, harness: Harness, pieces: Iterable[Piece]) -> Opt
             ours = False
         if not ours:
             return f'{path} exists and was not written by this plugin: suites run whole'
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    write_atomically(path, json.dumps({MARK: True, 'default': {'default': {
-        suite: THRESHOLD * count - 1 for suite, count in sorted(counts.items())}}}, indent=1, allow_nan=False))
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        write_atomically(path, json.dumps({MARK: True, 'default': {'default': {
+            suite: THRESHOLD * count - 1 for suite, count in sorted(counts.items())}}}, indent=1, allow_nan=False))
+    except OSError as err:  # a read-only tree: the suites run whole, said in one line
+        return f'{path} cannot be written: {err.strerror}: suites run whole'
+    except PluginError as err:  # write_atomically's own (the file itself): the same
+        return f'{err}: suites run whole'
     return None
+
+
+def clear_times(test_dir: str, harness: Harness) -> None:
+    """Empty a times file of ours an earlier run left (its counts would still have the harness shard those suites
+    in a run that cuts none); a file of anyone else's, or none, is left alone, and so is one we cannot write."""
+    path = times_path(test_dir, harness)
+    if path is None or not os.path.exists(path):
+        return
+    try:
+        with open(path) as handle:
+            ours = MARK in json.load(handle)
+    except (OSError, ValueError, TypeError):
+        return
+    if ours:
+        write_times(test_dir, harness, [])

@@ -123,9 +123,16 @@ def build_plan(request: RunRequest, progress: Optional[Callable[[str], None]] = 
     timeouts = dict(request.timeouts)
     if request.pieces is not None:
         rule = request.pieces
-        units = [unit for unit in units if unit.key not in request.done]
-        units = _cut(command.cwd, harness, [unit.suite for unit in units if unit.whole], rule, progress) + \
-            [unit for unit in units if not unit.whole]
+        # a suite stored whole (or as all its pieces: done holds its name) is done; one partly run as pieces keeps
+        # the count it was cut into (a resume with another slot count would cut it otherwise: all of it again)
+        started = _partly_run(request.done)
+        units = [unit for unit in units if unit.key not in request.done and unit.suite not in request.done]
+        kept = [pieces.Piece(suite, index, count) for suite, count in sorted(started.items())
+                for index in range(1, count + 1)]
+        units = _cut(command.cwd, harness, [unit.suite for unit in units if unit.whole and unit.suite not in started],
+                     rule, progress, kept) + \
+            [unit for unit in units if not unit.whole and unit.suite not in started]
+        units = [unit for unit in units if unit.key not in request.done]  # a kept piece already stored
         expected = dict(rule.previous_seconds,
                         **pieces.expected_of(units, rule.previous_seconds, rule.previous_test_seconds))
         timeouts.update(piece_timeouts(request.timeouts, expected, units))  # a piece's: its share of its suite's
@@ -137,20 +144,35 @@ def build_plan(request: RunRequest, progress: Optional[Callable[[str], None]] = 
                    request.batch_size)
 
 
+def _partly_run(done: FrozenSet[str]) -> Dict[str, int]:
+    """{suite: the count its stored pieces were cut into} for each suite with pieces among done and no record of
+    its own there (results/pieces.with_merged puts a complete one's name in done)."""
+    found: Dict[str, int] = {}
+    for key in sorted(done):
+        piece = pieces.Piece.parse(key)
+        if not piece.whole and piece.suite not in done:
+            found.setdefault(piece.suite, piece.count)
+    return found
+
+
 def _cut(test_dir: str, harness: Harness, suites: Sequence[str], rule: PieceRule,
-         progress: Callable[[str], None]) -> list:
+         progress: Callable[[str], None], kept: Sequence[pieces.Piece] = ()) -> list:
     """The units of suites: those expected to take longer than rule.piece_seconds as their pieces, when the
-    harness can split them (a times file for its `--shard`: run/piece_times); a suite with a custom handler
-    stays whole (its handler runs the file its own way, and sets its own report directory)."""
+    harness can split them (a times file for its `--shard`: run/piece_times), and kept (pieces of suites a
+    previous attempt cut) as they are; a suite with a custom handler stays whole (its handler runs the file its
+    own way, and sets its own report directory).  With nothing cut, a times file of ours left by an earlier run
+    is emptied: it would have the harness shard those suites inside our batches."""
     splittable = {suite: seconds for suite, seconds in rule.previous_seconds.items() if not harness.has_handler(suite)}
     units = (pieces.split(suites, splittable, rule.piece_seconds, rule.previous_test_seconds) if rule.piece_seconds
              else [pieces.Piece(suite) for suite in suites])
+    units += list(kept)
     if all(unit.whole for unit in units):
+        piece_times.clear_times(test_dir, harness)
         return units
     why_not = piece_times.write_times(test_dir, harness, units)
     if why_not:
         progress(f'not splitting long suites: {why_not}')
-        return [pieces.Piece(suite) for suite in suites]
+        return [pieces.Piece(suite) for suite in dict.fromkeys(unit.suite for unit in units)]
     split = sorted({unit.suite for unit in units if not unit.whole})
     progress(f"{len(split)} long suite(s) run as pieces ({sum(not unit.whole for unit in units)} in all): "
              + ', '.join(split))
