@@ -98,7 +98,7 @@ class SlurmExecutor:
         for path, what in checks:
             slurm.refuse_node_local(path, what, self.options.shared_paths, environ)
         slurm.job_options(self.options.slurm_settings, environ)
-        return replace(request, pieces=self.options.pieces, done=frozenset(store.load()))
+        return replace(request, pieces=self.options.pieces)  # what is stored: run/executor.execute fills it in
 
     def run(self, plan: RunPlan, units: Sequence[str], store: ResultStore) -> None:
         run_spread(plan, units, store, jobs=self.jobs, options=self.options, progress=self.progress)
