@@ -81,6 +81,22 @@ def eb_stack(request, tmp_path_factory, eb_sources):
     return request.param, prefix
 
 
+@pytest.fixture
+def eb(eb_stack, tmp_path, eb_sources):
+    """A real eb with a fresh install prefix for PyTorch, seeing the cuDNN module of the stack."""
+    from eb_runner import EbRunner
+    version, stack = eb_stack
+    return EbRunner(version, tmp_path / 'eb', eb_sources, modulepath=[stack / 'modules' / 'all'])
+
+
+@pytest.fixture(scope='session')
+def harness26():
+    """PyTorch's real 2.6.0 harness is there (environment.REAL_TREE, REAL_PYTHON): else skipped, or failed under
+    CI, before any fixture after it (the real Slurm) starts."""
+    from environment import need_real_harness
+    need_real_harness()
+
+
 # ---- tiers (README "Tests"): one marker per test, from what it needs; `-m unit` is the fast loop ----------
 # real_harness: PyTorch's own run_test.py (2.1 line, 2.6); real_eb: real EasyBuild runs (4.9.4, 5.4.1);
 # slurm: the real single-node Slurm; real_tools: gcc-built ELF files, patchelf, the glibc loader, the real

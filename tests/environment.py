@@ -15,6 +15,12 @@ REQUIRE_ALL = 'EB_PYTORCH_CUDA_REQUIRE_ALL'
 HARNESS21_ABSENT = ('the 2.1-line harness (.venvs/pytorch-2.1-harness) is not there: tools/setup.sh copies it from '
                     '../shared/pytorch-2.1-harness, which a clone with nothing beside it lacks')
 
+# PyTorch's real 2.6.0 harness (tools/setup.sh's harness block): Debian's source (test/, tools/, version.txt) and
+# a Python with torch 2.6.0 and run_test.py's needs
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REAL_TREE = os.path.join(REPO, '.venvs', 'pytorch-src', 'pytorch-v2.6.0')
+REAL_PYTHON = os.path.join(REPO, '.venvs', 'harness', 'bin', 'python')
+
 
 def missing(what: str) -> None:
     """Skip (or, under CI, fail) the test for lack of what, named with how to get it."""
@@ -22,3 +28,9 @@ def missing(what: str) -> None:
     if os.environ.get(REQUIRE_ALL) == '1':
         pytest.fail(f'{message} ({REQUIRE_ALL}=1: nothing may be skipped)')
     pytest.skip(message)
+
+
+def need_real_harness() -> None:
+    """Go on only where the real 2.6.0 harness (REAL_TREE, REAL_PYTHON) is there; else `missing` names it."""
+    if not (os.path.isfile(os.path.join(REAL_TREE, 'test', 'run_test.py')) and os.access(REAL_PYTHON, os.X_OK)):
+        missing("PyTorch's real harness (.venvs/pytorch-src, .venvs/harness of tools/setup.sh's harness block)")

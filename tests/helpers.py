@@ -13,6 +13,7 @@ tier, which starts none: tests/test_unit_tier_pure.py).
 import contextlib
 import gzip
 import io
+import json
 import os
 import shutil
 import subprocess
@@ -20,6 +21,8 @@ import sys
 import time
 from pathlib import Path
 from typing import NamedTuple, Optional
+
+from environment import REAL_TREE
 
 from eb_pytorch_cuda import standins
 
@@ -44,9 +47,11 @@ def console_script():
     return shutil.which('eb-pytorch-cuda', path=os.path.dirname(sys.executable) + os.pathsep + os.environ['PATH'])
 
 
-def cli(*args, check_rc=None):
-    """Run the installed eb-pytorch-cuda console script; return the CompletedProcess."""
-    done = subprocess.run([console_script(), *map(str, args)], capture_output=True, text=True)
+def cli(*args, check_rc=None, timeout=None, env=None):
+    """Run the installed eb-pytorch-cuda console script (with env in place of this environment, for at most
+    timeout seconds, where given); return the CompletedProcess."""
+    done = subprocess.run([console_script(), *map(str, args)], capture_output=True, text=True, timeout=timeout,
+                          env=env)
     if check_rc is not None:
         assert done.returncode == check_rc, (done.stdout, done.stderr)
     return done
@@ -110,6 +115,31 @@ def standin_source(source):
     """source: the whole stand-in source tree (test/run_test.py, tools/, torch/, ...) without any suite."""
     shutil.copytree(standins.TORCH_SOURCES, source, ignore=shutil.ignore_patterns('test_*.py'))
     return source
+
+
+def real_tree(root):
+    """root/test: test/ and tools/ (run_test.py imports tools.testing) and version.txt of PyTorch's real 2.6.0
+    tree, copied (the harness writes test/test-reports into its tree; a report left in REAL_TREE is not)."""
+    for part in ('test', 'tools'):
+        shutil.copytree(os.path.join(REAL_TREE, part), root / part, ignore=shutil.ignore_patterns('test-reports'))
+    shutil.copy(os.path.join(REAL_TREE, 'version.txt'), root)
+    return root / 'test'
+
+
+def comparable(result):
+    """What the verdict and report depend on: each suite's status, counts and failing tests (not its time)."""
+    return {name: (suite.status, suite.counts, sorted(t.test_id for t in suite.failed_tests))
+            for name, suite in result.suites.items()}
+
+
+def stored_records(results):
+    """{suite name: its record} of the results directory's results.jsonl (a later line of a suite wins)."""
+    records = {}
+    with open(results / 'results.jsonl') as handle:
+        for line in handle:
+            record = json.loads(line)
+            records[record['suite']['name']] = record
+    return records
 
 
 def gcc(out, source, *flags):

@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from helpers import cli
+from helpers import cli, console_script, standin_test_tree
 
 
 def _assert_clean_failure(done, path, problem):
@@ -120,12 +120,9 @@ def test_patchelf_failure_leaves_no_temporary_file(standin8, monkeypatch, tmp_pa
 def test_fifo_named_like_a_library_is_refused_without_blocking(tmp_path, command):
     fifo = tmp_path / 'libfifo.so'
     os.mkfifo(fifo)
-    import shutil
     import subprocess
-    import sys
-    script = shutil.which('eb-pytorch-cuda', path=os.path.dirname(sys.executable) + os.pathsep + os.environ['PATH'])
     try:
-        done = subprocess.run([script, command, str(fifo), 'libm.so.6'], capture_output=True, text=True, timeout=30)
+        done = cli(command, fifo, 'libm.so.6', timeout=30)
     except subprocess.TimeoutExpired:  # pragma: no cover
         pytest.fail(f'{command} blocked on a FIFO')
     _assert_clean_failure(done, fifo, 'is a FIFO (named pipe), not a regular file')
@@ -218,15 +215,10 @@ def test_a_negative_budget_is_refused(tmp_path):
 
 
 def test_a_fifo_named_xml_in_a_report_directory_is_refused_not_waited_on(tmp_path):
-    import shutil
-    import subprocess
-    import sys
     reports = tmp_path / 'test-reports' / 'python-pytest' / 'test_x'
     reports.mkdir(parents=True)
     os.mkfifo(reports / 'test_x-1.xml')
-    script = shutil.which('eb-pytorch-cuda', path=os.path.dirname(sys.executable))
-    done = subprocess.run([script, 'report', str(tmp_path / 'test-reports')], capture_output=True, text=True,
-                          timeout=120)  # a hang would raise TimeoutExpired here: the test fails, it does not hang
+    done = cli('report', tmp_path / 'test-reports', timeout=120)  # a hang: TimeoutExpired, the test fails
     _assert_clean_failure(done, reports / 'test_x-1.xml', 'is a FIFO (named pipe), not a regular file')
 
 
@@ -301,11 +293,9 @@ _PEAK = ('import resource, subprocess, sys; code = subprocess.call(sys.argv[2:])
 
 def _report_peak(tmp_path, *paths):
     """(returncode, stdout, stderr, peak resident set in MB) of a real `report` process."""
-    import shutil
     import sys
-    script = shutil.which('eb-pytorch-cuda', path=os.path.dirname(sys.executable) + os.pathsep + os.environ['PATH'])
     peak = tmp_path / 'peak'
-    done = subprocess.run([sys.executable, '-c', _PEAK, str(peak), script, 'report', *map(str, paths)],
+    done = subprocess.run([sys.executable, '-c', _PEAK, str(peak), console_script(), 'report', *map(str, paths)],
                           capture_output=True, text=True)
     return done.returncode, done.stdout, done.stderr, int(peak.read_text()) / 1024
 
@@ -371,14 +361,9 @@ if __name__ == '__main__':
 
 
 def test_a_failed_test_whose_id_is_too_long_to_rerun_is_skipped_and_the_verdict_given(tmp_path):
-    import shutil
     import sys
-    from eb_pytorch_cuda import standins
     tree = tmp_path / 'src'
-    shutil.copytree(os.path.join(standins.TORCH_SOURCES, 'test'), tree / 'test')
-    for name in os.listdir(tree / 'test'):
-        if name.startswith('test_'):
-            os.unlink(tree / 'test' / name)
+    standin_test_tree(tree, keep=())
     (tree / 'test' / 'test_long.py').write_text(LONG_TEST)
     results = tmp_path / 'results'
     done = cli('test-suite', tree, '--python', sys.executable, '--results', results, '--rerun', '1',
@@ -399,11 +384,8 @@ def test_a_failed_test_whose_id_is_too_long_to_rerun_is_skipped_and_the_verdict_
 # --- issue 35: writing errors name the file or stream; refusals create nothing ---
 
 def _report_argv():
-    import shutil
-    import sys
-    script = shutil.which('eb-pytorch-cuda', path=os.path.dirname(sys.executable) + os.pathsep + os.environ['PATH'])
     log = os.path.join(os.path.dirname(__file__), 'data', 'pytorch_corpus', 'logs', 'run_test-2.6-plain.log')
-    return [script, 'report', log]
+    return [console_script(), 'report', log]
 
 
 @pytest.mark.parametrize('extra', [[], ['--format', 'json'], ['--format', 'markdown']])

@@ -4,7 +4,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -201,9 +200,8 @@ def test_a_library_found_only_through_ld_library_path_is_named_so(standin8, tmp_
     elsewhere = tmp_path / 'cuda-like'
     elsewhere.mkdir()
     os.rename(f'{standin8.cudnn_lib}/libcudnn_cnn_train.so.8', elsewhere / 'libcudnn_cnn_train.so.8')
-    script = shutil.which('eb-pytorch-cuda', path=os.path.dirname(sys.executable) + os.pathsep + os.environ['PATH'])
-    done = subprocess.run([script, 'doctor', '--executable', 'none', standin8.torch_lib, '--ld-so-cache', 'none'],
-                          env={**os.environ, 'LD_LIBRARY_PATH': str(elsewhere)}, capture_output=True, text=True)
+    done = cli('doctor', '--executable', 'none', standin8.torch_lib, '--ld-so-cache', 'none',
+               env={**os.environ, 'LD_LIBRARY_PATH': str(elsewhere)})
     assert done.returncode == 1, done.stdout + done.stderr
     assert (f'although {elsewhere}/libcudnn_cnn_train.so.8 exists; {elsewhere} is reached only through '
             f'LD_LIBRARY_PATH') in done.stdout

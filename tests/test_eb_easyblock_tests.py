@@ -11,16 +11,11 @@ import re
 import pytest
 
 from eb_pytorch_cuda.process import GRACE_SECONDS
-from eb_runner import REPO, TEST_EASYCONFIGS, EbRunner
+from eb_runner import REPO, TEST_EASYCONFIGS
 from procs import none_left
 
 EASYBLOCK = REPO / 'easybuild' / 'easyblocks' / 'p' / 'pytorch.py'
 EC = 'PyTorch-2.1.2-standin-easyblock.eb'
-
-
-@pytest.fixture
-def eb(eb_stack, tmp_path, eb_sources):
-    return EbRunner(eb_stack[0], tmp_path / 'eb', eb_sources, modulepath=[eb_stack[1] / 'modules' / 'all'])
 
 
 def run(eb, easyconfig=EC, env=None, *options):

@@ -7,21 +7,12 @@ sanity check proves it.  The negative runs check the sanity check's messages.
 
 import shutil
 
-import pytest
-
 from eb_pytorch_cuda.elf.reader import read_elf
-from eb_runner import REPO, EbRunner
+from eb_runner import REPO
 
 EASYBLOCK = REPO / 'easybuild' / 'easyblocks' / 'p' / 'pytorch.py'
 
 PYTORCH_EC = 'PyTorch-2.1.2-standin.eb'
-
-
-@pytest.fixture
-def eb(eb_stack, tmp_path, eb_sources):
-    """A fresh install prefix for PyTorch, seeing the cuDNN module of the stack."""
-    version, stack = eb_stack
-    return EbRunner(version, tmp_path / 'eb', eb_sources, modulepath=[stack / 'modules' / 'all'])
 
 
 def installed_library(eb):

@@ -8,9 +8,9 @@ two by the previous run's times (run/plan.here_piece_rule with 3 slots: a share 
 import json
 import os
 
-import pytest
-from environment import missing
-from test_slurm_pieces import KNOWN, PREVIOUS, REAL_PYTHON, REAL_TREE, SUITES, _comparable, _tree
+from environment import REAL_PYTHON
+from helpers import comparable
+from test_slurm_pieces import KNOWN, PREVIOUS, SUITES, _tree
 
 from eb_pytorch_cuda.testsuite.policy.judging import KnownFailure, Policy, judge
 from eb_pytorch_cuda.testsuite.results.pieces import SEPARATOR
@@ -21,13 +21,7 @@ from eb_pytorch_cuda.testsuite.run.plan import RunRequest, here_piece_rule
 from eb_pytorch_cuda.testsuite.run.store import ResultStore
 
 
-@pytest.fixture(scope='module')
-def harness():
-    if not (os.path.exists(os.path.join(REAL_TREE, 'test', 'run_test.py')) and os.path.exists(REAL_PYTHON)):
-        missing("PyTorch's real harness (.venvs/pytorch-src, .venvs/harness of tools/setup.sh's harness block)")
-
-
-def test_long_suites_in_pieces_side_by_side_here_give_the_unsplit_result(harness, tmp_path):
+def test_long_suites_in_pieces_side_by_side_here_give_the_unsplit_result(harness26, tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ('PYTHONPATH', 'CI')}
     serial_dir = _tree(tmp_path / 'serial')
     _plan, serial = execute(HereExecutor(), RunRequest(Command(str(serial_dir), {}, [REAL_PYTHON, 'run_test.py']),
@@ -44,7 +38,7 @@ def test_long_suites_in_pieces_side_by_side_here_give_the_unsplit_result(harness
                            ResultStore(str(tmp_path / 'pieces-results' / 'r.jsonl'), 'real'), lines.append)
     assert sorted(plan.units) == sorted(f'{suite}{SEPARATOR}{index}/2' for suite in SUITES for index in (1, 2))
     assert plan.parallel == 3 and any(line.startswith('2 long suite(s) run as pieces (4 in all)') for line in lines)
-    assert _comparable(result) == _comparable(serial), lines
+    assert comparable(result) == comparable(serial), lines
     assert result.suites['test_native_functions'].status == 'passed'
     assert result.suites['test_native_functions'].counts['passed'] == 11
     assert [t.test_id for t in result.suites['test_piece_standin'].failed_tests] == ['TestPieces.test_zz_known_failure']
@@ -62,7 +56,7 @@ def _plan_of(test_dir, rule, done=frozenset(), lines=None):
     return build_plan(request, (lines if lines is not None else []).append)
 
 
-def test_a_resumed_run_keeps_the_count_its_stored_pieces_were_cut_into(harness, tmp_path):
+def test_a_resumed_run_keeps_the_count_its_stored_pieces_were_cut_into(harness26, tmp_path):
     test_dir = _tree(tmp_path / 'tree')
     six = here_piece_rule(PREVIOUS, {}, 6)  # a share of 500 s: test_native_functions in 4, the stand-in in 3
     assert sorted(_plan_of(test_dir, six).units) == sorted(
@@ -77,7 +71,7 @@ def test_a_resumed_run_keeps_the_count_its_stored_pieces_were_cut_into(harness, 
     assert list(_plan_of(test_dir, six, {'test_native_functions', 'test_piece_standin'}).units) == []
 
 
-def test_a_times_file_of_ours_is_emptied_when_nothing_is_cut_and_an_unwritable_one_is_said(harness, tmp_path):
+def test_a_times_file_of_ours_is_emptied_when_nothing_is_cut_and_an_unwritable_one_is_said(harness26, tmp_path):
     test_dir = _tree(tmp_path / 'tree')
     times = test_dir.parent / '.additional_ci_files' / 'test-times.json'
     _plan_of(test_dir, here_piece_rule(PREVIOUS, {}, 3))

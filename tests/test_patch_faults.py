@@ -20,7 +20,7 @@ import time
 
 import pytest
 
-from helpers import cli, one_line_error, run_loadcheck, wait_for
+from helpers import cli, console_script as _script, one_line_error, run_loadcheck, wait_for
 from eb_pytorch_cuda import standins
 from eb_pytorch_cuda.elf.reader import read_elf
 from eb_pytorch_cuda.patch.needed import add_needed
@@ -32,10 +32,6 @@ BIG_MB = 128
 TRIES_PER_SIGNAL = 20  # at least; more until enough landed inside the patch (_landed_inside)
 MAX_TRIES_PER_SIGNAL = 200
 SEED = 15
-
-
-def _script():
-    return shutil.which('eb-pytorch-cuda', path=os.path.dirname(sys.executable) + os.pathsep + os.environ['PATH'])
 
 
 def _digest(path):

@@ -5,6 +5,7 @@ import os
 
 import pytest
 from environment import missing
+from helpers import standin_test_tree
 
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite.results.pieces import PIECE_SECONDS, Piece, expected_of, key_of, piece_count, split
@@ -178,14 +179,12 @@ def test_a_real_run_writes_its_tests_times_into_the_results_json_and_the_next_ru
     that KEPT_FROM (a size rule: only suites of 300 s and more keep their tests' times) can be 0 for its
     one-second suite; then `report` reads the JSON, and the spread's reader gets the times back."""
     import json
-    import shutil
     import sys
-    from eb_pytorch_cuda import standins
     from eb_pytorch_cuda.cli import main
     from eb_pytorch_cuda.testsuite.results import testtimes
     from eb_pytorch_cuda.testsuite.spread import controller
     tree = tmp_path / 'src'
-    shutil.copytree(os.path.join(standins.TORCH_SOURCES, 'test'), tree / 'test')
+    standin_test_tree(tree)
     monkeypatch.setattr(testtimes, 'KEPT_FROM', 0)
     results = tmp_path / 'results'
     assert main(['test-suite', str(tree), '--python', sys.executable, '--results', str(results), '--format', 'json',
@@ -296,12 +295,10 @@ def test_a_pieces_timeout_is_its_share_of_its_suites_by_the_same_rule_with_its_f
 def test_a_jobs_worker_kills_a_hung_piece_at_the_pieces_own_timeout_not_its_suites(tmp_path):
     """The stand-in harness's test_hang (it sleeps for ever) run as a spread job's worker runs a piece: the
     spec's timeouts give the suite 600 s and the piece 2 s (what piece_timeouts writes there, scaled down)."""
-    import shutil
     import sys
     import time
-    from eb_pytorch_cuda import standins
     from eb_pytorch_cuda.testsuite.spread.worker import plan_of_spec, run_one
-    shutil.copytree(os.path.join(standins.TORCH_SOURCES, 'test'), tmp_path / 'test')
+    standin_test_tree(tmp_path)
     (tmp_path / 'out').mkdir()
     spec = {'cwd': str(tmp_path / 'test'), 'argv': [sys.executable, 'run_test.py'], 'output_dir': str(tmp_path / 'out'),
             'timeouts': {'': 10800, 'test_hang': 600, 'test_hang#shard1/2': 2}, 'env': {}, 'slots': 1,

@@ -13,12 +13,12 @@ shown by the stand-in (tests/test_eb_easyblock_tests.py, tests/test_run_here.py)
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 
 import pytest
-from environment import missing
+from environment import REAL_PYTHON as PYTHON, REAL_TREE as TREE
+from helpers import cli, real_tree, stored_records
 
 from eb_pytorch_cuda.cli import main
 from eb_pytorch_cuda.errors import PluginError
@@ -30,23 +30,16 @@ from eb_pytorch_cuda.testsuite.run.command import TestCommand as Command  # not 
 from eb_pytorch_cuda.testsuite.run.harness import read_harness
 from eb_pytorch_cuda.testsuite.results.outcome import Ending, build_outcome, remove_reports
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TREE = os.path.join(REPO, '.venvs', 'pytorch-src', 'pytorch-v2.6.0')
-PYTHON = os.path.join(REPO, '.venvs', 'harness', 'bin', 'python')
 SUITES = ['test_show_pickle', 'test_per_overload_api', 'test_type_info', 'test_native_functions',
           'test_cuda_primary_ctx', 'test_ci_sanity_check_fail', 'test_logging']
 NOT_SERIAL = ['test_per_overload_api', 'test_type_info', 'test_native_functions', 'test_logging']
 
 
 @pytest.fixture(scope='module')
-def tree(tmp_path_factory):
+def tree(harness26, tmp_path_factory):
     """A private copy of the real tree (the harness writes test/test-reports into it)."""
-    if not (os.path.isfile(os.path.join(TREE, 'test', 'run_test.py')) and os.access(PYTHON, os.X_OK)):
-        missing('the real PyTorch 2.6.0 harness is missing')
     copy = tmp_path_factory.mktemp('real') / 'pytorch'
-    copy.mkdir()
-    for part in ('test', 'tools'):
-        shutil.copytree(os.path.join(TREE, part), copy / part, ignore=shutil.ignore_patterns('test-reports'))
+    real_tree(copy)
     return copy
 
 
@@ -59,18 +52,8 @@ def suite_run(tree, tmp_path_factory):
     results = tmp_path_factory.mktemp('results')
     argv = ['test-suite', str(tree), '--python', PYTHON, '--runtest', _runtest('-i', *SUITES),
             '--parallel', '2', '--results', str(results), '--format', 'json']
-    done = subprocess.run([_cli(), *argv], capture_output=True, text=True, timeout=1500,
-                          env=dict(os.environ, CI='true'))  # as in a CI runner; the step must not take it on
-    records = {}
-    with open(results / 'results.jsonl') as handle:
-        for line in handle:
-            record = json.loads(line)
-            records[record['suite']['name']] = record
-    return done, records, results, argv
-
-
-def _cli():
-    return os.path.join(os.path.dirname(sys.executable), 'eb-pytorch-cuda')
+    done = cli(*argv, timeout=1500, env=dict(os.environ, CI='true'))  # as in a CI runner; the step must not take it on
+    return done, stored_records(results), results, argv
 
 
 def test_every_selected_suite_ran_with_its_real_outcome(suite_run):
@@ -125,8 +108,7 @@ def test_the_same_command_again_runs_nothing_and_a_known_failure_passes_it(suite
                           "description = 'x'\ntoolchain = SYSTEM\nmax_failed_tests = 0\n"
                           "known_test_failures = {'': [('test_ci_sanity_check_fail', 'passes outside CI, "
                           "so its handler reports a failure')]}\n")
-    done = subprocess.run([_cli(), *argv[:-2], '--format', 'text', '--easyconfig', str(easyconfig)],
-                          capture_output=True, text=True, timeout=600)
+    done = cli(*argv[:-2], '--format', 'text', '--easyconfig', easyconfig, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     assert f'resuming: {len(SUITES)} suite(s) already measured for this build, 0 to run' in done.stderr
     assert 'verdict: PASS' in done.stdout

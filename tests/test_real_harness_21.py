@@ -13,11 +13,11 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 
 import pytest
 from environment import HARNESS21_ABSENT, missing
+from helpers import cli, stored_records
 
 from eb_pytorch_cuda.cli import main
 from eb_pytorch_cuda.testsuite.run import discovery
@@ -46,10 +46,6 @@ LIVE_PASSED = dict(PASSED, test_function_schema=15, test_native_functions=11)
 def _recorded(name):
     with open(os.path.join(DATA, f'{name}.json')) as handle:
         return json.load(handle)
-
-
-def _cli():
-    return os.path.join(os.path.dirname(sys.executable), 'eb-pytorch-cuda')
 
 
 # ---- the recorded real outputs --------------------------------------------------------------------------
@@ -147,14 +143,17 @@ def test_unittest_mode_runs_nothing_in_this_harness_and_nothing_passes(capsys):
 # ---- the harness run live ------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope='module')
-def tree(tmp_path_factory):
-    """A private copy of the 2.1-line tree (the harness writes test/test-reports into it)."""
+def _tree_copy(copy):
+    """copy: a private copy of the 2.1-line tree (the harness writes test/test-reports into it)."""
     if not (os.path.isfile(os.path.join(TREE, 'test', 'run_test.py')) and os.access(PYTHON, os.X_OK)):
         missing(HARNESS21_ABSENT)
-    copy = tmp_path_factory.mktemp('real21') / 'pytorch'
     shutil.copytree(TREE, copy, ignore=shutil.ignore_patterns('test-reports'))
     return copy
+
+
+@pytest.fixture(scope='module')
+def tree(tmp_path_factory):
+    return _tree_copy(tmp_path_factory.mktemp('real21') / 'pytorch')
 
 
 def test_discovery_asks_the_harness_which_prints_nothing_and_gets_its_shard(tree):
@@ -183,14 +182,8 @@ def suite_run(tree, tmp_path_factory):
     argv = ['test-suite', str(tree), '--python', PYTHON, '--runtest',
             'cd test && %(python)s run_test.py --continue-through-error -i ' + ' '.join(LIVE),
             '--easyconfig', str(easyconfig), '--results', str(results), '--format', 'json']
-    done = subprocess.run([_cli(), *argv], capture_output=True, text=True, timeout=1500,
-                          env=dict(os.environ, CI='true'))
-    records = {}
-    with open(results / 'results.jsonl') as handle:
-        for line in handle:
-            record = json.loads(line)
-            records[record['suite']['name']] = record
-    return done, records, results, argv
+    done = cli(*argv, timeout=1500, env=dict(os.environ, CI='true'))
+    return done, stored_records(results), results, argv
 
 
 def test_test_suite_runs_the_real_suites_and_passes_with_the_budget(suite_run):
@@ -224,7 +217,7 @@ def test_the_harness_serial_suites_run_after_the_others_in_one_call(suite_run):
 
 def test_the_same_command_again_runs_nothing_and_report_rejudges_the_saved_json(suite_run, capsys):
     _done, _records, results, argv = suite_run
-    done = subprocess.run([_cli(), *argv[:-2], '--format', 'text'], capture_output=True, text=True, timeout=600)
+    done = cli(*argv[:-2], '--format', 'text', timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     assert f'resuming: {len(LIVE)} suite(s) already measured for this build, 0 to run' in done.stderr
     saved = results / 'pytorch-test-results.json'
@@ -254,10 +247,7 @@ def test_a_suite_run_as_two_pieces_merges_to_the_whole_suites_result(tmp_path):
     from eb_pytorch_cuda.testsuite.run.harness import harness_of
     from eb_pytorch_cuda.testsuite.run.plan import RunRequest, build_plan
     from eb_pytorch_cuda.testsuite.run.store import ResultStore
-    if not (os.path.isfile(os.path.join(TREE, 'test', 'run_test.py')) and os.access(PYTHON, os.X_OK)):
-        missing(HARNESS21_ABSENT)
-    shutil.copytree(TREE, tmp_path / 'pytorch', ignore=shutil.ignore_patterns('test-reports'))
-    test_dir = str(tmp_path / 'pytorch' / 'test')
+    test_dir = str(_tree_copy(tmp_path / 'pytorch') / 'test')
     command = Command(test_dir, {}, [PYTHON, 'run_test.py', '--continue-through-error'])
     env = harness_environment({k: v for k, v in os.environ.items() if k not in ('PYTHONPATH', 'CI')}, command)
     suite = 'test_native_functions'
@@ -296,8 +286,8 @@ def test_test_suite_with_an_easyconfig_runs_its_own_runtest_pretestopts_and_test
         "excluded_tests = {'': ['test_license']}\n"
         "pretestopts = 'export EB_TEST_FROM_PRETESTOPTS=yes && '\ntestopts = '--shard 1 1'\n")
     results = tmp_path / 'results'
-    done = subprocess.run([_cli(), 'test-suite', str(tree), '--python', PYTHON, '--easyconfig', str(easyconfig),
-                           '--results', str(results), '--format', 'json'], capture_output=True, text=True, timeout=900)
+    done = cli('test-suite', tree, '--python', PYTHON, '--easyconfig', easyconfig, '--results', results,
+               '--format', 'json', timeout=900)
     assert done.returncode == 0, done.stderr
     said = [line for line in done.stderr.splitlines() if 'test command (' in line]
     assert len(said) == 1, done.stderr
@@ -310,10 +300,9 @@ def test_test_suite_with_an_easyconfig_runs_its_own_runtest_pretestopts_and_test
     suites = {suite['name']: suite for suite in data['suites']}
     assert sorted(suites) == ['test_show_pickle', 'test_type_info']  # -i, less the excluded one
     assert suites['test_type_info']['counts']['passed'] == PASSED['test_type_info']
-    default = subprocess.run([_cli(), 'test-suite', str(tree), '--python', PYTHON, '--easyconfig', str(easyconfig),
-                              '--runtest', 'cd test && %(python)s run_test.py -i test_type_info',
-                              '--results', str(tmp_path / 'given'), '--format', 'json'],
-                             capture_output=True, text=True, timeout=900)
+    default = cli('test-suite', tree, '--python', PYTHON, '--easyconfig', easyconfig,
+                  '--runtest', 'cd test && %(python)s run_test.py -i test_type_info',
+                  '--results', tmp_path / 'given', '--format', 'json', timeout=900)
     assert default.returncode == 0, default.stderr
     assert "test command (--runtest, no shell)" in default.stderr  # --runtest wins over the easyconfig's
     assert [suite['name'] for suite in json.loads(default.stdout)['suites']] == ['test_type_info']
@@ -335,10 +324,9 @@ def test_a_gpu_seen_with_a_cuda_torch_runs_the_cuda_mode_and_zero_cuda_tests_fai
     env.pop('CUDA_VISIBLE_DEVICES', None)
     runs = {}
     for mode in ('auto', 'true'):
-        done = subprocess.run([_cli(), 'test-suite', str(tree), '--python', PYTHON, '--runtest',
-                               'cd test && %(python)s run_test.py --continue-through-error -i test_type_info',
-                               '--cuda-device-tests', mode, '--results', str(tmp_path / mode), '--format', 'json'],
-                              capture_output=True, text=True, timeout=900, env=env)
+        done = cli('test-suite', tree, '--python', PYTHON, '--runtest',
+                   'cd test && %(python)s run_test.py --continue-through-error -i test_type_info',
+                   '--cuda-device-tests', mode, '--results', tmp_path / mode, '--format', 'json', timeout=900, env=env)
         runs[mode] = done
     auto, true = runs['auto'], runs['true']
     assert auto.returncode == 0, auto.stderr
@@ -351,10 +339,9 @@ def test_a_gpu_seen_with_a_cuda_torch_runs_the_cuda_mode_and_zero_cuda_tests_fai
     assert true.returncode == 1, true.stderr
     assert any('cuda_device_tests=True: the test step saw 1 GPU(s)' in reason
                for reason in json.loads(true.stdout)['reasons'])
-    hidden = subprocess.run([_cli(), 'test-suite', str(tree), '--python', PYTHON, '--runtest',
-                             'cd test && %(python)s run_test.py -i test_type_info', '--cuda-device-tests', 'true',
-                             '--results', str(tmp_path / 'hidden')], capture_output=True, text=True, timeout=300,
-                            env=dict(env, CUDA_VISIBLE_DEVICES=''))
+    hidden = cli('test-suite', tree, '--python', PYTHON, '--runtest',
+                 'cd test && %(python)s run_test.py -i test_type_info', '--cuda-device-tests', 'true',
+                 '--results', tmp_path / 'hidden', timeout=300, env=dict(env, CUDA_VISIBLE_DEVICES=''))
     assert hidden.returncode == 2 and not (tmp_path / 'hidden' / 'results.jsonl').exists(), hidden.stderr
     assert 'cuda_device_tests: is True, but the test step cannot run CUDA tests here: no GPU seen' in hidden.stderr
 
@@ -363,9 +350,8 @@ def test_a_python_whose_torch_does_not_import_is_refused_and_leaves_no_results_d
     """Issue 35: the harness's own dry run fails (EasyBuild's venv has no torch): exit 2 in one line naming the
     command, and the results directory this call would have made is not left behind with a lock in it."""
     results = tmp_path / 'results'
-    done = subprocess.run([_cli(), 'test-suite', str(tree), '--python', sys.executable, '--runtest',
-                           'cd test && %(python)s run_test.py -i test_type_info', '--results', str(results)],
-                          capture_output=True, text=True, timeout=300)
+    done = cli('test-suite', tree, '--python', sys.executable, '--runtest',
+               'cd test && %(python)s run_test.py -i test_type_info', '--results', results, timeout=300)
     assert done.returncode == 2, (done.stdout, done.stderr)
     errors = [line for line in done.stderr.splitlines() if line.startswith('eb-pytorch-cuda: error:')]
     assert len(errors) == 1 and 'run_test.py' in errors[0] and 'Traceback' not in done.stderr, done.stderr

@@ -11,15 +11,14 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 
 import pytest
-from environment import missing
+from environment import REAL_TREE as TREE, missing
+from helpers import cli, real_tree
 
 from test_report_plain26 import PLAIN, TRUTH, outcomes
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TREE = os.path.join(REPO, '.venvs', 'pytorch-src', 'pytorch-v2.6.0')
 PYTEST_INI = os.path.join(REPO, 'tests', 'data', 'pytorch26-plain', 'pytest.ini')
 TORCH_VENV = os.path.join(REPO, '.venvs', 'torch')
 HARNESS_VENV = os.path.join(REPO, '.venvs', 'harness')
@@ -56,10 +55,7 @@ def python(tmp_path_factory):
 def tree(tmp_path_factory):
     """A private copy of the real tree with upstream's top-level pytest.ini, as the kept log's was."""
     copy = tmp_path_factory.mktemp('real') / 'pytorch'
-    copy.mkdir()
-    for part in ('test', 'tools'):
-        shutil.copytree(os.path.join(TREE, part), copy / part, ignore=shutil.ignore_patterns('test-reports'))
-    shutil.copy(os.path.join(TREE, 'version.txt'), copy / 'version.txt')
+    real_tree(copy)
     shutil.copy(PYTEST_INI, copy / 'pytest.ini')
     return copy
 
@@ -69,9 +65,8 @@ def test_the_test_step_and_report_on_the_plain_log_agree(python, tree, tmp_path,
     runtest = 'cd test && PYTHONUNBUFFERED=1 %(python)s run_test.py --continue-through-error --verbose -i ' + \
         ' '.join(SUITES)
     env = {key: value for key, value in os.environ.items() if key != 'CI'}
-    done = subprocess.run([os.path.join(os.path.dirname(sys.executable), 'eb-pytorch-cuda'), 'test-suite', str(tree),
-                           '--python', python, '--runtest', runtest, '--results', str(results), '--format', 'json'],
-                          capture_output=True, text=True, timeout=2400, env=env)
+    done = cli('test-suite', tree, '--python', python, '--runtest', runtest, '--results', results, '--format', 'json',
+               timeout=2400, env=env)
     assert done.returncode in (0, 1), done.stderr[-3000:]
     step = json.loads(done.stdout)
     step_outcomes = outcomes(step['suites'])

@@ -11,15 +11,14 @@ reports; the known failure is still known; only the cancelled piece ran twice.
 
 import json
 import os
-import shutil
 import subprocess
 import threading
 import time
 import urllib.parse
 import xml.etree.ElementTree as ET
 
-import pytest
-from environment import missing
+from environment import REAL_PYTHON
+from helpers import comparable, real_tree
 from procs import stop_what_runs
 
 from eb_pytorch_cuda.testsuite.policy.judging import KnownFailure, Policy, judge
@@ -32,9 +31,6 @@ from eb_pytorch_cuda.testsuite.run.store import ResultStore
 from eb_pytorch_cuda.testsuite.spread import controller
 from eb_pytorch_cuda.testsuite.spread.workqueue import SuiteQueue
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-REAL_TREE = os.path.join(REPO, '.venvs', 'pytorch-src', 'pytorch-v2.6.0')
-REAL_PYTHON = os.path.join(REPO, '.venvs', 'harness', 'bin', 'python')
 SUITES = ['test_native_functions', 'test_piece_standin']
 PREVIOUS = {'test_native_functions': 1799, 'test_piece_standin': 1199}  # 3 and 2 pieces of at most 600 s
 KNOWN = 'test_piece_standin::test_zz_known_failure'
@@ -56,18 +52,13 @@ if __name__ == '__main__':
 
 
 def _tree(root):
-    for part in ('test', 'tools'):
-        shutil.copytree(os.path.join(REAL_TREE, part), root / part, ignore=shutil.ignore_patterns('test-reports'))
-    shutil.copy(os.path.join(REAL_TREE, 'version.txt'), root)
+    """The real tree (helpers.real_tree) with the stand-in suite test_piece_standin of 16 passing tests and the
+    known failure."""
+    real_tree(root)
     tests = ''.join(f'    def test_{index:02d}(self):\n        self.assertEqual({index} + 1, {index + 1})\n\n'
                     for index in range(16))
     (root / 'test' / 'test_piece_standin.py').write_text(STANDIN.format(tests=tests))
     return root / 'test'
-
-
-def _comparable(result):
-    return {name: (suite.status, suite.counts, sorted(t.test_id for t in suite.failed_tests))
-            for name, suite in result.suites.items()}
 
 
 def _xml_test_ids(test_dir, suite):
@@ -81,14 +72,8 @@ def _xml_test_ids(test_dir, suite):
     return sorted(ids)
 
 
-@pytest.fixture(scope='module')
-def harness():
-    if not (os.path.exists(os.path.join(REAL_TREE, 'test', 'run_test.py')) and os.path.exists(REAL_PYTHON)):
-        missing("PyTorch's real harness (.venvs/pytorch-src, .venvs/harness of tools/setup.sh's harness block)")
-
-
 def test_suites_split_into_pieces_on_jobs_give_the_unsplit_result_and_a_cancelled_piece_runs_alone_again(
-        harness, slurm, tmp_path):
+        harness26, slurm, tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ('PYTHONPATH', 'CI')}
     serial_dir = _tree(tmp_path / 'serial')
     started = time.time()
@@ -139,7 +124,7 @@ def test_suites_split_into_pieces_on_jobs_give_the_unsplit_result_and_a_cancelle
     print(f'serial {serial_seconds:.0f} s, spread in pieces on 3 jobs {spread_seconds:.0f} s')  # shown with -s
 
     assert any(line.startswith('2 long suite(s) run as pieces (5 in all)') for line in lines), lines
-    assert _comparable(result) == _comparable(serial), lines
+    assert comparable(result) == comparable(serial), lines
     assert result.suites['test_piece_standin'].status == 'failed'
     assert [t.test_id for t in result.suites['test_piece_standin'].failed_tests] == ['TestPieces.test_zz_known_failure']
     assert result.suites['test_native_functions'].counts['passed'] == 11

@@ -9,17 +9,16 @@ race runs real processes on a real directory; the refusal of node-local paths re
 
 import multiprocessing
 import os
-import shutil
 import subprocess
 import sys
 import threading
 import time
 
 import pytest
-from environment import missing
+from environment import REAL_PYTHON
+from helpers import comparable, real_tree, standin_test_tree
 from procs import stop_what_runs
 
-from eb_pytorch_cuda import standins
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite.spread import slurm
 from eb_pytorch_cuda.testsuite.spread import controller
@@ -52,12 +51,9 @@ HANG_TIMEOUT = 6
 
 
 def _tree(root, sleepers=4, seconds=2, keep=('test_known_failure', 'test_crash', 'test_hang', 'test_cudnn')):
-    """A fresh copy of the stand-in test tree (XML reports of one run must not mix with another's)."""
-    test_dir = root / 'test'
-    shutil.copytree(os.path.join(standins.TORCH_SOURCES, 'test'), test_dir)
-    for name in os.listdir(test_dir):
-        if name.startswith('test_') and name[:-3] not in keep:
-            os.unlink(test_dir / name)
+    """A fresh copy of the stand-in test tree (helpers.standin_test_tree) with its suites in keep and sleepers
+    suites that sleep seconds."""
+    test_dir = standin_test_tree(root, keep)
     for index in range(sleepers):
         (test_dir / f'test_sleep_{index}.py').write_text(SLEEPER.format(seconds=seconds))
     return test_dir
@@ -65,12 +61,6 @@ def _tree(root, sleepers=4, seconds=2, keep=('test_known_failure', 'test_crash',
 
 def _command(test_dir):
     return Command(str(test_dir), {}, [sys.executable, 'run_test.py'])
-
-
-def _comparable(result):
-    """What the verdict and report depend on: each suite's status, counts and failing tests (not its time)."""
-    return {name: (suite.status, suite.counts, sorted(t.test_id for t in suite.failed_tests))
-            for name, suite in result.suites.items()}
 
 
 def _policy():
@@ -119,7 +109,7 @@ def test_stand_in_suites_spread_over_three_jobs_give_the_serial_verdict_and_coun
     serial = _serial(tmp_path)
     lines = []
     spread_result, store = _spread(tmp_path, 3, lines)
-    assert _comparable(spread_result) == _comparable(serial)
+    assert comparable(spread_result) == comparable(serial)
     assert spread_result.suites['test_hang'].status == 'timed out'
     assert spread_result.suites['test_crash'].status == 'terminated'
     assert spread_result.suites['test_known_failure'].status == 'failed'
@@ -134,7 +124,7 @@ def test_stand_in_suites_spread_over_three_jobs_give_the_serial_verdict_and_coun
     again = _run_spread(_command(tmp_path / 'spread' / 'test'), dict(os.environ), store,
                         str(tmp_path / 'spread-out'), sys.executable, _timeouts(), 3,
                         shared_paths=[str(tmp_path)], progress=lines.append, poll=1)
-    assert _comparable(again) == _comparable(serial)
+    assert comparable(again) == comparable(serial)
     after_first = lines[lines.index('suites 9/9 done on 3 job(s); 4 failed') + 1:]
     assert not any(line.startswith('running') for line in after_first)
     controller.remove_queue(store)  # what the test step does with the store once the build passed
@@ -387,31 +377,18 @@ def test_a_suite_whose_job_dies_each_time_is_recorded_as_never_finished_after_th
     assert not verdict.passed and [entry[0] for entry in verdict.unjudgeable] == ['test_kills_its_job']
 
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-REAL_TREE = os.path.join(REPO, '.venvs', 'pytorch-src', 'pytorch-v2.6.0')  # Debian's pytorch 2.6.0 source
-REAL_PYTHON = os.path.join(REPO, '.venvs', 'harness', 'bin', 'python')  # torch 2.6.0 and run_test.py's needs
 REAL_SUITES = ['test_license', 'test_type_info']  # quick ones: each run_test.py call imports torch 3 times
 
 
-def _real_tree(root):
-    """test/ and tools/ of PyTorch's real source tree (run_test.py imports tools.testing), copied."""
-    for part in ('test', 'tools'):
-        shutil.copytree(os.path.join(REAL_TREE, part), root / part, ignore=shutil.ignore_patterns('test-reports'))
-    shutil.copy(os.path.join(REAL_TREE, 'version.txt'), root)
-    return root / 'test'
-
-
-def test_real_pytorch_harness_suites_spread_over_two_jobs_give_the_serial_results(slurm, tmp_path):
+def test_real_pytorch_harness_suites_spread_over_two_jobs_give_the_serial_results(harness26, slurm, tmp_path):
     """PyTorch's own run_test.py (2.6.0, Debian's source package) with torch 2.6.0: two real suites."""
-    if not (os.path.exists(os.path.join(REAL_TREE, 'test', 'run_test.py')) and os.path.exists(REAL_PYTHON)):
-        missing("PyTorch's real harness (.venvs/pytorch-src, .venvs/harness of tools/setup.sh's harness block)")
     env = {k: v for k, v in os.environ.items() if k not in ('PYTHONPATH', 'CI')}
-    serial_dir = _real_tree(tmp_path / 'serial')
+    serial_dir = real_tree(tmp_path / 'serial')
     command = Command(str(serial_dir), {}, [REAL_PYTHON, 'run_test.py'])
     serial_store = ResultStore(str(tmp_path / 'serial-results' / 'r.jsonl'), 'real')
     _plan, serial = execute(HereExecutor(), RunRequest(command, env, str(tmp_path / 'serial-out'), REAL_PYTHON,
                                                        {'': 900}, units=REAL_SUITES), serial_store)
-    spread_dir = _real_tree(tmp_path / 'spread')
+    spread_dir = real_tree(tmp_path / 'spread')
     store = ResultStore(str(tmp_path / 'spread-results' / 'r.jsonl'), 'real')
     lines = []
     result = _run_spread(Command(str(spread_dir), {}, [REAL_PYTHON, 'run_test.py']), env, store,
@@ -419,7 +396,7 @@ def test_real_pytorch_harness_suites_spread_over_two_jobs_give_the_serial_result
                          previous_seconds=dict.fromkeys(REAL_SUITES, 600),  # one claim each
                          shared_paths=[str(tmp_path)], slurm_settings={'cpus_per_job': 1},
                          progress=lines.append, poll=1)
-    assert _comparable(result) == _comparable(serial)
+    assert comparable(result) == comparable(serial)
     assert all(suite.status == 'passed' and suite.counts['passed'] > 0 for suite in result.suites.values())
     assert lines[-1] == 'suites 2/2 done on 2 job(s); 0 failed'
     assert len({worker.split('.')[0] for worker in _workers(store)}) >= 2

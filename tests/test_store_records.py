@@ -14,7 +14,8 @@ import sys
 
 import pytest
 
-from eb_pytorch_cuda import standins
+from helpers import standin_test_tree
+
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite.results.model import SUITE_PASSED, Counts, RunResult, Suite, SuiteStatus
 from eb_pytorch_cuda.testsuite.results.records import OPTIONAL_TYPES, PieceLabel, StoreRecord
@@ -56,8 +57,7 @@ def test_a_store_of_the_earlier_version_resumes_running_nothing(tmp_path):
     with open(os.path.join(OLD, 'pytorch-test-results.json')) as handle:
         reported = json.load(handle)
     suites = [suite['name'] for suite in reported['suites']]
-    test_dir = tmp_path / 'test'
-    shutil.copytree(os.path.join(standins.TORCH_SOURCES, 'test'), test_dir)
+    test_dir = standin_test_tree(tmp_path)
     command = Command(str(test_dir), {}, [sys.executable, 'run_test.py'])
     plan = build_plan(RunRequest(command, dict(os.environ), str(tmp_path / 'out'), sys.executable, {'': 120},
                                  units=suites))

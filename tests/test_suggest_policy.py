@@ -14,7 +14,7 @@ import pytest
 import pytorch_output as out
 from helpers import cli
 from environment import missing
-from eb_runner import REPO, TEST_EASYCONFIGS, EbRunner
+from eb_runner import REPO, TEST_EASYCONFIGS
 from eb_pytorch_cuda.eb.ecpolicy import policy_from_values, read_easyconfig
 from eb_pytorch_cuda.testsuite.results.logparse import parse_log_text
 from eb_pytorch_cuda.testsuite.policy.judging import Policy, ScopeContext, judge, known_failures
@@ -267,11 +267,6 @@ def test_real_pytorch_harness_failures_become_entries_that_make_the_run_pass(tmp
     assert outcome == [(True, 0, 0)]
     assert judge(result, Policy(0, known_failures({k: [e.as_tuple() for e in v] for k, v in merged.items()},
                                                   context))).passed
-
-
-@pytest.fixture
-def eb(eb_stack, tmp_path, eb_sources):
-    return EbRunner(eb_stack[0], tmp_path / 'eb', eb_sources, modulepath=[eb_stack[1] / 'modules' / 'all'])
 
 
 def test_a_failed_eb_build_leaves_a_summary_and_results_that_suggest_the_entry(eb, tmp_path):
