@@ -11,13 +11,15 @@ Cases (each a list of runs, timed by wall clock, one after the other, nothing el
   conv: `-i nn/test_convolution -k EXPR` (default: the CUDA set without the two 64-bit-indexing tests that take
         93% of its time, docs/validation/gpu.md 2026-12-02): plain, ours --parallel 1, ours pieces (previous
         results from ours --parallel 1, the node's own batch count);
-  cpu:  --cpu-suites with the GPU hidden (CUDA_VISIBLE_DEVICES=''): plain (its own pool of 3), ours auto.
+  cpu:  --cpu-suites with the GPU hidden (CUDA_VISIBLE_DEVICES=''): plain (its own pool of 3), ours auto, then
+        ours auto again after it (its results' per-test times: a second build cuts its long suites into pieces).
 
     python benchmarks/bench_gpu_node.py --harness TREE --python PY --workdir DIR --out DIR [--case conv cpu]
 
 TREE: a PyTorch tree whose test/run_test.py imports with PY's torch (the GPU kit's .gpu/harness, extracted by
 binary_torch.make_harness_tarball, or a source tree).  Writes DIR/bench-gpu-node.json; prints a table.  Measured
-figures go to docs/benchmarks.md with the command that made them.
+figures go to docs/benchmarks.md with the command that made them.  The JSON is rewritten after every run, so a run
+cut short by the machine's time still leaves the figures of what finished.
 """
 
 import argparse
@@ -101,34 +103,34 @@ def _row(counts, failing):
             sorted(failing)]
 
 
-def conv_case(args, work):
+def _ours_after(args, suites, pytest_args, work, name, previous, parallel, hide_gpu):
+    """One run of ours in work/name, seeing the previous run's results JSON (its per-test times: how a second
+    build of the same target cuts long suites) where given; (seconds, its results JSON)."""
+    results = os.path.join(work, name)
+    os.makedirs(results)
+    if previous is not None:
+        shutil.copy(previous, results)
+    return ours(args.harness, args.python, suites, pytest_args, results, parallel, hide_gpu)
+
+
+def conv_case(args, work, record):
     suites, pytest_args = ['nn/test_convolution'], ['-k', args.conv_expr]
-    runs = {}
     seconds, log = plain(args.harness, args.python, suites, pytest_args, os.path.join(work, 'conv-plain.log'), False)
-    runs['plain'] = {'seconds': round(seconds, 1), 'results': results_of_log(log)}
-    serial_dir = os.path.join(work, 'conv-serial')
-    os.makedirs(serial_dir)
-    seconds, path = ours(args.harness, args.python, suites, pytest_args, serial_dir, 1, False)
-    runs['ours_serial'] = {'seconds': round(seconds, 1), 'results': results_of_json(path)}
-    pieces_dir = os.path.join(work, 'conv-pieces')
-    os.makedirs(pieces_dir)
-    if path is not None:  # the previous run's results (per-test times): how a second build splits the suite
-        shutil.copy(path, pieces_dir)
-    seconds, path = ours(args.harness, args.python, suites, pytest_args, pieces_dir, None, False)  # auto
-    runs['ours_pieces'] = {'seconds': round(seconds, 1), 'results': results_of_json(path)}
-    return runs
+    record('plain', seconds, results_of_log(log))
+    seconds, path = _ours_after(args, suites, pytest_args, work, 'conv-serial', None, 1, False)
+    record('ours_serial', seconds, results_of_json(path))
+    seconds, path = _ours_after(args, suites, pytest_args, work, 'conv-pieces', path, None, False)  # auto
+    record('ours_pieces', seconds, results_of_json(path))
 
 
-def cpu_case(args, work):
+def cpu_case(args, work, record):
     suites = args.cpu_suites
-    runs = {}
     seconds, log = plain(args.harness, args.python, suites, [], os.path.join(work, 'cpu-plain.log'), True)
-    runs['plain'] = {'seconds': round(seconds, 1), 'results': results_of_log(log)}
-    auto_dir = os.path.join(work, 'cpu-auto')
-    os.makedirs(auto_dir)
-    seconds, path = ours(args.harness, args.python, suites, [], auto_dir, None, True)  # auto: the node's count
-    runs['ours_auto'] = {'seconds': round(seconds, 1), 'results': results_of_json(path)}
-    return runs
+    record('plain', seconds, results_of_log(log))
+    seconds, path = _ours_after(args, suites, [], work, 'cpu-auto', None, None, True)  # auto: the node's count
+    record('ours_auto', seconds, results_of_json(path))
+    seconds, path = _ours_after(args, suites, [], work, 'cpu-second', path, None, True)
+    record('ours_second', seconds, results_of_json(path))
 
 
 def main():
@@ -147,15 +149,21 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     figures = {'cpus': os.cpu_count(), 'python': args.python, 'cases': {}}
     for case in args.case:
-        figures['cases'][case] = (conv_case if case == 'conv' else cpu_case)(args, args.workdir)
-        base = figures['cases'][case]['plain']
-        for name, run in figures['cases'][case].items():
-            run['ratio'] = round(run['seconds'] / base['seconds'], 2) if base['seconds'] else None
-            run['same_results'] = run['results'] == base['results']
+        runs = figures['cases'][case] = {}
+
+        def record(name, seconds, results, runs=runs, case=case):
+            base = runs.get('plain', {'seconds': seconds, 'results': results})
+            run = runs[name] = {'seconds': round(seconds, 1), 'results': results,
+                                'ratio': round(seconds / base['seconds'], 2) if base['seconds'] else None,
+                                'same_results': results == base['results']}
             print(f"{case:5} {name:12} {run['seconds']:8.1f} s  {run['ratio']}x  same results: {run['same_results']}",
                   flush=True)
-        with open(os.path.join(args.out, 'bench-gpu-node.json'), 'w') as handle:
-            json.dump(figures, handle, indent=1)
+            partial = os.path.join(args.out, 'bench-gpu-node.json.part')
+            with open(partial, 'w') as handle:
+                json.dump(figures, handle, indent=1)
+            os.replace(partial, os.path.join(args.out, 'bench-gpu-node.json'))
+
+        (conv_case if case == 'conv' else cpu_case)(args, args.workdir, record)
 
 
 if __name__ == '__main__':

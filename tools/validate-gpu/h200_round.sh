@@ -22,6 +22,10 @@ if [ ! -e "$WORK/pid" ]; then
         echo "h200_round: xmlrunner is importable from the kit: drop unittest-xml-reporting from "$KIT"/whl" >&2; exit 2
     fi
     nvidia-smi -L
+    # the benchmark's scripts as they are now: it starts after the eb phases, in a later device call, whose copy of
+    # the working tree may not be the one this call's process started in
+    mkdir -p "$WORK/scripts" && cp tools/validate-gpu/bench_python.py tools/validate-gpu/binary_torch.py \
+        benchmarks/bench_gpu_node.py "$WORK/scripts/" && rm -rf "$WORK/bench-tree" && cp -r "$KIT/harness" "$WORK/bench-tree"
     # BENCH="conv cpu" (or one of them): after the eb phases, benchmarks/bench_gpu_node.py on the machine's own torch
     # (bench_python.py: a venv that sees it and the carried test plugins, not the machine's pytest plugins)
     (export PYTHONPATH="$WORK/site" PYTHONUNBUFFERED=1 WORK REC KIT BENCH="${BENCH:-}"
@@ -29,9 +33,8 @@ if [ ! -e "$WORK/pid" ]; then
          python3 tools/validate-gpu/eb_gpu_run.py --workdir "$WORK/eb" --out "$REC" --harness-tree "$KIT/harness" \
              --lmod-debs "$KIT/debs" --carried "$WORK/site" "$@" > "$REC/run.log" 2>&1
          [ -n "$BENCH" ] || exit 0
-         rm -rf "$WORK/bench-tree" && cp -r "$KIT/harness" "$WORK/bench-tree" &&
-             python3 tools/validate-gpu/bench_python.py "$WORK/bench-python" "$WORK/site" > "$REC/bench.log" 2>&1 &&
-             python3 benchmarks/bench_gpu_node.py --harness "$WORK/bench-tree" --python "$WORK/bench-python/bin/python" \
+         python3 "$WORK/scripts/bench_python.py" "$WORK/bench-python" "$WORK/site" > "$REC/bench.log" 2>&1 &&
+             python3 "$WORK/scripts/bench_gpu_node.py" --harness "$WORK/bench-tree" --python "$WORK/bench-python/bin/python" \
                  --workdir "$WORK/bench" --out "$REC/bench" --case $BENCH >> "$REC/bench.log" 2>&1' round "$@" \
          < /dev/null &
      echo $! > "$WORK/pid")
