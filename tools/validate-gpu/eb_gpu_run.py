@@ -260,6 +260,10 @@ def run_phase(phase, args, paths, env):
         facts['report'] = data.get('verdict')
         facts['cuda_tests'] = data.get('cuda_tests')
         facts['cuda_device_tests'] = data.get('cuda_device_tests')
+        if not facts['suites']:  # a passing step removes its store (service.finish): its report has the suites
+            facts['suites'] = {suite['name']: {'status': suite['status'], 'counts': suite['counts'],
+                                               'failed': len(suite['failed_tests'])}
+                               for suite in data.get('suites', [])}
     summary = next(iter(build.rglob('pytorch-test-summary.md')), None) or \
         (next(iter(args.prefix.rglob('software/**/pytorch-test-summary.md')), None) if done.returncode == 0 else None)
     if summary is not None:
