@@ -28,9 +28,10 @@ if [ ! -e "$WORK/pid" ]; then
         benchmarks/bench_gpu_node.py "$WORK/scripts/" && rm -rf "$WORK/bench-tree" && cp -r "$KIT/harness" "$WORK/bench-tree"
     # BENCH="conv cpu" (or one of them): after the eb phases, benchmarks/bench_gpu_node.py on the machine's own torch
     # (bench_python.py: a venv that sees it and the carried test plugins, not the machine's pytest plugins)
-    (export PYTHONPATH="$WORK/site" PYTHONUNBUFFERED=1 WORK REC KIT BENCH="${BENCH:-}"
+    # NO_EB=1: the benchmark alone (BENCH=cpu NO_EB=1: docs/benchmarks.md's next round)
+    (export PYTHONPATH="$WORK/site" PYTHONUNBUFFERED=1 WORK REC KIT BENCH="${BENCH:-}" NO_EB="${NO_EB:-}"
      setsid bash -c '
-         python3 tools/validate-gpu/eb_gpu_run.py --workdir "$WORK/eb" --out "$REC" --harness-tree "$KIT/harness" \
+         [ -n "$NO_EB" ] || python3 tools/validate-gpu/eb_gpu_run.py --workdir "$WORK/eb" --out "$REC" --harness-tree "$KIT/harness" \
              --lmod-debs "$KIT/debs" --carried "$WORK/site" "$@" > "$REC/run.log" 2>&1
          [ -n "$BENCH" ] || exit 0
          python3 "$WORK/scripts/bench_python.py" "$WORK/bench-python" "$WORK/site" > "$REC/bench.log" 2>&1 &&
@@ -45,7 +46,7 @@ while kill -0 "$pid" 2>/dev/null && [ $(( $(date +%s) - start )) -lt "$WAIT" ]; 
 state=finished
 kill -0 "$pid" 2>/dev/null && state=running
 echo "h200_round: eb_gpu_run.py $state"
-tail -c 3000 "$REC/run.log"
+tail -c 3000 "$REC/run.log" 2>/dev/null; tail -n 5 "$REC/bench.log" 2>/dev/null
 if [ -n "${OUT:-}" ]; then
     tar -czf "$OUT/record.tar.gz" -C "$REC" . 2>/dev/null
     cp "$REC/results.json" "$REC/summary.md" "$REC/bench/bench-gpu-node.json" "$REC/bench.log" "$OUT/" 2>/dev/null
