@@ -45,7 +45,9 @@ start=$(date +%s)
 while kill -0 "$pid" 2>/dev/null && [ $(( $(date +%s) - start )) -lt "$WAIT" ]; do sleep 5; done
 state=finished
 kill -0 "$pid" 2>/dev/null && state=running
-echo "h200_round: eb_gpu_run.py $state"
+what="eb_gpu_run.py${BENCH:+ and the benchmark}"
+[ -z "${NO_EB:-}" ] || what="the benchmark alone"
+echo "h200_round: $what: $state"
 tail -c 3000 "$REC/run.log" 2>/dev/null; tail -n 5 "$REC/bench.log" 2>/dev/null
 if [ -n "${OUT:-}" ]; then
     tar -czf "$OUT/record.tar.gz" -C "$REC" . 2>/dev/null
