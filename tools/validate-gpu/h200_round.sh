@@ -37,7 +37,7 @@ if [ ! -e "$WORK/pid" ]; then
          python3 "$WORK/scripts/bench_python.py" "$WORK/bench-python" "$WORK/site" > "$REC/bench.log" 2>&1 &&
              python3 "$WORK/scripts/bench_gpu_node.py" --harness "$WORK/bench-tree" --python "$WORK/bench-python/bin/python" \
                  --workdir "$WORK/bench" --out "$REC/bench" --case $BENCH >> "$REC/bench.log" 2>&1' round "$@" \
-         < /dev/null &
+         < /dev/null > /dev/null 2>&1 &  # its own files only: a caller's pipe is not held open (`| tail` returns)
      echo $! > "$WORK/pid")
 fi
 pid=$(cat "$WORK/pid")
