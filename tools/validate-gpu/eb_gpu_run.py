@@ -214,6 +214,12 @@ def loader_failures(prefix: Path):
     return sorted(failing), files
 
 
+def _suite_facts(suite):
+    """What results.json keeps of one suite (a stored record's `suite`, or a suite of the step's report: the same
+    keys): its status, counts and number of failing tests."""
+    return {'status': suite['status'], 'counts': suite['counts'], 'failed': len(suite['failed_tests'])}
+
+
 def run_phase(phase, args, paths, env):
     """One eb run; its facts."""
     name = paths[f"PyTorch-{args.torch_version}-wheel{'-unpatched' if phase == 'unpatched' else ''}.eb"]
@@ -249,8 +255,7 @@ def run_phase(phase, args, paths, env):
              'loader_error_lines': out.count(LOADER_ERROR),
              'junit_reports': reports, 'tests_with_loader_error': len(failing),
              'tests_with_loader_error_first': failing[:20],
-             'suites': {suite: {'status': r['suite']['status'], 'counts': r['suite']['counts'],
-                                'failed': len(r['suite']['failed_tests'])} for suite, r in records.items()}}
+             'suites': {suite: _suite_facts(record['suite']) for suite, record in records.items()}}
     # the step's own reports of this phase: its build directory's (a failed step), else the installation's
     report = next(iter(build.rglob('pytorch-test-results.json')), None) or \
         (next(iter(args.prefix.rglob('software/**/pytorch-test-results.json')), None) if done.returncode == 0 else None)
@@ -261,9 +266,7 @@ def run_phase(phase, args, paths, env):
         facts['cuda_tests'] = data.get('cuda_tests')
         facts['cuda_device_tests'] = data.get('cuda_device_tests')
         if not facts['suites']:  # a passing step removes its store (service.finish): its report has the suites
-            facts['suites'] = {suite['name']: {'status': suite['status'], 'counts': suite['counts'],
-                                               'failed': len(suite['failed_tests'])}
-                               for suite in data.get('suites', [])}
+            facts['suites'] = {suite['name']: _suite_facts(suite) for suite in data.get('suites', [])}
     summary = next(iter(build.rglob('pytorch-test-summary.md')), None) or \
         (next(iter(args.prefix.rglob('software/**/pytorch-test-summary.md')), None) if done.returncode == 0 else None)
     if summary is not None:
