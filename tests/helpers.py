@@ -142,6 +142,16 @@ def stored_records(results):
     return records
 
 
+def recorded_junit(tarball, tmp_path):
+    """(the test directory, its JUnit XML files, sorted) of an H200 record's reports-<phase>.tar.gz
+    (tools/validate-gpu/eb_gpu_run.py: the phase's build directory's test-reports), extracted into tmp_path."""
+    import tarfile
+    with tarfile.open(tarball) as tar:
+        tar.extractall(tmp_path, filter='data')
+    test_dir = next(tmp_path.glob('PyTorch/*/*/pytorch-v2.11.0/test'))
+    return test_dir, sorted(str(path) for path in test_dir.rglob('*.xml'))
+
+
 def gcc(out, source, *flags):
     """out, compiled by the real gcc from the C text source (kept beside it as out.c) with flags."""
     c_file = Path(str(out) + '.c')

@@ -14,12 +14,12 @@ own pytest logs of the phase came back: the same 4 SDPA tests pass, and the conv
 
 import json
 import os
-import tarfile
 
 from eb_pytorch_cuda.cli import main
 from eb_pytorch_cuda.testsuite.results.cudatests import cuda_counts_in_log
 from eb_pytorch_cuda.testsuite.results.logparse import parse_log_file
 from eb_pytorch_cuda.testsuite.results.xmlparse import parse_report_files
+from helpers import recorded_junit
 
 RECORD = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'docs', 'validation',
                       'h200-2026-12-02-eb')
@@ -71,10 +71,7 @@ def test_unpatched_every_failure_is_named_and_counted_as_a_cuda_test(capsys):
 
 
 def test_unpatched_xml_reports_hold_the_convolution_failures_and_none_of_the_crashed_ones(tmp_path):
-    with tarfile.open(os.path.join(UNPATCHED, 'reports-unpatched.tar.gz')) as tar:
-        tar.extractall(tmp_path, filter='data')
-    test_dir = next(tmp_path.glob('PyTorch/*/*/pytorch-v2.11.0/test'))
-    files = sorted(str(path) for path in test_dir.rglob('*.xml'))
+    test_dir, files = recorded_junit(os.path.join(UNPATCHED, 'reports-unpatched.tar.gz'), tmp_path)
     result = parse_report_files(str(test_dir / 'test-reports'), files)
     assert result.suites['nn/test_convolution'].cuda_counts == {'ran': 10, 'failed': 10, 'skipped': 0}
     assert result.suites['test_transformers'].cuda_counts == {'ran': 0, 'failed': 0, 'skipped': 0}

@@ -12,13 +12,13 @@ its JUnit XML, read again here by our parsers.
 
 import json
 import os
-import tarfile
 import xml.etree.ElementTree as ElementTree
 
 from eb_pytorch_cuda.cli import main
 from eb_pytorch_cuda.testsuite.results.logparse import parse_log_file
 from eb_pytorch_cuda.testsuite.results.records import StoreRecord
 from eb_pytorch_cuda.testsuite.results.xmlparse import parse_report_files
+from helpers import recorded_junit
 
 RECORD = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'docs', 'validation',
                       'h200-2026-12-02-eb-complete')
@@ -41,10 +41,7 @@ def _text(name):
 
 def _xml_result(phase, tmp_path):
     """(our parser's result, {test id: failure text}) of the phase's JUnit XML."""
-    with tarfile.open(os.path.join(RECORD, f'reports-{phase}.tar.gz')) as tar:
-        tar.extractall(tmp_path, filter='data')
-    test_dir = next(tmp_path.glob('PyTorch/*/*/pytorch-v2.11.0/test'))
-    files = sorted(str(path) for path in test_dir.rglob('*.xml'))
+    test_dir, files = recorded_junit(os.path.join(RECORD, f'reports-{phase}.tar.gz'), tmp_path)
     failures = {}
     for path in files:
         for case in ElementTree.parse(path).getroot().iter('testcase'):
