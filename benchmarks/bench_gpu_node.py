@@ -11,10 +11,12 @@ Cases (each a list of runs, timed by wall clock, one after the other, nothing el
   conv: `-i nn/test_convolution -k EXPR` (default: the CUDA set without the two 64-bit-indexing tests that take
         93% of its time, docs/validation/gpu.md 2026-12-02): plain, ours --parallel 1, ours pieces (previous
         results from ours --parallel 1, the node's own batch count);
-  cpu:  --cpu-suites with the GPU hidden (CUDA_VISIBLE_DEVICES=''): plain (its own pool of 3), ours auto, then
-        ours auto again after it (its results' per-test times: a second build cuts its long suites into pieces).
+  cpu:  --cpu-suites with the GPU hidden (CUDA_VISIBLE_DEVICES=''): plain (its own pool of 3; or --plain-from an
+        earlier JSON of the same node and kit: it took 1413 s there), ours auto, then ours auto again after it (its
+        results' per-test times: a second build cuts its long suites into pieces).
 
     python benchmarks/bench_gpu_node.py --harness TREE --python PY --workdir DIR --out DIR [--case conv cpu]
+        [--plain-from JSON]
 
 TREE: a PyTorch tree whose test/run_test.py imports with PY's torch (the GPU kit's .gpu/harness, extracted by
 binary_torch.make_harness_tarball, or a source tree).  Writes DIR/bench-gpu-node.json; prints a table.  Measured
@@ -125,12 +127,30 @@ def conv_case(args, work, record):
 
 def cpu_case(args, work, record):
     suites = args.cpu_suites
-    seconds, log = plain(args.harness, args.python, suites, [], os.path.join(work, 'cpu-plain.log'), True)
-    record('plain', seconds, results_of_log(log))
+    if args.plain_from:  # measured before, on the same node, kit and suites (a session's device time is 30 min)
+        seconds, results = _recorded_plain(args.plain_from, 'cpu', suites)
+        record('plain', seconds, results, reused_from=args.plain_from)
+    else:
+        seconds, log = plain(args.harness, args.python, suites, [], os.path.join(work, 'cpu-plain.log'), True)
+        record('plain', seconds, results_of_log(log))
     seconds, path = _ours_after(args, suites, [], work, 'cpu-auto', None, None, True)  # auto: the node's count
     record('ours_auto', seconds, results_of_json(path))
     seconds, path = _ours_after(args, suites, [], work, 'cpu-second', path, None, True)
     record('ours_second', seconds, results_of_json(path))
+
+
+def _recorded_plain(path, case, suites):
+    """(seconds, results) of case's plain run in an earlier bench-gpu-node.json; exits in one line naming the file
+    where it has none, or its results name other suites than this run selects."""
+    try:
+        with open(path) as handle:
+            run = json.load(handle)['cases'][case]['plain']
+        seconds, results = float(run['seconds']), run['results']
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        sys.exit(f'bench_gpu_node: {path}: no plain run of the {case} case ({type(err).__name__}: {err})')
+    if not isinstance(results, dict) or sorted(results) != sorted(suites):
+        sys.exit(f'bench_gpu_node: {path}: its {case} plain run has other suites than --cpu-suites')
+    return seconds, results
 
 
 def main():
@@ -142,6 +162,8 @@ def main():
     parser.add_argument('--case', nargs='+', choices=('conv', 'cpu'), default=['conv', 'cpu'])
     parser.add_argument('--conv-expr', default=CONV_EXPR)
     parser.add_argument('--cpu-suites', nargs='+', default=CPU_SUITES)
+    parser.add_argument('--plain-from', metavar='JSON',
+                        help="the cpu case's plain run from an earlier bench-gpu-node.json, not run again")
     args = parser.parse_args()
     args.harness, args.python = os.path.abspath(args.harness), os.path.abspath(args.python)  # run from test/
     shutil.rmtree(args.workdir, ignore_errors=True)
@@ -151,11 +173,13 @@ def main():
     for case in args.case:
         runs = figures['cases'][case] = {}
 
-        def record(name, seconds, results, runs=runs, case=case):
+        def record(name, seconds, results, runs=runs, case=case, reused_from=None):
             base = runs.get('plain', {'seconds': seconds, 'results': results})
             run = runs[name] = {'seconds': round(seconds, 1), 'results': results,
                                 'ratio': round(seconds / base['seconds'], 2) if base['seconds'] else None,
                                 'same_results': results == base['results']}
+            if reused_from:
+                run['reused_from'] = os.path.basename(reused_from)
             print(f"{case:5} {name:12} {run['seconds']:8.1f} s  {run['ratio']}x  same results: {run['same_results']}",
                   flush=True)
             partial = os.path.join(args.out, 'bench-gpu-node.json.part')

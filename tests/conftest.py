@@ -129,7 +129,7 @@ TIER_OF_MODULE = {
 }
 UNIT_MODULES = {'test_store_records', 'test_device_tests', 'test_easyblock_imports', 'test_module_map',
                 'test_cudnn_catalog', 'test_gpu_record', 'test_gpu_record_20261202',
-                'test_gpu_record_20261202_complete', 'test_logparse_streaming',
+                'test_gpu_record_20261202_complete', 'test_gpu_bench_cpu_20261202', 'test_logparse_streaming',
                 'test_settings', 'test_ebsummary_lines',
                 'test_results_parsing', 'test_testsuite_policy', 'test_upstream_corpus', 'test_xml_encodings',
                 'test_report_plain26', 'test_unit_tier_pure', 'test_docstring_names',

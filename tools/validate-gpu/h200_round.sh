@@ -29,14 +29,19 @@ if [ ! -e "$WORK/pid" ]; then
     # BENCH="conv cpu" (or one of them): after the eb phases, benchmarks/bench_gpu_node.py on the machine's own torch
     # (bench_python.py: a venv that sees it and the carried test plugins, not the machine's pytest plugins)
     # NO_EB=1: the benchmark alone (BENCH=cpu NO_EB=1: docs/benchmarks.md's next round)
-    (export PYTHONPATH="$WORK/site" PYTHONUNBUFFERED=1 WORK REC KIT BENCH="${BENCH:-}" NO_EB="${NO_EB:-}"
+    # PLAIN_FROM=docs/validation/h200-2026-12-02-bench-cpu/bench-gpu-node.json: the cpu case's plain run measured
+    # there (1413 s), not run again (the three runs of the cpu case do not fit one session's 30 device minutes)
+    [ -z "${PLAIN_FROM:-}" ] || PLAIN_FROM=$(realpath "$PLAIN_FROM")
+    (export PYTHONPATH="$WORK/site" PYTHONUNBUFFERED=1 WORK REC KIT BENCH="${BENCH:-}" NO_EB="${NO_EB:-}" \
+         PLAIN_FROM="${PLAIN_FROM:-}"
      setsid bash -c '
          [ -n "$NO_EB" ] || python3 tools/validate-gpu/eb_gpu_run.py --workdir "$WORK/eb" --out "$REC" --harness-tree "$KIT/harness" \
              --lmod-debs "$KIT/debs" --carried "$WORK/site" "$@" > "$REC/run.log" 2>&1
          [ -n "$BENCH" ] || exit 0
          python3 "$WORK/scripts/bench_python.py" "$WORK/bench-python" "$WORK/site" > "$REC/bench.log" 2>&1 &&
              python3 "$WORK/scripts/bench_gpu_node.py" --harness "$WORK/bench-tree" --python "$WORK/bench-python/bin/python" \
-                 --workdir "$WORK/bench" --out "$REC/bench" --case $BENCH >> "$REC/bench.log" 2>&1' round "$@" \
+                 --workdir "$WORK/bench" --out "$REC/bench" --case $BENCH \
+                 ${PLAIN_FROM:+--plain-from "$PLAIN_FROM"} >> "$REC/bench.log" 2>&1' round "$@" \
          < /dev/null > /dev/null 2>&1 &  # its own files only: a caller's pipe is not held open (`| tail` returns)
      echo $! > "$WORK/pid")
 fi
@@ -52,6 +57,9 @@ tail -c 3000 "$REC/run.log" 2>/dev/null; tail -n 5 "$REC/bench.log" 2>/dev/null
 if [ -n "${OUT:-}" ]; then
     tar -czf "$OUT/record.tar.gz" -C "$REC" . 2>/dev/null
     cp "$REC/results.json" "$REC/summary.md" "$REC/bench/bench-gpu-node.json" "$REC/bench.log" "$OUT/" 2>/dev/null
+    # the benchmark's own runs so far: ours' reports and output, the plain run's log (gzip: ~1 MB of text)
+    (cd "$WORK/bench" 2>/dev/null && find . -maxdepth 2 \( -name 'pytorch-test-*' -o -name 'bench-stdout.txt' \
+        -o -name '*-plain.log' \) -print0 | tar -czf "$OUT/bench-runs.tar.gz" --null -T - 2>/dev/null)
     # while a phase runs: its suites' own pytest logs so far (2026-12-02 they showed, after the device time was
     # spent, that two 64-bit-indexing tests took 1000 of the conv suite's 1078 s)
     if [ "$state" = running ]; then
