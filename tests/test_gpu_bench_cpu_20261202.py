@@ -1,6 +1,6 @@
 """The cpu case of issue 33's node benchmark on the H200 (docs/validation/h200-2026-12-02-bench-cpu/), replayed on
-a CPU: one plain run_test.py call of Debian 2.6.0's harness over 22 CPU suites (torch 2.11.0+cu130, the GPU hidden,
-its own pool of 3) took 1413.0 s there, and its verbatim log is kept.
+a CPU: one plain run_test.py call of Debian 2.6.0's harness over 22 CPU suites (the machine's torch, 2.11.0+cu130
+in the same day's eb record; the GPU hidden; its own pool of 3) took 1413.0 s there, and its verbatim log is kept.
 
 What the log shows, and why the issue's target of 0.4x cannot be met for this selection while the harness's
 serial list is honoured: run_test.py runs the files of its serial list (test_show_pickle, test_sort_and_select,
