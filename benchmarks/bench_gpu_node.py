@@ -14,8 +14,10 @@ Cases (each a list of runs, timed by wall clock, one after the other, nothing el
   cpu:  --cpu-suites with the GPU hidden (CUDA_VISIBLE_DEVICES=''): plain (its own pool of 3; or --plain-from an
         earlier JSON of the same node and kit: it took 1413 s there), ours auto, then ours auto again after it (its
         results' per-test times: a second build cuts its long suites into pieces).
+  cpu-pool: the same runs on POOL_SUITES, the 19 of CPU_SUITES off 2.6's serial list (what parallel batches can
+        change: the serial list's files run alone in every run).
 
-    python benchmarks/bench_gpu_node.py --harness TREE --python PY --workdir DIR --out DIR [--case conv cpu]
+    python benchmarks/bench_gpu_node.py --harness TREE --python PY --workdir DIR --out DIR [--case conv cpu cpu-pool]
         [--plain-from JSON]
 
 TREE: a PyTorch tree whose test/run_test.py imports with PY's torch (the GPU kit's .gpu/harness, extracted by
@@ -39,6 +41,13 @@ CPU_SUITES = ('test_type_promotion test_view_ops test_indexing test_shape_ops te
               'test_segment_reductions test_tensor_creation_ops test_scatter_gather_ops test_stateless test_subclass '
               'test_per_overload_api test_type_info test_license test_show_pickle test_function_schema test_itt '
               'test_logging test_native_functions test_complex test_dlpack test_masked test_functional_optim').split()
+
+
+# the files of CPU_SUITES on 2.6's serial list (test/run_test.py: RUN_PARALLEL_BLOCKLIST line 532, CI_SERIAL_LIST
+# line 556): run_test.py runs them alone, and so do we; on the H200 they took 862 of the plain run's 1413 s
+# (docs/validation/h200-2026-12-02-bench-cpu/), so the cpu case cannot show what parallel batches give
+SERIAL_26 = ('test_show_pickle', 'test_sort_and_select', 'test_tensor_creation_ops')
+POOL_SUITES = tuple(suite for suite in CPU_SUITES if suite not in SERIAL_26)  # the cpu-pool case: the other 19
 
 
 def _env(hide_gpu):
@@ -125,17 +134,18 @@ def conv_case(args, work, record):
     record('ours_pieces', seconds, results_of_json(path))
 
 
-def cpu_case(args, work, record):
-    suites = args.cpu_suites
+def cpu_case(args, work, record, case='cpu'):
+    """The cpu case (--cpu-suites) or the cpu-pool case (POOL_SUITES): plain, ours auto, ours auto after it."""
+    suites = args.cpu_suites if case == 'cpu' else list(POOL_SUITES)
     if args.plain_from:  # measured before, on the same node, kit and suites (a session's device time is 30 min)
-        seconds, results = _recorded_plain(args.plain_from, 'cpu', suites)
+        seconds, results = _recorded_plain(args.plain_from, case, suites)
         record('plain', seconds, results, reused_from=args.plain_from)
     else:
-        seconds, log = plain(args.harness, args.python, suites, [], os.path.join(work, 'cpu-plain.log'), True)
+        seconds, log = plain(args.harness, args.python, suites, [], os.path.join(work, f'{case}-plain.log'), True)
         record('plain', seconds, results_of_log(log))
-    seconds, path = _ours_after(args, suites, [], work, 'cpu-auto', None, None, True)  # auto: the node's count
+    seconds, path = _ours_after(args, suites, [], work, f'{case}-auto', None, None, True)  # auto: the node's count
     record('ours_auto', seconds, results_of_json(path))
-    seconds, path = _ours_after(args, suites, [], work, 'cpu-second', path, None, True)
+    seconds, path = _ours_after(args, suites, [], work, f'{case}-second', path, None, True)
     record('ours_second', seconds, results_of_json(path))
 
 
@@ -149,7 +159,7 @@ def _recorded_plain(path, case, suites):
     except (OSError, ValueError, KeyError, TypeError) as err:
         sys.exit(f'bench_gpu_node: {path}: no plain run of the {case} case ({type(err).__name__}: {err})')
     if not isinstance(results, dict) or sorted(results) != sorted(suites):
-        sys.exit(f'bench_gpu_node: {path}: its {case} plain run has other suites than --cpu-suites')
+        sys.exit(f'bench_gpu_node: {path}: its {case} plain run has other suites than this run selects')
     return seconds, results
 
 
@@ -159,7 +169,7 @@ def main():
     parser.add_argument('--python', required=True)
     parser.add_argument('--workdir', required=True)
     parser.add_argument('--out', required=True)
-    parser.add_argument('--case', nargs='+', choices=('conv', 'cpu'), default=['conv', 'cpu'])
+    parser.add_argument('--case', nargs='+', choices=('conv', 'cpu', 'cpu-pool'), default=['conv', 'cpu'])
     parser.add_argument('--conv-expr', default=CONV_EXPR)
     parser.add_argument('--cpu-suites', nargs='+', default=CPU_SUITES)
     parser.add_argument('--plain-from', metavar='JSON',
@@ -187,7 +197,10 @@ def main():
                 json.dump(figures, handle, indent=1)
             os.replace(partial, os.path.join(args.out, 'bench-gpu-node.json'))
 
-        (conv_case if case == 'conv' else cpu_case)(args, args.workdir, record)
+        if case == 'conv':
+            conv_case(args, args.workdir, record)
+        else:
+            cpu_case(args, args.workdir, record, case)
 
 
 if __name__ == '__main__':
