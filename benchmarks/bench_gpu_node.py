@@ -14,7 +14,7 @@ Cases (each a list of runs, timed by wall clock, one after the other, nothing el
   cpu:  --cpu-suites with the GPU hidden (CUDA_VISIBLE_DEVICES=''): plain (its own pool of 3; or --plain-from an
         earlier JSON of the same node and kit: it took 1413 s there), ours auto, then ours auto again after it (its
         results' per-test times: a second build cuts its long suites into pieces).
-  cpu-pool: the same runs on POOL_SUITES, the 19 of CPU_SUITES off 2.6's serial list (what parallel batches can
+  cpu-pool: the same runs on pool_suites, the 19 of CPU_SUITES off 2.6's serial list (what parallel batches can
         change: the serial list's files run alone in every run).
 
     python benchmarks/bench_gpu_node.py --harness TREE --python PY --workdir DIR --out DIR [--case conv cpu cpu-pool]
@@ -43,11 +43,15 @@ CPU_SUITES = ('test_type_promotion test_view_ops test_indexing test_shape_ops te
               'test_logging test_native_functions test_complex test_dlpack test_masked test_functional_optim').split()
 
 
-# the files of CPU_SUITES on 2.6's serial list (test/run_test.py: RUN_PARALLEL_BLOCKLIST line 532, CI_SERIAL_LIST
-# line 556): run_test.py runs them alone, and so do we; on the H200 they took 862 of the plain run's 1413 s
-# (docs/validation/h200-2026-12-02-bench-cpu/), so the cpu case cannot show what parallel batches give
-SERIAL_26 = ('test_show_pickle', 'test_sort_and_select', 'test_tensor_creation_ops')
-POOL_SUITES = tuple(suite for suite in CPU_SUITES if suite not in SERIAL_26)  # the cpu-pool case: the other 19
+def pool_suites(tree):
+    """The cpu-pool case's suites: CPU_SUITES less the files the tree's run_test.py runs alone (its must_serial, as
+    our runner reads it: run/harness), 19 of 22 in Debian 2.6.0 (test_show_pickle, test_sort_and_select and
+    test_tensor_creation_ops run alone).  Why: those took 862 of the plain run's 1413 s on the H200
+    (docs/validation/h200-2026-12-02-bench-cpu/), in every run, so the cpu case cannot show what parallel batches
+    give."""
+    from eb_pytorch_cuda.testsuite.run.harness import harness_of
+    harness = harness_of(os.path.join(tree, 'test'))
+    return [suite for suite in CPU_SUITES if not harness.must_serial(suite)]
 
 
 def _env(hide_gpu):
@@ -135,8 +139,8 @@ def conv_case(args, work, record):
 
 
 def cpu_case(args, work, record, case='cpu'):
-    """The cpu case (--cpu-suites) or the cpu-pool case (POOL_SUITES): plain, ours auto, ours auto after it."""
-    suites = args.cpu_suites if case == 'cpu' else list(POOL_SUITES)
+    """The cpu case (--cpu-suites) or the cpu-pool case (pool_suites): plain, ours auto, ours auto after it."""
+    suites = args.cpu_suites if case == 'cpu' else pool_suites(args.harness)
     if args.plain_from:  # measured before, on the same node, kit and suites (a session's device time is 30 min)
         seconds, results = _recorded_plain(args.plain_from, case, suites)
         record('plain', seconds, results, reused_from=args.plain_from)
@@ -173,7 +177,7 @@ def main():
     parser.add_argument('--conv-expr', default=CONV_EXPR)
     parser.add_argument('--cpu-suites', nargs='+', default=CPU_SUITES)
     parser.add_argument('--plain-from', metavar='JSON',
-                        help="the cpu case's plain run from an earlier bench-gpu-node.json, not run again")
+                        help="the cpu or cpu-pool case's plain run from an earlier bench-gpu-node.json, not run again")
     args = parser.parse_args()
     args.harness, args.python = os.path.abspath(args.harness), os.path.abspath(args.python)  # run from test/
     shutil.rmtree(args.workdir, ignore_errors=True)

@@ -12,6 +12,7 @@ runs the same files alone too (run/batches.plan_batches), so no run of ours can 
 """
 
 import gzip
+import importlib.util
 import json
 import os
 import re
@@ -19,10 +20,8 @@ from datetime import datetime
 
 import pytest
 
-from eb_pytorch_cuda.testsuite.results.logparse import parse_log_file
-
-RECORD = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'docs', 'validation',
-                      'h200-2026-12-02-bench-cpu')
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RECORD = os.path.join(ROOT, 'docs', 'validation', 'h200-2026-12-02-bench-cpu')
 RUNNING = re.compile(r'^Running (\S+) 1/1 \.\.\. \[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+)\]$', re.M)
 FAILING = {'test_dlpack': 4, 'test_license': 1, 'test_tensor_creation_ops': 26, 'test_type_promotion': 1,
            'test_view_ops': 1}
@@ -36,16 +35,20 @@ def figures():
 
 @pytest.fixture(scope='module')
 def plain_log(tmp_path_factory):
-    """The plain run's log as the H200 wrote it (kept gzipped: 1 MB of text)."""
+    """(path, text) of the plain run's log as the H200 wrote it (kept gzipped: 1 MB of text)."""
     path = tmp_path_factory.mktemp('bench-cpu') / 'cpu-plain.log'
     with gzip.open(os.path.join(RECORD, 'cpu-plain.log.gz'), 'rb') as packed:
         path.write_bytes(packed.read())
-    return str(path)
+    return str(path), path.read_text(errors='replace')
 
 
-def _text(path):
-    with open(path, errors='replace') as handle:
-        return handle.read()
+def _bench():
+    """benchmarks/bench_gpu_node.py, whose results_of_log made the record's rows (a script, not a package)."""
+    spec = importlib.util.spec_from_file_location('bench_gpu_node', os.path.join(ROOT, 'benchmarks',
+                                                                                 'bench_gpu_node.py'))
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    return bench
 
 
 def test_the_plain_run_took_1413_s_on_the_16_cores_over_22_suites_five_of_them_failing(figures):
@@ -60,15 +63,13 @@ def test_the_plain_run_took_1413_s_on_the_16_cores_over_22_suites_five_of_them_f
 
 
 def test_our_parser_reads_the_plain_log_as_the_benchmark_recorded_it(figures, plain_log):
-    parsed = parse_log_file(plain_log)
-    rows = {name: [suite.counts['passed'], suite.counts['failed'] + suite.counts['errors'], suite.counts['skipped'],
-                   sorted(test.test_id for test in suite.failed_tests)] for name, suite in parsed.suites.items()}
-    assert rows == figures['cases']['cpu']['plain']['results']
-    assert 'Running test batch \'tests to run\' cost 1403.3 seconds' in _text(plain_log)
+    path, text = plain_log
+    assert _bench().results_of_log(path) == figures['cases']['cpu']['plain']['results']
+    assert 'Running test batch \'tests to run\' cost 1403.3 seconds' in text
 
 
 def test_the_harness_ran_its_serial_list_alone_first_and_the_failures_restarts_dominate_it(plain_log):
-    text = _text(plain_log)
+    _path, text = plain_log
     assert re.search(r'Serial tests \(3\):\n    test_show_pickle 1/1\n    test_sort_and_select 1/1\n'
                      r'    test_tensor_creation_ops 1/1\n  Parallel tests \(19\):', text)
     starts = [(suite, datetime.fromisoformat(stamp)) for suite, stamp in RUNNING.findall(text)]

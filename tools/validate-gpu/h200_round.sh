@@ -26,8 +26,9 @@ if [ ! -e "$WORK/pid" ]; then
     # the working tree may not be the one this call's process started in
     mkdir -p "$WORK/scripts" && cp tools/validate-gpu/bench_python.py tools/validate-gpu/binary_torch.py \
         benchmarks/bench_gpu_node.py "$WORK/scripts/" && rm -rf "$WORK/bench-tree" && cp -r "$KIT/harness" "$WORK/bench-tree"
-    # BENCH="conv cpu" (or one of them, or cpu-pool: bench_gpu_node.py's cases): after the eb phases, benchmarks/bench_gpu_node.py on the machine's own torch
-    # (bench_python.py: a venv that sees it and the carried test plugins, not the machine's pytest plugins)
+    # BENCH="conv cpu" (or one of them, or cpu-pool: bench_gpu_node.py's cases): after the eb phases,
+    # benchmarks/bench_gpu_node.py on the machine's own torch (bench_python.py: a venv that sees it and the carried
+    # test plugins, not the machine's pytest plugins)
     # NO_EB=1: the benchmark alone (BENCH=cpu NO_EB=1: docs/benchmarks.md's next round)
     # PLAIN_FROM=docs/validation/h200-2026-12-02-bench-cpu/bench-gpu-node.json: the cpu case's plain run measured
     # there (1413 s), not run again (the three runs of the cpu case do not fit one session's 30 device minutes)
