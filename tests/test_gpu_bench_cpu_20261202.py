@@ -87,3 +87,43 @@ def test_the_harness_ran_its_serial_list_alone_first_and_the_failures_restarts_d
         r'^test_tensor_creation_ops\.py::\S+ (?:PASSED|FAILED|SKIPPED|RERUN)\S* \[(\d+\.\d+)s\]', segment, re.M))
     assert round(own) == 16
     assert 'ValueError: Parameter Nx=0 is not a positive integer' in segment  # scipy's, not the node's
+
+
+POOL_RECORD = os.path.join(ROOT, 'docs', 'validation', 'h200-2026-12-02-bench-cpu-pool')
+
+
+@pytest.fixture(scope='module')
+def pool_log(tmp_path_factory):
+    """(path, text) of the cpu-pool case's plain log as the H200 wrote it (a later session of the same day)."""
+    path = tmp_path_factory.mktemp('bench-cpu-pool') / 'cpu-pool-plain.log'
+    with gzip.open(os.path.join(POOL_RECORD, 'cpu-pool-plain.log.gz'), 'rb') as packed:
+        path.write_bytes(packed.read())
+    return str(path), path.read_text(errors='replace')
+
+
+def test_the_pool_case_is_the_19_suites_off_the_serial_list_and_gives_the_same_results_there(figures):
+    """The cpu-pool case's plain run (541.4 s, a fresh machine of the same kind) reads the same per-suite results
+    for its 19 suites as the cpu case's run did: the record compares like with like."""
+    with open(os.path.join(POOL_RECORD, 'bench-gpu-node.json')) as handle:
+        pool = json.load(handle)
+    plain = pool['cases']['cpu-pool']['plain']
+    assert pool['cpus'] == 16 and plain['seconds'] == 541.4 and sorted(pool['cases']['cpu-pool']) == ['plain']
+    serial_list = {'test_show_pickle', 'test_sort_and_select', 'test_tensor_creation_ops'}
+    assert sorted(plain['results']) == sorted(set(_bench().CPU_SUITES) - serial_list)
+    cpu = figures['cases']['cpu']['plain']['results']
+    assert plain['results'] == {suite: cpu[suite] for suite in plain['results']}
+
+
+def test_the_pool_log_reads_as_recorded_and_shows_where_its_time_went(pool_log):
+    """Debian 2.6.0's run_test.py on the 19: first each file's `-m serial` session, one at a time (191 s), then
+    the pool of 3, in which test_masked's one session (240.1 s of tests) bounds any run that keeps it whole."""
+    path, text = pool_log
+    with open(os.path.join(POOL_RECORD, 'bench-gpu-node.json')) as handle:
+        assert _bench().results_of_log(path) == json.load(handle)['cases']['cpu-pool']['plain']['results']
+    assert 'Serial tests (0):\n  Parallel tests (19):' in text
+    assert "Running test batch 'tests to run' cost 531.07 seconds" in text
+    starts = [(suite, datetime.fromisoformat(stamp)) for suite, stamp in RUNNING.findall(text)]
+    assert len(starts) == 38  # each file twice: its -m serial session, then its pool session
+    serial_sessions = (starts[19][1] - starts[0][1]).total_seconds()
+    assert round(serial_sessions) == 191
+    assert '154 passed, 40 skipped in 240.10s (0:04:00)' in text
