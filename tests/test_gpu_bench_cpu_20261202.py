@@ -27,19 +27,30 @@ FAILING = {'test_dlpack': 4, 'test_license': 1, 'test_tensor_creation_ops': 26, 
            'test_view_ops': 1}
 
 
+def _record_figures(record):
+    """A record's bench-gpu-node.json, as the benchmark wrote it."""
+    with open(os.path.join(record, 'bench-gpu-node.json')) as handle:
+        return json.load(handle)
+
+
+def _unpacked_log(tmp_path_factory, record, name):
+    """(path, text) of a record's plain log NAME as the H200 wrote it, unpacked from NAME.gz (kept gzipped: up
+    to 1 MB of text), for results_of_log, which reads a path."""
+    path = tmp_path_factory.mktemp('bench-log') / name
+    with gzip.open(os.path.join(record, f'{name}.gz'), 'rb') as packed:
+        path.write_bytes(packed.read())
+    return str(path), path.read_text(errors='replace')
+
+
 @pytest.fixture(scope='module')
 def figures():
-    with open(os.path.join(RECORD, 'bench-gpu-node.json')) as handle:
-        return json.load(handle)
+    return _record_figures(RECORD)
 
 
 @pytest.fixture(scope='module')
 def plain_log(tmp_path_factory):
-    """(path, text) of the plain run's log as the H200 wrote it (kept gzipped: 1 MB of text)."""
-    path = tmp_path_factory.mktemp('bench-cpu') / 'cpu-plain.log'
-    with gzip.open(os.path.join(RECORD, 'cpu-plain.log.gz'), 'rb') as packed:
-        path.write_bytes(packed.read())
-    return str(path), path.read_text(errors='replace')
+    """(path, text) of the cpu case's plain log."""
+    return _unpacked_log(tmp_path_factory, RECORD, 'cpu-plain.log')
 
 
 def _bench():
@@ -93,19 +104,20 @@ POOL_RECORD = os.path.join(ROOT, 'docs', 'validation', 'h200-2026-12-02-bench-cp
 
 
 @pytest.fixture(scope='module')
+def pool_figures():
+    return _record_figures(POOL_RECORD)
+
+
+@pytest.fixture(scope='module')
 def pool_log(tmp_path_factory):
-    """(path, text) of the cpu-pool case's plain log as the H200 wrote it (a later session of the same day)."""
-    path = tmp_path_factory.mktemp('bench-cpu-pool') / 'cpu-pool-plain.log'
-    with gzip.open(os.path.join(POOL_RECORD, 'cpu-pool-plain.log.gz'), 'rb') as packed:
-        path.write_bytes(packed.read())
-    return str(path), path.read_text(errors='replace')
+    """(path, text) of the cpu-pool case's plain log (a later session of the same day)."""
+    return _unpacked_log(tmp_path_factory, POOL_RECORD, 'cpu-pool-plain.log')
 
 
-def test_the_pool_case_is_the_19_suites_off_the_serial_list_and_gives_the_same_results_there(figures):
+def test_the_pool_case_is_the_19_suites_off_the_serial_list_and_gives_the_same_results_there(figures, pool_figures):
     """The cpu-pool case's plain run (541.4 s, a fresh machine of the same kind) reads the same per-suite results
     for its 19 suites as the cpu case's run did: the record compares like with like."""
-    with open(os.path.join(POOL_RECORD, 'bench-gpu-node.json')) as handle:
-        pool = json.load(handle)
+    pool = pool_figures
     plain = pool['cases']['cpu-pool']['plain']
     assert pool['cpus'] == 16 and plain['seconds'] == 541.4 and sorted(pool['cases']['cpu-pool']) == ['plain']
     serial_list = {'test_show_pickle', 'test_sort_and_select', 'test_tensor_creation_ops'}
@@ -114,12 +126,11 @@ def test_the_pool_case_is_the_19_suites_off_the_serial_list_and_gives_the_same_r
     assert plain['results'] == {suite: cpu[suite] for suite in plain['results']}
 
 
-def test_the_pool_log_reads_as_recorded_and_shows_where_its_time_went(pool_log):
+def test_the_pool_log_reads_as_recorded_and_shows_where_its_time_went(pool_figures, pool_log):
     """Debian 2.6.0's run_test.py on the 19: first each file's `-m serial` session, one at a time (191 s), then
     the pool of 3, in which test_masked's one session (240.1 s of tests) bounds any run that keeps it whole."""
     path, text = pool_log
-    with open(os.path.join(POOL_RECORD, 'bench-gpu-node.json')) as handle:
-        assert _bench().results_of_log(path) == json.load(handle)['cases']['cpu-pool']['plain']['results']
+    assert _bench().results_of_log(path) == pool_figures['cases']['cpu-pool']['plain']['results']
     assert 'Serial tests (0):\n  Parallel tests (19):' in text
     assert "Running test batch 'tests to run' cost 531.07 seconds" in text
     starts = [(suite, datetime.fromisoformat(stamp)) for suite, stamp in RUNNING.findall(text)]
