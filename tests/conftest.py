@@ -110,7 +110,7 @@ TIER_OF_MODULE = {
     'test_eb_easyblock_tests': 'real_eb', 'test_eb_hooks': 'real_eb', 'test_test_install': 'real_eb',
     'test_upstream_easyblock_suite': 'real_eb', 'test_config': 'real_eb',
     'test_slurm_spread': 'slurm', 'test_slurm_jobs': 'slurm', 'test_slurm_pieces': 'real_harness',
-    'test_here_pieces': 'real_harness',
+    'test_here_pieces': 'real_harness', 'test_suite_threads': 'real_harness',
     'test_pieces': 'real_tools',
     'test_add_needed': 'real_tools', 'test_bad_inputs': 'real_tools', 'test_check_needed': 'real_tools',
     'test_doctor': 'real_tools', 'test_doctor_cudnn8_real': 'real_tools', 'test_doctor_cudnn9_real': 'real_tools',
@@ -129,7 +129,8 @@ TIER_OF_MODULE = {
 }
 UNIT_MODULES = {'test_store_records', 'test_device_tests', 'test_easyblock_imports', 'test_module_map',
                 'test_cudnn_catalog', 'test_gpu_record', 'test_gpu_record_20261202',
-                'test_gpu_record_20261202_complete', 'test_gpu_bench_cpu_20261202', 'test_logparse_streaming',
+                'test_gpu_record_20261202_complete', 'test_gpu_bench_cpu_20261202', 'test_gpu_bench_pool_20261203',
+                'test_logparse_streaming',
                 'test_settings', 'test_ebsummary_lines',
                 'test_results_parsing', 'test_testsuite_policy', 'test_upstream_corpus', 'test_xml_encodings',
                 'test_report_plain26', 'test_unit_tier_pure', 'test_docstring_names',

@@ -35,6 +35,8 @@ class Harness:
     full_log_means_passed: bool = False  # 2.1: a log replayed whole (not its BEGINNING) is a passed suite's
     pytest_by_default: bool = False  # 2.1+: can_run_in_pytest(): every suite under pytest unless
     # PYTORCH_TEST_DO_NOT_USE_PYTEST is set; otherwise unittest, whose --save-xml needs xmlrunner
+    pool_size: int = 2  # the most suites its pool runs at once: tools/testing/test_selections.py's NUM_PROCS
+    # (2 on the 2.1 line; 2.6: 3 where BUILD_ENVIRONMENT names no cuda, as in a build), 2 where it cannot be read
     times_file: Optional[str] = None  # where (relative to the tree) it reads test times to split a long file
     # into pytest shards under `--shard i n` (tools/testing/test_selections.py get_with_pytest_shard); None: cannot
 
@@ -80,6 +82,7 @@ def read_harness(run_test_py: str) -> Harness:
                       pytest_by_default=any(isinstance(node, ast.FunctionDef) and node.name == 'can_run_in_pytest'
                                             for node in tree.body) and 'PYTORCH_TEST_DO_NOT_USE_PYTEST' in source)
     harness.times_file = _times_file(run_test_py, source)
+    harness.pool_size = _pool_size(run_test_py) or harness.pool_size
     for node in tree.body:
         if not isinstance(node, ast.Assign) or len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
             continue
@@ -91,12 +94,34 @@ def read_harness(run_test_py: str) -> Harness:
     return harness
 
 
+def _selections_path(run_test_py: str) -> str:
+    return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(run_test_py))),
+                        'tools', 'testing', 'test_selections.py')
+
+
+def _pool_size(run_test_py: str) -> Optional[int]:
+    """The largest integer in test_selections.py's module-level `NUM_PROCS = ...` (2.1: `1 if IS_MEM_LEAK_CHECK
+    else 2`; 2.6: `1 if IS_MEM_LEAK_CHECK else 3 if USE_3_PROCS else 2`): the most its pool runs at once; None
+    where the file or the assignment is not there."""
+    try:
+        with open(_selections_path(run_test_py), encoding='utf-8', errors='replace') as handle:
+            tree = ast.parse(handle.read())
+    except (OSError, SyntaxError, ValueError):
+        return None
+    for node in tree.body:
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                and node.targets[0].id == 'NUM_PROCS'):
+            sizes = [child.value for child in ast.walk(node.value)
+                     if isinstance(child, ast.Constant) and type(child.value) is int and child.value > 0]
+            return max(sizes) if sizes else None
+    return None
+
+
 def _times_file(run_test_py: str, source: str) -> Optional[str]:
     """The test-times file the harness reads (2.2+: .additional_ci_files/test-times.json; the 2.1 line:
     tools/stats/export_test_times.TEST_TIMES_FILE, .pytorch-test-times.json), when its tree can split a file
     into pytest shards by it; None otherwise."""
-    selections = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(run_test_py))),
-                              'tools', 'testing', 'test_selections.py')
+    selections = _selections_path(run_test_py)
     try:
         with open(selections, encoding='utf-8', errors='replace') as handle:
             if 'def get_with_pytest_shard' not in handle.read():

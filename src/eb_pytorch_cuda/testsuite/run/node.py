@@ -71,10 +71,23 @@ def gpu_memory_gib(env: Mapping[str, str]) -> Sequence[float]:
     return tuple(found)
 
 
+def usable_cpus() -> int:
+    """The CPUs this process may use: its affinity (as Slurm and cgroups set it), else the node's count."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def this_node(env: Mapping[str, str], cuda_device_tests: bool) -> NodeSize:
     """This node's size as the batches see it."""
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cpus = os.cpu_count() or 1
-    return NodeSize(cpus, available_gib(), gpu_memory_gib(env) if cuda_device_tests else ())
+    return NodeSize(usable_cpus(), available_gib(), gpu_memory_gib(env) if cuda_device_tests else ())
+
+
+def threads_per_suite(cpus: int, parallel: int, pool_size: int) -> int:
+    """Intra-op threads (OMP_NUM_THREADS) for each suite process when `parallel` run_test.py calls, each with a
+    pool of up to pool_size suites, share cpus: at least 1.  Why: torch gives every process a thread per core
+    unless OMP_NUM_THREADS says otherwise, so 8 calls of up to 3 suites on 16 cores may run 384 threads; on the
+    H200 node, so run, test_masked took 194 s whole and 844 s as two pieces side by side
+    (docs/validation/h200-2026-12-03-bench-cpu-pool-ours/; docs/benchmarks.md: the run with this rule)."""
+    return max(1, cpus // max(1, parallel * pool_size))

@@ -18,6 +18,7 @@ from eb_pytorch_cuda.testsuite.run import calls, discovery, piece_times
 from eb_pytorch_cuda.testsuite.run.command import TestCommand, harness_environment
 from eb_pytorch_cuda.testsuite.run.gpus import slot_gpus
 from eb_pytorch_cuda.testsuite.run.harness import Harness, harness_of
+from eb_pytorch_cuda.testsuite.run.node import threads_per_suite, usable_cpus
 
 
 @dataclass(frozen=True)
@@ -137,11 +138,24 @@ def build_plan(request: RunRequest, progress: Optional[Callable[[str], None]] = 
                         **pieces.expected_of(units, rule.previous_seconds, rule.previous_test_seconds))
         timeouts.update(piece_timeouts(request.timeouts, expected, units))  # a piece's: its share of its suite's
     parallel = max(1, int(request.parallel))
+    threads = suite_threads(env, parallel, harness.pool_size, usable_cpus())
+    if threads is not None:
+        env = dict(env, OMP_NUM_THREADS=threads)
+        progress(f"OMP_NUM_THREADS={threads} for each suite process ({usable_cpus()} CPUs over {parallel} "
+                 f"run_test.py calls of up to {harness.pool_size} suites; set OMP_NUM_THREADS to choose)")
     return RunPlan(command, env, harness, tuple(suites), tuple(unit.key for unit in units),
                    tuple(calls.batch_options(harness, safe)),
                    timeouts, expected,
                    request.output_dir, request.python, parallel, tuple(slot_gpus(env, parallel)), int(request.reruns),
                    request.batch_size)
+
+
+def suite_threads(env: Mapping[str, str], parallel: int, pool_size: int, cpus: int) -> Optional[str]:
+    """OMP_NUM_THREADS for the suites of a run of `parallel` calls (run.node.threads_per_suite), or None: one
+    call (upstream's test step, unchanged) or a value the user set (the environment's, the runtest line's)."""
+    if parallel <= 1 or 'OMP_NUM_THREADS' in env:
+        return None
+    return str(threads_per_suite(cpus, parallel, pool_size))
 
 
 def _partly_run(done: FrozenSet[str]) -> Dict[str, int]:

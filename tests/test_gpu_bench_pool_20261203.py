@@ -1,0 +1,90 @@
+"""Ours on issue 33's cpu-pool case on the H200 (docs/validation/h200-2026-12-03-bench-cpu-pool-ours/), replayed on
+a CPU: the 19 CPU suites of Debian 2.6.0's harness off its serial list, the GPU hidden, against the plain
+run_test.py call measured on the same kind of node the day before (541.4 s, reused: the device time of a session
+holds ours' two runs, not all three).
+
+What it shows: `test-suite` with the node's own batch count (8 calls at a time: 16 CPUs, 2 a call) took 257.6 s,
+0.48x, with the plain call's results; the second run, cutting test_masked (194 s of the first run's 19-suite
+total of 396 s, over a suite's share: the larger of 120 s and 396 s over 8 slots) into two pieces side by side,
+took 433.5 s, 0.80x, because each piece took about twice the whole suite: 844.5 s of pytest time for the two.
+Those runs left each suite process torch's default intra-op threads (one per core unless OMP_NUM_THREADS is set;
+the count itself was not recorded there), in 8 calls of up to 3 suites each: oversubscription is the likely
+cause, the reason run/plan now sets OMP_NUM_THREADS for a run of several calls (tests/test_suite_threads.py;
+docs/benchmarks.md says what the next run on the node measured).  Both runs' outputs and results JSONs
+are kept verbatim (bench-runs.tar.gz).
+"""
+
+import importlib.util
+import json
+import os
+import tarfile
+
+import pytest
+
+from eb_pytorch_cuda.testsuite.run.plan import HERE_PIECE_SECONDS
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RECORD = os.path.join(ROOT, 'docs', 'validation', 'h200-2026-12-03-bench-cpu-pool-ours')
+FAILING = {'test_dlpack': 4, 'test_license': 1, 'test_type_promotion': 1, 'test_view_ops': 1}
+
+
+@pytest.fixture(scope='module')
+def figures():
+    with open(os.path.join(RECORD, 'bench-gpu-node.json')) as handle:
+        return json.load(handle)['cases']['cpu-pool']
+
+
+@pytest.fixture(scope='module')
+def runs(tmp_path_factory):
+    """{run: (its step output, its results JSON path)} of the two runs of ours, unpacked from bench-runs.tar.gz."""
+    where = tmp_path_factory.mktemp('bench-runs')
+    with tarfile.open(os.path.join(RECORD, 'bench-runs.tar.gz')) as packed:
+        packed.extractall(where, filter='data')
+    found = {}
+    for run in ('auto', 'second'):
+        with open(where / f'cpu-pool-{run}' / 'bench-stdout.txt') as handle:
+            found[run] = (handle.read(), str(where / f'cpu-pool-{run}' / 'pytorch-test-results.json'))
+    return found
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location('bench_gpu_node', os.path.join(ROOT, 'benchmarks',
+                                                                                 'bench_gpu_node.py'))
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    return bench
+
+
+def test_ours_took_048x_then_080x_of_the_plain_call_with_its_results(figures):
+    assert figures['plain']['seconds'] == 541.4 and figures['plain']['reused_from'] == 'bench-gpu-node.json'
+    assert (figures['ours_auto']['seconds'], figures['ours_auto']['ratio']) == (257.6, 0.48)
+    assert (figures['ours_second']['seconds'], figures['ours_second']['ratio']) == (433.5, 0.8)
+    assert figures['ours_auto']['same_results'] and figures['ours_second']['same_results']
+    failing = {suite: len(row[3]) for suite, row in figures['plain']['results'].items() if row[1]}
+    assert failing == FAILING
+
+
+def test_the_results_rows_are_the_benchmarks_own_reading_of_each_runs_json(figures, runs):
+    bench = _bench()
+    for run in ('auto', 'second'):
+        assert bench.results_of_json(runs[run][1]) == figures[f'ours_{run}']['results']
+        with open(runs[run][1]) as handle:
+            data = json.load(handle)
+        assert data['verdict'] == 'pass' and data['failed_tests'] == 7 and data['cuda_tests']['ran'] == 0
+
+
+def test_the_node_chose_8_calls_and_the_second_run_cut_test_masked_in_two_which_then_took_four_times_as_long(runs):
+    auto, second = runs['auto'][0], runs['second'][0]
+    batches = ('== 8 batch(es) at a time (parallel_test_suites=auto: 16 CPUs, 125 GiB available; 2 CPUs, 4 GiB '
+               'a batch)')
+    assert batches in auto and batches in second
+    assert 'run as pieces' not in auto
+    assert '== 1 long suite(s) run as pieces (2 in all): test_masked' in second
+    assert 'test_masked#shard1/2 passed' in second and 'test_masked#shard2/2 passed' in second
+    seconds = {run: json.load(open(runs[run][1]))['suite_seconds'] for run in runs}
+    assert seconds['auto']['test_masked'] == 193.97 and seconds['second']['test_masked'] == 844.5
+    # the first run's total over the 8 slots is the share a suite may take whole (run/plan.here_piece_rule)
+    total = sum(seconds['auto'].values())
+    assert round(total) == 396 and seconds['auto']['test_masked'] > max(HERE_PIECE_SECONDS, total / 8)
+    # nothing bounded each suite process's threads then
+    assert 'OMP_NUM_THREADS' not in auto and 'OMP_NUM_THREADS' not in second
