@@ -14,6 +14,9 @@ KIT=${KIT:-.gpu}  # make_kit.sh's; another only for a rehearsal on this side (PY
 if [ ! -e "$WORK/pid" ]; then
     mkdir -p "$REC"
     [ -n "$(ls "$KIT"/debs/*.deb 2>/dev/null)" ] || { echo "h200_round: "$KIT"/debs has no .deb: carry .gpu" >&2; exit 2; }
+    [ "$(cat "$KIT/src.sha256" 2>/dev/null)" = "$(bash tools/validate-gpu/src_digest.sh)" ] || {
+        echo "h200_round: "$KIT"'s eb_pytorch_cuda wheel was built from another src/: run tools/validate-gpu/make_kit.sh again" >&2
+        exit 2; }
     python3 tools/validate-gpu/install_carried.py "$KIT"/whl "$WORK/site" > "$WORK/install.log" 2>&1 \
         || { cat "$WORK/install.log"; exit 1; }
     if PYTHONPATH="$WORK/site" python3 -c 'import xmlrunner' 2>/dev/null; then

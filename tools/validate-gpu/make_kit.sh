@@ -50,6 +50,9 @@ cp -r "$TREE/tools/testing" "$TREE/tools/stats" "$KIT/harness/tools/"
 cp "$TREE/version.txt" "$KIT/harness/"
 cp tools/validate-gpu/kit/pytest.ini "$KIT/harness/"
 cp "$SHARED_GPU/nn/test_convolution.py" "$KIT/harness/test/nn/"
+# which src/ the package's wheel holds: h200_round.sh refuses a kit built from another (2026-12-03: a round ran
+# the wheel of the commit before a change to run/plan, and measured the old code)
+bash tools/validate-gpu/src_digest.sh > "$KIT/src.sha256"
 n=$(ls "$KIT/whl"/*.whl | wc -l); d=$(ls "$KIT/debs"/*.deb | wc -l)
 [ "$n" -ge 24 ] && [ "$d" -ge 10 ] || { echo "make_kit: only $n wheels and $d .debs in $KIT" >&2; exit 1; }
 echo "make_kit: $KIT: $n wheels, $d .debs, harness $(find "$KIT/harness" -type f | wc -l) files, $(du -sh "$KIT" | cut -f1)"
