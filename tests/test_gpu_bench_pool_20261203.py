@@ -28,23 +28,33 @@ RECORD = os.path.join(ROOT, 'docs', 'validation', 'h200-2026-12-03-bench-cpu-poo
 FAILING = {'test_dlpack': 4, 'test_license': 1, 'test_type_promotion': 1, 'test_view_ops': 1}
 
 
+def _cpu_pool_figures(record):
+    """The cpu-pool case of a record's bench-gpu-node.json."""
+    with open(os.path.join(record, 'bench-gpu-node.json')) as handle:
+        return json.load(handle)['cases']['cpu-pool']
+
+
+def _unpacked_runs(record, where, names=('auto', 'second')):
+    """{run: (its step output, its results JSON path)} of a record's runs of ours, unpacked from its
+    bench-runs.tar.gz into where."""
+    with tarfile.open(os.path.join(record, 'bench-runs.tar.gz')) as packed:
+        packed.extractall(where, filter='data')
+    found = {}
+    for run in names:
+        with open(where / f'cpu-pool-{run}' / 'bench-stdout.txt') as handle:
+            found[run] = (handle.read(), str(where / f'cpu-pool-{run}' / 'pytorch-test-results.json'))
+    return found
+
+
 @pytest.fixture(scope='module')
 def figures():
-    with open(os.path.join(RECORD, 'bench-gpu-node.json')) as handle:
-        return json.load(handle)['cases']['cpu-pool']
+    return _cpu_pool_figures(RECORD)
 
 
 @pytest.fixture(scope='module')
 def runs(tmp_path_factory):
-    """{run: (its step output, its results JSON path)} of the two runs of ours, unpacked from bench-runs.tar.gz."""
-    where = tmp_path_factory.mktemp('bench-runs')
-    with tarfile.open(os.path.join(RECORD, 'bench-runs.tar.gz')) as packed:
-        packed.extractall(where, filter='data')
-    found = {}
-    for run in ('auto', 'second'):
-        with open(where / f'cpu-pool-{run}' / 'bench-stdout.txt') as handle:
-            found[run] = (handle.read(), str(where / f'cpu-pool-{run}' / 'pytorch-test-results.json'))
-    return found
+    """The fifth round's two runs of ours (_unpacked_runs)."""
+    return _unpacked_runs(RECORD, tmp_path_factory.mktemp('bench-runs'))
 
 
 def _bench():
@@ -98,14 +108,11 @@ def test_the_same_code_on_a_fresh_machine_took_319_s_so_one_run_is_not_a_figure(
     OMP_NUM_THREADS: its output has no such line) on another machine of the kind: ours auto 319.2 s, 0.59x, with
     the same results, against 257.6 s before: run-to-run spread of 24 %.  Its second run did not finish within
     the session's device time."""
-    with open(os.path.join(RERUN, 'bench-gpu-node.json')) as handle:
-        rerun = json.load(handle)['cases']['cpu-pool']
+    rerun = _cpu_pool_figures(RERUN)
     assert sorted(rerun) == ['ours_auto', 'plain'] and rerun['plain'] == figures['plain']
     assert (rerun['ours_auto']['seconds'], rerun['ours_auto']['ratio']) == (319.2, 0.59)
     assert rerun['ours_auto']['results'] == figures['ours_auto']['results'] and rerun['ours_auto']['same_results']
-    with tarfile.open(os.path.join(RERUN, 'bench-runs.tar.gz')) as packed:
-        packed.extractall(tmp_path, filter='data')
-    output = (tmp_path / 'cpu-pool-auto' / 'bench-stdout.txt').read_text()
+    output = _unpacked_runs(RERUN, tmp_path, names=('auto',))['auto'][0]
     assert '== 8 batch(es) at a time' in output and 'OMP_NUM_THREADS' not in output
     assert round(319.2 / 257.6 - 1, 2) == 0.24
 
@@ -135,21 +142,16 @@ def test_with_the_thread_rule_ours_took_036x_to_046x_and_test_masked_a_tenth_of_
     without the rule; so its second run found nothing over a piece's floor and cut nothing.  The ≤ 0.4x target
     (216.6 s) was met by one of the two auto runs (197.2 s) and missed by the other (233.2 s)."""
     where = os.path.join(ROOT, 'docs', 'validation', f'h200-2026-12-03-bench-cpu-pool-{record}')
-    with open(os.path.join(where, 'bench-gpu-node.json')) as handle:
-        measured = json.load(handle)['cases']['cpu-pool']
+    measured = _cpu_pool_figures(where)
     auto_s, auto_x, second_s, second_x = THREADS[record]
     assert measured['plain'] == figures['plain']
     assert (measured['ours_auto']['seconds'], measured['ours_auto']['ratio']) == (auto_s, auto_x)
     assert (measured['ours_second']['seconds'], measured['ours_second']['ratio']) == (second_s, second_x)
-    with tarfile.open(os.path.join(where, 'bench-runs.tar.gz')) as packed:
-        packed.extractall(tmp_path, filter='data')
     bench = _bench()
-    for run in ('auto', 'second'):
-        output = (tmp_path / f'cpu-pool-{run}' / 'bench-stdout.txt').read_text()
+    for run, (output, results) in _unpacked_runs(where, tmp_path).items():
         assert ('== OMP_NUM_THREADS=1 for each suite process (16 CPUs over 8 run_test.py calls of up to 3 suites; '
                 'set OMP_NUM_THREADS to choose)') in output
         assert '== 8 batch(es) at a time' in output and 'run as pieces' not in output
-        results = str(tmp_path / f'cpu-pool-{run}' / 'pytorch-test-results.json')
         assert bench.results_of_json(results) == measured[f'ours_{run}']['results'] == figures['plain']['results']
         with open(results) as handle:
             data = json.load(handle)
