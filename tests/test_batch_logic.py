@@ -144,3 +144,65 @@ def test_a_job_here_gets_the_gpu_running_the_fewest_jobs_now():
             assert third == '1'
     with _GpuShare([]).one() as none:
         assert none is None
+
+
+def _prefixes(text):
+    """Every line prefix of text, and each plus half of its next line (a write cut mid-line)."""
+    lines = text.splitlines(keepends=True)
+    at = 0
+    for line in lines:
+        yield text[:at]
+        yield text[:at + len(line) // 2]
+        at += len(line)
+
+
+def test_a_batch_killed_from_outside_passes_no_suite_that_had_not_ended_at_any_cut_of_the_real_log(tmp_path):
+    """The real 2.6.0 batch output cut at every line (and mid-line), the call ended by SIGTERM, SIGKILL or SIGINT
+    from outside (Popen's status -N): a suite whose sessions had all ended keeps its recorded outcome; one started
+    and not ended is terminated with the signal, marked interrupted (a rerun runs it again); one never started is
+    left to run alone; none passes with 0 tests."""
+    plan = _plan(tmp_path)
+    checked = 0
+    for signum, name in ((15, 'SIGTERM'), (9, 'SIGKILL'), (2, 'SIGINT')):
+        for cut in list(_prefixes(BATCH_LOG))[::7 if signum != 15 else 1]:
+            records, killed = batches.run_batch(plan, SUITES, str(tmp_path / 'out' / 'batch.log'),
+                                                launcher=Canned(cut, code=-signum))
+            assert not killed
+            whole_lines = cut[:cut.rfind('\n') + 1]  # a line cut mid-way says nothing yet
+            ended = {suite for suite in SUITES if whole_lines.count(f'{suite} 1/1 was successful') + whole_lines.count(
+                f'{suite} 1/1 failed!') >= (1 if suite in SERIAL else 2)}
+            for suite, record in records.items():
+                if suite in ended:
+                    assert record is not None and record.interrupted is None, (suite, len(cut))
+                    continue
+                if f'Running {suite} 1/1 ...' not in cut:
+                    assert record is None, (suite, len(cut))
+                    continue
+                if record is None:  # its Running line cut before its end: not known to have started
+                    assert f'Running {suite} 1/1 ...' not in whole_lines, (suite, len(cut))
+                    continue
+                assert record.suite.status == 'terminated', (suite, len(cut))
+                assert record.suite.signal == name and record.interrupted == name
+                assert record.exit_code is None and any(name in note for note in record.notes)
+            checked += 1
+    assert checked > 1000
+
+
+def test_a_batch_that_exits_by_itself_mid_run_passes_no_suite_with_only_its_serial_session(tmp_path):
+    """run_test.py exiting 1 by itself (not by a signal) right after its first named failure, as it does without
+    --continue-through-error (the real log cut after that line): a pool suite with only its `-m serial` session
+    ended, or with its main session still running, has no summary (not `passed with 0 tests`)."""
+    plan = _plan(tmp_path)
+    first_failure = 'test_function_schema 1/1 failed!\n'
+    cut = BATCH_LOG[:BATCH_LOG.index(first_failure) + len(first_failure)]
+    records, killed = batches.run_batch(plan, SUITES, str(tmp_path / 'out' / 'batch.log'), launcher=Canned(cut, code=1))
+    assert not killed
+    ended = {suite for suite in SUITES if cut.count(f'{suite} 1/1 was successful') + cut.count(f'{suite} 1/1 failed!')
+             >= (1 if suite in SERIAL else 2)}
+    assert ended and ended != set(SUITES)
+    for suite in ended:
+        assert records[suite].suite.status == ('failed' if suite == 'test_function_schema' else 'passed'), suite
+    for suite in set(SUITES) - ended:
+        record = records[suite]
+        assert record.suite.status == 'no summary' and record.exit_code is None, suite
+        assert any('run_test.py exited 1 after 1 of the suite' in note for note in record.notes), suite

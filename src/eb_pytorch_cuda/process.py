@@ -261,8 +261,13 @@ class Child:
         return self.popen.returncode
 
     def wait(self, timeout: Optional[float] = None) -> int:
-        """The exit status (as Popen gives it); subprocess.TimeoutExpired when timeout passes first."""
+        """The exit status (as Popen gives it); subprocess.TimeoutExpired when timeout passes first.
+
+        A supervisor that died by SIGKILL (the one signal it cannot act on: the OOM killer, `kill -9`) leaves its
+        group running without it; that group is stopped here, so nothing of the command outlives its status."""
         code = self.popen.wait(timeout=timeout)
+        if code == -signal.SIGKILL:
+            _stop_group(self.popen.pid, self.grace)
         self._forget()
         return code
 

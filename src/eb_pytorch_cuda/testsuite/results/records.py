@@ -13,7 +13,7 @@ key for key and in the same order, so the stores earlier versions wrote read as 
 today is byte for byte what it was (tests/data/store-82948c5, tests/data/store-2fa24cb).  Which keys a line
 has tells what wrote it, so to_json() leaves out what a writer never wrote: the batch keys outside a batch, the
 notes of a record that has none (a suite whose jobs all died), the per-test times, the correction mark, the
-piece labels and the fingerprint until the store adds it.
+piece labels, the fingerprint until the store adds it, and the interruption mark a suite killed from outside has.
 
 Only `suite` is required on reading: a record written by an earlier version, or by hand in a test, may lack the
 other keys, and they take the defaults below.  What the JSON on disk must satisfy to be such a record is checked
@@ -60,6 +60,8 @@ class StoreRecord:
     piece: Optional[PieceLabel] = None  # a record of one piece of a suite (results.pieces)
     pieces: Tuple[PieceLabel, ...] = ()  # a merged record: the pieces it was merged from (never stored)
     fingerprint: Optional[str] = None  # the build it belongs to (added by ResultStore.append)
+    # the signal that killed the suite's run_test.py from outside (not its own failure): a rerun runs it again
+    interrupted: Optional[str] = None
 
     def to_json(self) -> Dict[str, Any]:
         """The line's mapping, keys in the writers' order, each key a writer leaves out left out (see the module)."""
@@ -80,6 +82,8 @@ class StoreRecord:
             data['pieces'] = [piece.to_json() for piece in self.pieces]
         if self.fingerprint is not None:
             data['fingerprint'] = self.fingerprint
+        if self.interrupted is not None:
+            data['interrupted'] = self.interrupted
         return data
 
     @classmethod
@@ -92,7 +96,8 @@ class StoreRecord:
                    output_tail=data.get('output_tail', ''), output_file=data.get('output_file'),
                    test_seconds=data.get('test_seconds'), corrected=bool(data.get('corrected', False)),
                    piece=PieceLabel.from_json(piece) if piece is not None else None,
-                   fingerprint=data.get('fingerprint'))  # `pieces` is never stored: a line's is not read
+                   fingerprint=data.get('fingerprint'),
+                   interrupted=data.get('interrupted'))  # `pieces` is never stored: a line's is not read
 
 
 # the keys of a record that are times: each is also read by the one number reader (results.seconds), so that a
@@ -105,4 +110,5 @@ OPTIONAL_TYPES = {
     'exit_code': (int, type(None)), 'seconds': (int, float, type(None)), 'gpu': (str, type(None)),
     'output_tail': (str,), 'output_file': (str, type(None)), 'batch_seconds': (int, float, type(None)),
     'batch_exit_code': (int, type(None)), 'corrected': (bool,),
+    'interrupted': (str, type(None)),
 }

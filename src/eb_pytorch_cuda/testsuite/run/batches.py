@@ -23,10 +23,11 @@ from eb_pytorch_cuda.testsuite.results import grammar
 from eb_pytorch_cuda.testsuite.results.splitting import SuiteOutput, announced_runs, split_batch_output
 from eb_pytorch_cuda.testsuite.results.testtimes import kept_times, node_prefix
 from eb_pytorch_cuda.testsuite.results.outcome import Ending, build_outcome, remove_reports, report_files
+from eb_pytorch_cuda.testsuite.results.model import SUITE_TERMINATED
 from eb_pytorch_cuda.testsuite.results.records import StoreRecord
 from eb_pytorch_cuda.testsuite.results.reportdirs import Attempt
 from eb_pytorch_cuda.testsuite.run import discovery, solo
-from eb_pytorch_cuda.testsuite.run.calls import DEFAULT_BATCH_SIZE, OUTPUT_KEPT, batch_env
+from eb_pytorch_cuda.testsuite.run.calls import DEFAULT_BATCH_SIZE, OUTPUT_KEPT, batch_env, died_by
 from eb_pytorch_cuda.testsuite.run.launcher import PROCESSES, Launcher
 from eb_pytorch_cuda.testsuite.run.plan import RunPlan
 
@@ -59,6 +60,19 @@ def _record(suite, out, seconds, code, gpu, output_path, test_dir, attempt):
     record = _stored(result, exit_code, notes, result.seconds, seconds, code, gpu, out.text, output_path)
     # per-test times: how the next build splits this suite (results/testtimes)
     return replace(record, test_seconds=times) if times else record
+
+
+def _interrupted(suite, out, seconds, code, gpu, output_path, test_dir, attempt, signal_name) -> StoreRecord:
+    """The record of a suite that had started when its batch's run_test.py (or our supervisor of it) was killed by
+    signal_name from outside: terminated, whatever its finished sessions counted (2.6's `-m serial` session ends
+    with a summary of 0 tests before the main one starts), and marked interrupted, so a rerun of the same build
+    runs it again (run/store.ResultStore.finished) while this run's verdict names it with the signal."""
+    result, _code, notes = build_outcome(suite, out.text, Ending(True, True, signal_name), test_dir=test_dir,
+                                         attempt=attempt)
+    notes.append(f"its batch's run_test.py was killed by {signal_name} before the suite ended "
+                 f"({out.ends} of its session(s) had reported an end)")
+    return replace(_stored(result, None, notes, result.seconds, seconds, code, gpu, out.text, output_path),
+                   interrupted=signal_name)
 
 
 class _Call:
@@ -155,13 +169,22 @@ def run_batch(plan: RunPlan, suites: Sequence[str], output_path: str, *, gpu: Op
 
 def _accounted(call: _Call, code: Optional[int], killed: bool) -> Tuple[Dict[str, Optional[StoreRecord]], bool]:
     """run_batch's records once its call ended: the final ones (a record settled early and changed by the
-    end is marked corrected), the hung suite's, None for what a killed call did not finish."""
+    end is marked corrected), the hung suite's, None for what a killed call did not finish or never started.
+
+    A suite passes only when it ended by itself: when run_test.py (or our supervisor of it) died by a signal
+    from outside, a started suite whose sessions had not all ended is terminated with that signal and marked
+    interrupted (a rerun of the build runs it again), and one never started is run again alone; when run_test.py
+    exited non-zero on its own, a suite with only some of its sessions ended (2.6's `-m serial` one before the
+    main one) has no summary, and one it never started after a named failure is run again alone."""
     suites, cwd, attempt, output_path, gpu = (call.suites, call.plan.command.cwd, call.attempt, call.output_path,
                                               call.gpu)
     seconds = round(time.time() - call.start, 1)
+    signal_name = None if killed else died_by(code)  # stopped from outside: the OOM killer, scancel, kill
     text = call.text()
     outputs = call.settle(text, code)
     started = [suite for suite in suites if outputs[suite].sources]
+    named_failure = any(outputs[suite].failed for suite in suites)
+    inline_serial = not call.plan.harness.replays_logs
     records: Dict[str, Optional[StoreRecord]] = {}
     for suite in suites:
         out = outputs[suite]
@@ -171,6 +194,8 @@ def _accounted(call: _Call, code: Optional[int], killed: bool) -> Tuple[Dict[str
             same = (final.exit_code, final.suite.status, final.suite.counts) == \
                 (early.exit_code, early.suite.status, early.suite.counts)
             records[suite] = early if same else replace(final, corrected=True)  # stored again: the last one counts
+            if signal_name and final.suite.status == SUITE_TERMINATED:  # its own process died of the batch's kill
+                records[suite] = replace(final, corrected=True, interrupted=signal_name)
             continue
         if suite in call.overdue:  # hung: its own timeout passed inside the batch
             result, _code, notes = build_outcome(suite, out.text, Ending(timed_out=call.overdue[suite]), test_dir=cwd,
@@ -178,11 +203,24 @@ def _accounted(call: _Call, code: Optional[int], killed: bool) -> Tuple[Dict[str
             records[suite] = _stored(result, None, notes, None, seconds, code, gpu, out.text, output_path)
             continue
         # a batch that ended by itself finished every suite; a killed one only those it reported as ended
-        if killed and not (out.settled or ('inline' in out.sources and started[-1] != suite)):
-            records[suite] = None
+        # (a harness printing suites inline one after another ended one when it started the next)
+        whole = out.settled or (inline_serial and 'inline' in out.sources and started[-1] != suite)
+        if (killed or signal_name) and not whole:
+            if killed or not (out.sources or out.finished):
+                records[suite] = None  # never started (or stopped by us): run again alone
+                continue
+            records[suite] = _interrupted(suite, out, seconds, code, gpu, output_path, cwd, attempt, signal_name)
+            continue
+        if code and named_failure and not (out.sources or out.finished):
+            records[suite] = None  # run_test.py stopped at a failure before starting it: run again alone
+            continue
+        if code and out.finished and not out.settled and not out.failed:
+            result, _code, notes = build_outcome(suite, out.text, Ending(finished=False), test_dir=cwd, attempt=attempt)
+            notes.append(f'run_test.py exited {code} after {out.ends} of the suite\'s sessions ended, not all of them')
+            records[suite] = _stored(result, None, notes, None, seconds, code, gpu, out.text, output_path)
             continue
         records[suite] = _record(suite, out, seconds, code, gpu, output_path, cwd, attempt)
-    if not killed and code != 0 and not any(r and r.exit_code for r in records.values()):
+    if not killed and not signal_name and code != 0 and not any(r and r.exit_code for r in records.values()):
         # the harness failed without naming a failed suite (bad option, import error): nothing can be judged
         for suite in suites:
             if not outputs[suite].sources and not outputs[suite].finished:

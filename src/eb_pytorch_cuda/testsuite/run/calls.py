@@ -4,6 +4,7 @@ directory), shared by the batches, a suite run alone, a Slurm job's claims and (
 the reruns; run/plan works the options out once per run.
 """
 
+import signal
 import subprocess
 from typing import Dict, List, Mapping, Optional
 
@@ -60,3 +61,13 @@ def batch_env(env: Mapping[str, str], gpu: Optional[str] = None, attempt: Option
     if gpu is not None:
         env['CUDA_VISIBLE_DEVICES'] = str(gpu)
     return env
+
+
+def died_by(code: Optional[int]) -> Optional[str]:
+    """The signal's name when a call's status says it was killed by one (Popen's negative status), else None."""
+    if code is None or code >= 0:
+        return None
+    try:
+        return signal.Signals(-code).name
+    except ValueError:
+        return f'signal {-code}'

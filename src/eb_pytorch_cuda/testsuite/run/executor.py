@@ -37,7 +37,7 @@ def execute(executor: Executor, request: RunRequest, store: ResultStore,
     service.run_suites does inside its store lock, before the reruns."""
     request = executor.prepare(request, store)
     if request.pieces is not None and not request.done:  # suites or pieces already stored are not cut again
-        request = replace(request, done=frozenset(with_merged(store.load())))  # a suite all of whose pieces are
+        request = replace(request, done=frozenset(with_merged(store.finished())))  # a suite all of whose pieces are
     plan = build_plan(request, progress)
     executor.run(plan, plan.units, store)
     return plan, store.result(list(plan.suites))

@@ -102,7 +102,7 @@ def run_here(plan: RunPlan, units: Sequence[str], store: ResultStore, *,
     at a time over its gpus, the suites the harness runs alone after the rest, seeing every GPU), a long suite's
     pieces each alone in a slot; store each record as it settles.  A suite the store has whole, or as all its
     pieces (results/pieces.with_merged), is done.  Returns the units run now."""
-    done = with_merged(store.load())
+    done = with_merged(store.finished())
     todo = [unit for unit in units if unit not in done and Piece.parse(unit).suite not in done]
     measured = {key: record for key, record in done.items() if key in set(plan.suites) | set(units)}
     if progress and measured:

@@ -20,7 +20,7 @@ from eb_pytorch_cuda.testsuite.results.reportdirs import Attempt
 from eb_pytorch_cuda.testsuite.results.splitting import split_batch_output
 from eb_pytorch_cuda.testsuite.results.testtimes import KEPT_FROM, kept_times, node_prefix
 from eb_pytorch_cuda.testsuite.run import discovery
-from eb_pytorch_cuda.testsuite.run.calls import OUTPUT_KEPT, batch_env
+from eb_pytorch_cuda.testsuite.run.calls import OUTPUT_KEPT, batch_env, died_by
 from eb_pytorch_cuda.testsuite.run.launcher import PROCESSES, Launcher, run_to_end
 from eb_pytorch_cuda.testsuite.run.plan import RunPlan
 
@@ -54,8 +54,13 @@ def run_suite(plan: RunPlan, unit: str, *, gpu: Optional[str] = None, timeout: O
         text = handle.read()
     out = split_batch_output(text, [suite], command.cwd)[suite]
     failed = out.failed or (code != 0 and timed_out is None)
-    result, exit_code, notes = build_outcome(suite, out.text or text, Ending(True, failed, out.signal, timed_out),
+    # run_test.py (or our supervisor of it) killed from outside: the suite did not end by itself, whatever it printed
+    interrupted = None if out.settled or timed_out else died_by(code)
+    result, exit_code, notes = build_outcome(suite, out.text or text,
+                                             Ending(True, failed, interrupted or out.signal, timed_out),
                                              test_dir=command.cwd, piece=piece, attempt=attempt)
+    if interrupted:
+        notes.append(f'its run_test.py was killed by {interrupted} before the suite ended')
     if piece and timed_out is None and grammar.running_prefix(suite, piece.index, piece.count) not in text:
         result.status = SUITE_INCOMPLETE  # the harness split the suite otherwise (another THRESHOLD, no times file)
         result.note = f'the harness did not run shard {piece.index}/{piece.count} of {suite}'
@@ -65,7 +70,7 @@ def run_suite(plan: RunPlan, unit: str, *, gpu: Optional[str] = None, timeout: O
                        node_prefix(text, command.cwd), notes)
     record = StoreRecord(suite=result, exit_code=code if timed_out is None else None, seconds=result.seconds,
                          gpu=gpu, notes=tuple(notes), output_tail=text[-OUTPUT_KEPT:], output_file=output_path,
-                         test_seconds=times or None)
+                         test_seconds=times or None, interrupted=interrupted)
     attempt.publish(suite)
     attempt.discard()
     return mark(record, piece) if piece else record

@@ -72,6 +72,13 @@ class ResultStore:
             self._set_aside(len(lines) + 1, f'unterminated last line of {len(torn)} bytes (a write cut short)')
         return records
 
+    def finished(self) -> Dict[str, StoreRecord]:
+        """load()'s records less those of suites killed from outside (StoreRecord.interrupted): what a rerun of the
+        build need not run again.  A suite stopped by a signal that was not its own failure (the OOM killer, a
+        preemption, an operator's kill of its batch) says nothing about the suite, so it runs again; its record
+        still judges the run that stored it."""
+        return {key: record for key, record in self.load().items() if record.interrupted is None}
+
     def result(self, suites: Sequence[str]) -> RunResult:
         """RunResult of the stored outcomes of suites, in their order; a suite with none is marked missing,
         so it fails the verdict and never passes (the serial, batched and Slurm-spread runs alike).  A suite

@@ -114,7 +114,7 @@ def run_spread(plan: RunPlan, units: Sequence[str], store: ResultStore, *, jobs:
     command, parallel = plan.command, plan.parallel
     queue = SuiteQueue(queue_dir_of(store), options.stale_after, options.max_attempts)
     job_options = slurm.job_options(options.slurm_settings, environ)
-    done = store.load()
+    done = store.finished()
     os.makedirs(queue.directory, exist_ok=True)
     pool = slurm.JobPool(queue, job_options, options.worker_python or sys.executable, jobs)
     cancelled = pool.cancel_previous()
