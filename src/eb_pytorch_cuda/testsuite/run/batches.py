@@ -27,7 +27,8 @@ from eb_pytorch_cuda.testsuite.results.model import SUITE_TERMINATED
 from eb_pytorch_cuda.testsuite.results.records import StoreRecord
 from eb_pytorch_cuda.testsuite.results.reportdirs import Attempt
 from eb_pytorch_cuda.testsuite.run import discovery, solo
-from eb_pytorch_cuda.testsuite.run.calls import DEFAULT_BATCH_SIZE, OUTPUT_KEPT, batch_env, died_by
+from eb_pytorch_cuda.testsuite.run.calls import DEFAULT_BATCH_SIZE, OUTPUT_KEPT, batch_env
+from eb_pytorch_cuda.testsuite.run.calls import died_by, killed_from_outside
 from eb_pytorch_cuda.testsuite.run.launcher import PROCESSES, Launcher
 from eb_pytorch_cuda.testsuite.run.plan import RunPlan
 
@@ -58,6 +59,7 @@ def _record(suite, out, seconds, code, gpu, output_path, test_dir, attempt):
     times = (kept_times(result.seconds, report_files(test_dir, suite, attempt, True), node_prefix(out.text, test_dir),
                         notes) if test_dir else {})  # (a time that is no time adds a note)
     record = _stored(result, exit_code, notes, result.seconds, seconds, code, gpu, out.text, output_path)
+    record = replace(record, interrupted=killed_from_outside(result.status, result.signal))
     # per-test times: how the next build splits this suite (results/testtimes)
     return replace(record, test_seconds=times) if times else record
 

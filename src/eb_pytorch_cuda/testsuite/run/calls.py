@@ -71,3 +71,14 @@ def died_by(code: Optional[int]) -> Optional[str]:
         return signal.Signals(-code).name
     except ValueError:
         return f'signal {-code}'
+
+
+# signals a suite's process never sends itself (a crash is SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL): one of these is
+# a kill from outside (the OOM killer, an operator, a batch system), which says nothing about the suite's tests
+OUTSIDE_SIGNALS = ('SIGKILL', 'SIGTERM', 'SIGINT', 'SIGHUP')
+
+
+def killed_from_outside(status: object, signal_name: Optional[str]) -> Optional[str]:
+    """signal_name when a suite's outcome is `terminated` by one of OUTSIDE_SIGNALS, else None: such a record is
+    marked interrupted (results.records.StoreRecord), so a rerun of the build runs the suite again."""
+    return signal_name if str(status) == 'terminated' and signal_name in OUTSIDE_SIGNALS else None

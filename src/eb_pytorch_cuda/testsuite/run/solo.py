@@ -20,7 +20,7 @@ from eb_pytorch_cuda.testsuite.results.reportdirs import Attempt
 from eb_pytorch_cuda.testsuite.results.splitting import split_batch_output
 from eb_pytorch_cuda.testsuite.results.testtimes import KEPT_FROM, kept_times, node_prefix
 from eb_pytorch_cuda.testsuite.run import discovery
-from eb_pytorch_cuda.testsuite.run.calls import OUTPUT_KEPT, batch_env, died_by
+from eb_pytorch_cuda.testsuite.run.calls import OUTPUT_KEPT, batch_env, died_by, killed_from_outside
 from eb_pytorch_cuda.testsuite.run.launcher import PROCESSES, Launcher, run_to_end
 from eb_pytorch_cuda.testsuite.run.plan import RunPlan
 
@@ -70,7 +70,8 @@ def run_suite(plan: RunPlan, unit: str, *, gpu: Optional[str] = None, timeout: O
                        node_prefix(text, command.cwd), notes)
     record = StoreRecord(suite=result, exit_code=code if timed_out is None else None, seconds=result.seconds,
                          gpu=gpu, notes=tuple(notes), output_tail=text[-OUTPUT_KEPT:], output_file=output_path,
-                         test_seconds=times or None, interrupted=interrupted)
+                         test_seconds=times or None,
+                         interrupted=interrupted or killed_from_outside(result.status, result.signal))
     attempt.publish(suite)
     attempt.discard()
     return mark(record, piece) if piece else record
