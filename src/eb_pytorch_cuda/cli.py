@@ -307,8 +307,10 @@ def build_parser() -> argparse.ArgumentParser:
                                            "EasyBuild's failure summary)")
     report.add_argument('paths', nargs='+', metavar='PATH')
     report.add_argument('--format', choices=('text', 'json', 'markdown'), default='text')
-    report.add_argument('--max-failed-tests', type=int, metavar='N', help='budget for unknown failures')
-    report.add_argument('--easyconfig', metavar='EC', help='take the policy (budget, known failures) from EC')
+    report.add_argument('--max-failed-tests', type=int, metavar='N',
+                        help='budget for unknown failures (default: the one a saved JSON result was judged by)')
+    report.add_argument('--easyconfig', metavar='EC', help='take the policy (budget, known failures) from EC '
+                                                           '(default: the terms a saved JSON result was judged by)')
     report.add_argument('--target', metavar='TARGET',
                         help='CPU target for scoped entries (default: $EESSI_SOFTWARE_SUBDIR or detected)')
     report.add_argument('--cuda-compute-capabilities', metavar='CC[,CC]', help='e.g. 8.0,9.0')
