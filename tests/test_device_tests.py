@@ -6,10 +6,12 @@ import json
 
 import pytest
 
+from helpers import run_main
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite import service
 from eb_pytorch_cuda.testsuite.policy.judging import Policy, detect_context, judge
-from eb_pytorch_cuda.testsuite.policy.settings import TestSettings
+from eb_pytorch_cuda.testsuite.policy.report import to_text
+from eb_pytorch_cuda.testsuite.policy.settings import DeviceTerms, JudgedTerms, TestSettings
 from eb_pytorch_cuda.testsuite.results.cudatests import cuda_counts, is_cuda_test
 from eb_pytorch_cuda.testsuite.results.model import RunResult, Suite
 from eb_pytorch_cuda.testsuite.run import devicetests
@@ -180,3 +182,22 @@ def test_auto_is_the_default_and_a_count_stays_a_count(tmp_path):
     meminfo.write_text('MemTotal:       24000000 kB\nMemAvailable:   12582912 kB\n')
     assert available_gib(str(meminfo)) == 12.0
     assert available_gib(str(tmp_path / 'none')) is None
+
+
+def test_a_required_device_test_mode_carried_by_the_results_fails_the_report_as_it_failed_the_step(tmp_path):
+    """cuda_device_tests=True, a GPU seen and 0 CUDA tests run: the step's verdict is FAIL for that alone; the
+    results JSON carries the mode in its terms, so `report` on it alone fails it with the same reason."""
+    result = RunResult({'nn/test_convolution': Suite('nn/test_convolution',
+                                                     cuda_counts={'ran': 0, 'failed': 0, 'skipped': 2})})
+    mode = devicetests.decide(True, True, ['0'])
+    verdict, warnings = service.judged(result, Policy(0, []), mode)
+    assert not verdict.passed and verdict.reasons[0].startswith('cuda_device_tests=True: the test step saw 1 GPU')
+    terms = JudgedTerms.of(Policy(0, []), (), 0, DeviceTerms(mode.requested, mode.enabled, mode.gpus, mode.reason))
+    outcome = service.StepOutcome(result, verdict, detect_context(()), device_tests=mode, warnings=warnings,
+                                  terms=terms)
+    path = tmp_path / 'pytorch-test-results.json'
+    path.write_text(service.report_texts(outcome)['pytorch-test-results.json'])
+    done = run_main('report', path, check_rc=1)
+    assert done.stdout == f'terms: as judged by the build (budget 0, no known failures)\n{to_text(result, verdict)}\n'
+    again = run_main('report', path, '--max-failed-tests', '5', check_rc=1)  # another budget: still required
+    assert again.stdout.rstrip().endswith(f'verdict: FAIL: {verdict.reasons[0]}')

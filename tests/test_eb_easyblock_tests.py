@@ -12,6 +12,7 @@ import pytest
 
 from eb_pytorch_cuda.process import GRACE_SECONDS
 from eb_runner import REPO, TEST_EASYCONFIGS
+from helpers import cli
 from procs import none_left
 
 EASYBLOCK = REPO / 'easybuild' / 'easyblocks' / 'p' / 'pytorch.py'
@@ -58,6 +59,11 @@ def test_known_and_flaky_failures_pass_and_reports_land_in_the_installation(eb):
     assert set(data['suite_seconds']) == {s['name'] for s in data['suites']}
     summary = (reports / 'pytorch-test-summary.md').read_text()
     assert summary.startswith('### PyTorch 2.1.2 test suite: PASS')
+    # the installation's JSON alone, judged again by `report`: the terms it carries, the build's own lines
+    report = cli('report', reports / 'pytorch-test-results.json', check_rc=0)
+    first, *judged = report.stdout.splitlines()
+    assert first == 'terms: as judged by the build (budget 0, 1 known failure)'
+    assert '\n'.join(f'== {line}' for line in judged) + '\n' in out, (report.stdout, out)
 
 
 def test_an_unknown_failure_over_the_budget_fails_the_build_naming_it(eb):

@@ -1,10 +1,12 @@
 """Scopes, known failures, budget, stale entries, unjudgeable suites, and the report command."""
 
+import json
+
 import pytest
 
 import pytorch_output as out
 from pytorch_output import KNOWN
-from helpers import run_main
+from helpers import DATA, run_main
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite.results.logparse import parse_log_text
 from eb_pytorch_cuda.testsuite.policy.judging import (Policy, ScopeContext, excluded_tests, judge, known_failures)
@@ -114,3 +116,62 @@ def test_a_limit_on_a_known_entry_lets_a_further_failure_through():
 def test_a_bad_limit_is_refused():
     with pytest.raises(PluginError, match='max must be a positive integer'):
         known_failures({'': [('test_x', 'r', 0)]}, HASWELL)
+
+
+OLD_RESULTS = DATA / 'store-2fa24cb' / 'pytorch-test-results.json'  # a real step's JSON, written before the terms
+GOOD_TERMS = {'max_failed_tests': 0, 'flaky_failures_consume_budget': False, 'allow_missing_failures': 0,
+              'known_test_failures': [{'test': 'test_crash', 'reason': 'r', 'scope': '', 'max': None}],
+              'excluded_tests': None, 'rerun_failed_tests': None, 'cuda_device_tests': None}
+
+
+def test_a_results_json_without_terms_is_judged_as_before_and_says_so():
+    from eb_pytorch_cuda.eb.ecpolicy import upstream_default_max_failed_tests
+    done = run_main('report', OLD_RESULTS, check_rc=1)
+    default = upstream_default_max_failed_tests()
+    first, *rest = done.stdout.splitlines()
+    assert first == (f'terms: {OLD_RESULTS} carries none (written before results carried their terms); the defaults '
+                     f'(budget {default}, no known failures)')
+    assert any(line.startswith('known: 0, ') and f'(budget {default})' in line for line in rest)
+
+
+def test_terms_read_back_as_written():
+    from eb_pytorch_cuda.testsuite.policy.judging import KnownFailure
+    from eb_pytorch_cuda.testsuite.policy.settings import DeviceTerms, JudgedTerms, terms_of
+    terms = JudgedTerms(2, (KnownFailure('a::t', 'why', 'x86_64', 3),), True, None, ('test_x',), 1,
+                        DeviceTerms(True, True, ('GPU 0',), 'seen'))
+    assert terms_of('f.json', json.loads(json.dumps({'terms': terms.to_dict()}))) == terms
+    assert terms.describe() == ('budget 2, 1 known failure, flaky failures consume the budget, '
+                                'allow_missing_failures True')
+    assert terms_of('f.json', {}) is None
+
+
+@pytest.mark.parametrize('key,value', [
+    ('max_failed_tests', '0'), ('max_failed_tests', -1), ('max_failed_tests', True),
+    ('known_test_failures', {'': []}), ('known_test_failures[0]', {'test': 'x'}), ('known_test_failures[0].reason', ''),
+    ('known_test_failures[0].max', 0), ('flaky_failures_consume_budget', 'no'), ('allow_missing_failures', False),
+    ('excluded_tests', 'test_x'), ('rerun_failed_tests', 1.5), ('cuda_device_tests', 'auto'),
+    ('cuda_device_tests.requested', 1), ('surprise', 1)])
+def test_bad_terms_in_a_results_json_are_refused_naming_the_file_and_the_key(tmp_path, key, value):
+    terms = json.loads(json.dumps(GOOD_TERMS))
+    if key.startswith('known_test_failures[0]'):
+        entry = terms['known_test_failures'][0]
+        if '.' in key:
+            entry[key.rsplit('.', 1)[1]] = value
+        else:
+            terms['known_test_failures'][0] = value
+    elif key.startswith('cuda_device_tests.'):
+        terms['cuda_device_tests'] = {'requested': value, 'enabled': False, 'gpus': [], 'reason': ''}
+    else:
+        terms[key] = value
+    data = json.loads(OLD_RESULTS.read_text())
+    data['terms'] = terms
+    bad = tmp_path / 'bad.json'
+    bad.write_text(json.dumps(data))
+    before = bad.read_bytes()
+    done = run_main('report', bad, check_rc=2)
+    assert done.stdout == '' and done.stderr.count('\n') == 1
+    assert f'{bad}: terms.{key}' in done.stderr, done.stderr
+    assert bad.read_bytes() == before
+    good = tmp_path / 'good.json'
+    good.write_text(json.dumps(dict(data, terms=GOOD_TERMS)))
+    assert run_main('report', good).stdout.startswith('terms: as judged by the build (budget 0, 1 known failure)\n')

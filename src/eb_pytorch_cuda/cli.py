@@ -68,49 +68,111 @@ def cmd_cudnn_catalog(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from eb_pytorch_cuda.eb import ecpolicy
-    from eb_pytorch_cuda.testsuite.policy.judging import detect_context, judge
+    from eb_pytorch_cuda.testsuite import service
+    from eb_pytorch_cuda.testsuite.policy.judging import detect_context
     from eb_pytorch_cuda.testsuite.policy.report import to_json, to_markdown, to_text
+    from eb_pytorch_cuda.testsuite.policy.settings import TERMS_KEY, JudgedTerms
     from eb_pytorch_cuda.eb.ebsummary import load
     from eb_pytorch_cuda.testsuite.results.saved import mark_missing, read_expected_suites
     if args.max_failed_tests is not None and args.max_failed_tests < 0:
         raise PluginError('--max-failed-tests', f'must be a non-negative integer, got {args.max_failed_tests}')
     expected = read_expected_suites(args.expected_suites) if args.expected_suites else []
+    saved, carried = _carried_terms(args.paths, use=not args.easyconfig)
     values = ecpolicy.read_easyconfig(args.easyconfig) if args.easyconfig else {}
     capabilities = args.cuda_compute_capabilities.split(',') if args.cuda_compute_capabilities \
         else values.get('cuda_compute_capabilities') or ()
     context = detect_context(capabilities, target=args.target)
-    policy = ecpolicy.policy_from_values(values, context, args.easyconfig or 'policy', args.max_failed_tests)
+    ran = carried if not args.easyconfig else None  # judged again by the terms the results carry
+    if ran is not None:
+        policy, device = ran.policy(args.max_failed_tests), service.device_mode_of(ran.device_tests)
+    else:
+        policy = ecpolicy.policy_from_values(values, context, args.easyconfig or 'policy', args.max_failed_tests)
+        device = None
+    note = _terms_note(args, saved, carried, policy)
     result = load(args.paths)
     mark_missing(result, expected)
-    verdict = judge(result, policy)
-    suggestion = _suggest_policy(args, values, capabilities)
+    verdict, _warnings = service.judged(result, policy, device)  # the warnings are the JSON's own
+    suggestion = _suggest_policy(args, values, capabilities, policy if ran is not None else None)
     if args.format == 'json':
+        import dataclasses
         import json
         data = to_json(result, verdict, context)
+        budget = policy.max_failed_tests
+        judged_by = JudgedTerms.of(policy) if ran is None else dataclasses.replace(ran, max_failed_tests=budget)
+        data[TERMS_KEY] = judged_by.to_dict()
+        if note:
+            data['terms_note'] = note
         if suggestion:
             data['suggested_policy'] = suggestion[1]
         print(json.dumps(data, indent=1, allow_nan=False))
     elif args.format == 'markdown':
-        print(to_markdown(result, verdict, context=context, suggestion=suggestion and suggestion[0]))
+        print(to_markdown(result, verdict, context=context, suggestion=suggestion and suggestion[0], note=note))
     else:
-        print(to_text(result, verdict) + (f'\n\n{suggestion[0]}' if suggestion else ''))
+        print((f'{printable(note)}\n' if note else '') + to_text(result, verdict)
+              + (f'\n\n{suggestion[0]}' if suggestion else ''))
     if suggestion and len(suggestion[2]) > 1:  # several runs, each judged for its own target: all must pass
         return 0 if all(run.passes_now for run in suggestion[2]) else 1
     return 0 if verdict.passed else 1
 
 
-def _suggest_policy(args, values, capabilities):
+def _carried_terms(paths, use=True):
+    """(the saved JSON results among paths, the terms they carry or None): each one's terms are checked (bad
+    ones: PluginError naming the file and the key); where use (no --easyconfig replaces them) all that carry
+    terms must carry the same, else PluginError naming the one that differs."""
+    from eb_pytorch_cuda.testsuite.policy.settings import terms_of
+    from eb_pytorch_cuda.testsuite.results.saved import read_saved
+    saved, carried, first = [], None, None
+    for path in paths:
+        if os.path.isdir(path) or not str(path).endswith('.json'):
+            continue
+        saved.append(path)
+        terms = terms_of(path, read_saved(path))
+        if terms is None:
+            continue
+        if carried is None:
+            carried, first = terms, path
+        elif use and terms != carried:
+            raise PluginError(path, f'was judged by other terms ({terms.describe()}) than {first} '
+                                    f'({carried.describe()}): give --easyconfig to judge them by one policy')
+    return saved, carried
+
+
+def _terms_note(args, saved, carried, policy) -> Optional[str]:
+    """report's one line on the terms it judges by, where a saved JSON result is among its inputs: the ones the
+    result carries (as the build judged it), those with the budget of --max-failed-tests, or the easyconfig's
+    in their place; None where no saved result was given (logs and XML carry no terms: as before)."""
+    from eb_pytorch_cuda.testsuite.policy.settings import describe_policy
+    if not saved:
+        return None
+    budget = ' and --max-failed-tests' if args.max_failed_tests is not None else ''
+    if carried is None:
+        which = f'{saved[0]} carries' if len(saved) == 1 else 'the saved results carry'
+        source = (f'from {args.easyconfig}{budget}' if args.easyconfig else
+                  'budget from --max-failed-tests' if budget else 'the defaults')
+        return (f'terms: {which} none (written before results carried their terms); {source} '
+                f'({describe_policy(policy)})')
+    if args.easyconfig:
+        return (f'terms: from {args.easyconfig}{budget} ({describe_policy(policy)}), not the ones the build judged '
+                f'by ({carried.describe()})')
+    if budget:
+        return f'terms: as judged by the build, budget from --max-failed-tests ({describe_policy(policy)})'
+    return f'terms: as judged by the build ({describe_policy(policy)})'
+
+
+def _suggest_policy(args, values, capabilities, carried=None):
     """report --suggest-policy: (easyconfig text, JSON data, runs) of the known_test_failures entries that would
     make each run pass, merged over runs (one per target); None without the option.  With several runs the
-    exit status is theirs, each judged for its own target (the report above judges all inputs together)."""
+    exit status is theirs, each judged for its own target (the report above judges all inputs together).
+    carried: the policy the saved results carry (their entries' scopes already resolved), for every run."""
     if not (args.suggest_policy or args.suggest_scope is not None):
         return None
     from eb_pytorch_cuda.eb import ebsummary, ecpolicy
     from eb_pytorch_cuda.testsuite.policy import suggest
     scope = None if args.suggest_scope is None else suggest.validate_scope(args.suggest_scope, '--suggest-scope')
     runs = suggest.runs_from_paths(
-        args.paths, lambda context: ecpolicy.policy_from_values(values, context, args.easyconfig or 'policy',
-                                                                args.max_failed_tests),
+        args.paths, lambda context: carried or ecpolicy.policy_from_values(values, context,
+                                                                           args.easyconfig or 'policy',
+                                                                           args.max_failed_tests),
         target=args.target, capabilities=capabilities, load=ebsummary.load)
     merged, outcome = suggest.suggest_runs(runs, scope)
     return suggest.render(runs, merged, outcome), suggest.to_data(runs, merged, outcome), runs
@@ -245,8 +307,10 @@ def build_parser() -> argparse.ArgumentParser:
                                            "EasyBuild's failure summary)")
     report.add_argument('paths', nargs='+', metavar='PATH')
     report.add_argument('--format', choices=('text', 'json', 'markdown'), default='text')
-    report.add_argument('--max-failed-tests', type=int, metavar='N', help='budget for unknown failures')
-    report.add_argument('--easyconfig', metavar='EC', help='take the policy (budget, known failures) from EC')
+    report.add_argument('--max-failed-tests', type=int, metavar='N',
+                        help='budget for unknown failures (default: the one a saved JSON result was judged by)')
+    report.add_argument('--easyconfig', metavar='EC', help='take the policy (budget, known failures) from EC '
+                                                           '(default: the terms a saved JSON result was judged by)')
     report.add_argument('--target', metavar='TARGET',
                         help='CPU target for scoped entries (default: $EESSI_SOFTWARE_SUBDIR or detected)')
     report.add_argument('--cuda-compute-capabilities', metavar='CC[,CC]', help='e.g. 8.0,9.0')

@@ -30,6 +30,7 @@ from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite.policy.judging import Policy, ScopeContext, Verdict, detect_context, judge
 from eb_pytorch_cuda.testsuite.policy.report import RESULTS_JSON, RESULTS_MARKDOWN, to_json, to_markdown
 from eb_pytorch_cuda.testsuite.policy.settings import DEFAULT_SUITE_TIMEOUT, JUDGING, TestSettings, rule_timeout
+from eb_pytorch_cuda.testsuite.policy.settings import TERMS_KEY, DeviceTerms, JudgedTerms
 from eb_pytorch_cuda.testsuite.results import previous
 from eb_pytorch_cuda.testsuite.results.model import RunResult
 from eb_pytorch_cuda.testsuite.results.pieces import with_merged
@@ -184,6 +185,7 @@ class StepOutcome:
     test_seconds: Dict[str, Dict[str, float]] = field(default_factory=dict)  # see test_seconds()
     device_tests: Optional[DeviceTestMode] = None  # the CUDA device tests' mode the suites ran in (None: not said)
     warnings: List[str] = field(default_factory=list)  # e.g. a GPU seen and 0 CUDA tests run
+    terms: Optional[JudgedTerms] = None  # what it was judged by, for the results JSON (policy/settings.JudgedTerms)
 
 
 def device_test_mode(requested: Union[bool, str], cuda_build: Callable[[], bool], env: Mapping[str, str],
@@ -306,26 +308,50 @@ def run_and_judge(step: TestStep, store: ResultStore, terms: StepTerms, *,
                          pieces=here_pieces(step.previous_results, slots, progress) if jobs <= 1 else None)
     spread = spread_options(step.previous_results, step.tested_installation, progress) if jobs > 1 else None
     result = run_suites(request, store, jobs=jobs, spread=spread, progress=progress)
-    warnings, failing = cuda_test_warnings(result, device_tests)
+    verdict, warnings = judged(result, terms.policy, device_tests)
     for warning in warnings:
         if progress:
             progress(f'WARNING: {warning}')
-    verdict = judge(result, terms.policy)
+    if step.tested_installation and not verdict.passed:
+        keep(store, result, step.tested_installation)
+    device = None if device_tests is None else DeviceTerms(device_tests.requested, device_tests.enabled,
+                                                           tuple(device_tests.gpus), device_tests.reason)
+    judged_by = JudgedTerms.of(terms.policy, tuple(settings.excluded(terms.context)), settings.rerun_failed_tests,
+                               device)
+    return StepOutcome(result, verdict, terms.context, notes(store), test_seconds(store), device_tests, warnings,
+                       judged_by)
+
+
+def judged(result: RunResult, policy: Policy,
+           device_tests: Optional[DeviceTestMode] = None) -> Tuple[Verdict, List[str]]:
+    """(verdict, warnings) of result under policy, and under the CUDA device tests' mode the suites ran in
+    (cuda_test_warnings: with True, a run that saw a GPU and ran 0 CUDA tests fails): the step's judging, and
+    `report`'s of a results JSON by the terms it carries (device_mode_of)."""
+    warnings, failing = cuda_test_warnings(result, device_tests)
+    verdict = judge(result, policy)
     if failing:
         verdict = dataclasses.replace(verdict, passed=False,
                                       reasons=verdict.reasons + [f'cuda_device_tests=True: {failing}'])
-    if step.tested_installation and not verdict.passed:
-        keep(store, result, step.tested_installation)
-    return StepOutcome(result, verdict, terms.context, notes(store), test_seconds(store), device_tests, warnings)
+    return verdict, warnings
+
+
+def device_mode_of(device: Optional[DeviceTerms]) -> Optional[DeviceTestMode]:
+    """The DeviceTestMode a results JSON's terms recorded (None: none recorded), for judged(); whether the build
+    had CUDA is not recorded, nor needed: a mode is enabled only where it had."""
+    if device is None:
+        return None
+    return DeviceTestMode(device.requested, None, tuple(device.gpus), device.enabled, device.reason)
 
 
 def judge_kept(result: RunResult, policy: Policy, context: ScopeContext,
                store: Optional[ResultStore] = None) -> StepOutcome:
     """A kept run's result (ResultStore.load_final) under the policy in force now: nothing runs.  store (the
     kept run's, still there): its notes and its tests' times go into the reports as a run's would, so the
-    installation's results JSON still lets the next build split its long suites."""
+    installation's results JSON still lets the next build split its long suites.  Its terms record the policy;
+    what ran (excluded tests, reruns, device tests' mode) is not known here (the settings in force now need not be
+    the ones it ran with: they are left out of the build fingerprint), so they are recorded as unknown."""
     return StepOutcome(result, judge(result, policy), context, notes(store) if store else {},
-                       test_seconds(store) if store else {})
+                       test_seconds(store) if store else {}, terms=JudgedTerms.of(policy))
 
 
 def report_texts(outcome: StepOutcome, title: str = 'PyTorch test suite') -> Dict[str, str]:
@@ -340,6 +366,8 @@ def report_texts(outcome: StepOutcome, title: str = 'PyTorch test suite') -> Dic
         data['cuda_device_tests'] = {'requested': mode.requested, 'enabled': mode.enabled, 'reason': mode.reason,
                                      'gpus': list(mode.gpus), 'environment': mode.environment}
     data['warnings'] = list(outcome.warnings)
+    if outcome.terms is not None:
+        data[TERMS_KEY] = outcome.terms.to_dict()  # `report` judges the JSON again by them (settings.terms_of)
     markdown = to_markdown(outcome.result, outcome.verdict, title=title, context=outcome.context,
                            device_tests=outcome.device_tests.describe() if outcome.device_tests else None,
                            warnings=outcome.warnings)

@@ -116,11 +116,14 @@ def _cuda_table(result) -> list:
 
 def to_markdown(result: RunResult, verdict: Verdict, title: str = 'PyTorch test suite',
                 context: Optional[ScopeContext] = None, suggestion: Optional[str] = None,
-                device_tests: Optional[str] = None, warnings: Sequence[str] = ()) -> str:
+                device_tests: Optional[str] = None, warnings: Sequence[str] = (), note: Optional[str] = None) -> str:
     """A summary fit for a pull-request comment; on FAIL it ends with the suggested policy entries (collapsed).
-    device_tests (the test step's CUDA device tests' mode, in one line) and warnings follow the title."""
+    note (report's line on the terms it judged by), device_tests (the test step's CUDA device tests' mode, in one
+    line) and warnings follow the title."""
     total = sum(s.failing_count for s in result.suites.values())
     lines = [f"### {title}: {'PASS' if verdict.passed else 'FAIL'}", '']
+    if note is not None:
+        lines += [markdown_text(note), '']
     if device_tests is not None:
         lines += [f'CUDA device tests: {markdown_text(device_tests)}', '']
     for warning in warnings:

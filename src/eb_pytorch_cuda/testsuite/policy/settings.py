@@ -7,13 +7,16 @@ so a parameter cannot be known to one and missing from another.  EasyBuild-free.
 Every value is checked by type and range before anything runs (from_values): a wrong one would not fail,
 it would judge wrongly (a budget of -4 fails every run, a timeout of -5 kills every suite, a string of
 excluded tests is split into letters), so it is refused in one line naming the parameter.
+
+What they became where a run was judged (JudgedTerms: the budget, the known failures in force, ...) goes into the
+run's results JSON, and `report` judges that JSON again by them (terms_of reads them back, checked the same way).
 """
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, Mapping, NoReturn, Optional, Tuple, Union
 
 from eb_pytorch_cuda.errors import PluginError
-from eb_pytorch_cuda.testsuite.policy.judging import Policy, ScopeContext, excluded_tests, known_failures
+from eb_pytorch_cuda.testsuite.policy.judging import KnownFailure, Policy, ScopeContext, excluded_tests, known_failures
 from eb_pytorch_cuda.testsuite.results.pieces import Piece
 
 DEFAULT_SUITE_TIMEOUT = 3 * 3600  # s a suite may run without a previous time: PyTorch's slowest take under 1 h
@@ -239,3 +242,164 @@ def check_values(values: dict, source: str = 'easyconfig') -> None:
     device_tests = values.get('cuda_device_tests')
     if device_tests is not None and not (device_tests is True or device_tests is False or device_tests == 'auto'):
         raise PluginError(source, f"cuda_device_tests must be 'auto', True or False, got {_shown(device_tests)}")
+
+
+# --- the terms a run was judged by, as its results JSON carries them (key TERMS_KEY): `report` on that JSON
+# judges it again by the same terms instead of by the defaults of the machine it runs on.
+#
+# What is carried: the budget (max_failed_tests as applied: the easyconfig's, else the installed easyblocks'
+# default), the known failures in force with their scopes (already resolved for where the run ran: a report made
+# elsewhere applies the same entries, whatever its own target), whether flaky failures consume the budget, the
+# allowance of suites that cannot be judged (allow_missing_failures), and, as the record of what ran, the excluded
+# tests, the reruns and the CUDA device tests' mode.  The last three are null where they are not known (a kept run
+# re-judged: the settings in force now need not be the ones it ran with; a report made from logs).
+#
+# A JSON document without the key (written before the key existed, or by hand) is judged as before: by the
+# command line's or an easyconfig's policy, else the defaults.
+
+TERMS_KEY = 'terms'
+_KEYS = ('max_failed_tests', 'known_test_failures', 'flaky_failures_consume_budget', 'allow_missing_failures',
+         'excluded_tests', 'rerun_failed_tests', 'cuda_device_tests')
+_ENTRY_KEYS = ('test', 'reason', 'scope', 'max')
+_DEVICE_KEYS = ('requested', 'enabled', 'gpus', 'reason')
+
+
+@dataclass(frozen=True)
+class DeviceTerms:
+    """The CUDA device tests' mode the suites ran in (run/devicetests.DeviceTestMode, as plain values): requested
+    True fails a run that saw a GPU and ran 0 CUDA tests, so a re-judging must know it."""
+    requested: Any  # 'auto', True or False
+    enabled: bool
+    gpus: Tuple[str, ...]
+    reason: str
+
+
+@dataclass(frozen=True)
+class JudgedTerms:
+    """The policy a run was judged by, and what ran (None: not known)."""
+    max_failed_tests: int
+    known: Tuple[KnownFailure, ...]
+    flaky_failures_consume_budget: bool = False
+    allow_missing_failures: Optional[int] = 0  # None: any number (upstream's True)
+    excluded_tests: Optional[Tuple[str, ...]] = None
+    rerun_failed_tests: Optional[int] = None
+    device_tests: Optional[DeviceTerms] = None
+
+    @classmethod
+    def of(cls, policy: Policy, excluded: Optional[Tuple[str, ...]] = None, reruns: Optional[int] = None,
+           device_tests: Optional[DeviceTerms] = None) -> 'JudgedTerms':
+        """The terms of a run judged by policy (the entries in force, scopes resolved), and what ran."""
+        return cls(int(policy.max_failed_tests), tuple(policy.known), bool(policy.flaky_consumes_budget),
+                   policy.allow_missing_failures, None if excluded is None else tuple(excluded), reruns, device_tests)
+
+    def policy(self, max_failed_tests: Optional[int] = None) -> Policy:
+        """The Policy to judge by again (max_failed_tests: another budget, as `report --max-failed-tests` gives)."""
+        budget = self.max_failed_tests if max_failed_tests is None else max_failed_tests
+        return Policy(budget, list(self.known), self.flaky_failures_consume_budget, self.allow_missing_failures)
+
+    def describe(self, max_failed_tests: Optional[int] = None) -> str:
+        """'budget 0, 1 known failure' (and what else differs from the defaults), for report's terms line."""
+        return describe_policy(self.policy(max_failed_tests))
+
+    def to_dict(self) -> dict:
+        """The JSON form (TERMS_KEY's value); terms_of reads it back."""
+        device = self.device_tests
+        return {'max_failed_tests': self.max_failed_tests,
+                'known_test_failures': [{'test': e.pattern, 'reason': e.reason, 'scope': e.scope, 'max': e.limit}
+                                        for e in self.known],
+                'flaky_failures_consume_budget': self.flaky_failures_consume_budget,
+                'allow_missing_failures': True if self.allow_missing_failures is None else self.allow_missing_failures,
+                'excluded_tests': None if self.excluded_tests is None else list(self.excluded_tests),
+                'rerun_failed_tests': self.rerun_failed_tests,
+                'cuda_device_tests': None if device is None else {
+                    'requested': device.requested, 'enabled': device.enabled, 'gpus': list(device.gpus),
+                    'reason': device.reason}}
+
+
+def describe_policy(policy: Policy) -> str:
+    """'budget 0, 1 known failure', with flaky_failures_consume_budget and allow_missing_failures where they are
+    not the defaults."""
+    count = len(policy.known)
+    parts = [f'budget {policy.max_failed_tests}', f"{count or 'no'} known failure{'' if count == 1 else 's'}"]
+    if policy.flaky_consumes_budget:
+        parts.append('flaky failures consume the budget')
+    if policy.allow_missing_failures != 0:
+        allowed = policy.allow_missing_failures
+        parts.append(f"allow_missing_failures {'True' if allowed is None else allowed}")
+    return ', '.join(parts)
+
+
+def _refuse_term(path: str, key: str, problem: str) -> NoReturn:
+    raise PluginError(path, f'{TERMS_KEY}.{key}: {problem}')
+
+
+def _text(path: str, key: str, value: object, empty: bool = False) -> str:
+    if not isinstance(value, str) or not (value or empty):
+        _refuse_term(path, key, f"must be a {'' if empty else 'non-empty '}string, got {value!r:.60}")
+    return str(value)
+
+
+def _entry(path: str, key: str, item: object) -> KnownFailure:
+    if not isinstance(item, dict) or set(item) != set(_ENTRY_KEYS):
+        _refuse_term(path, key, f"must be an object of {', '.join(_ENTRY_KEYS)}, got {item!r:.60}")
+    assert isinstance(item, dict)
+    limit = item['max']
+    if limit is not None and not (is_integer(limit) and limit >= 1):
+        _refuse_term(path, f'{key}.max', f'must be null or an integer >= 1, got {limit!r:.60}')
+    return KnownFailure(_text(path, f'{key}.test', item['test']), _text(path, f'{key}.reason', item['reason']),
+                        _text(path, f'{key}.scope', item['scope'], empty=True), limit)
+
+
+def _device(path: str, value: object) -> Optional[DeviceTerms]:
+    key = 'cuda_device_tests'
+    if value is None:
+        return None
+    if not isinstance(value, dict) or set(value) != set(_DEVICE_KEYS):
+        _refuse_term(path, key, f"must be null or an object of {', '.join(_DEVICE_KEYS)}, got {value!r:.60}")
+    assert isinstance(value, dict)
+    if not (value['requested'] is True or value['requested'] is False or value['requested'] == 'auto'):
+        _refuse_term(path, f'{key}.requested', f"must be 'auto', true or false, got {value['requested']!r:.60}")
+    if not isinstance(value['enabled'], bool):
+        _refuse_term(path, f'{key}.enabled', f"must be true or false, got {value['enabled']!r:.60}")
+    gpus = value['gpus']
+    if not isinstance(gpus, list) or not all(isinstance(g, str) and g for g in gpus):
+        _refuse_term(path, f'{key}.gpus', f'must be a list of strings, got {gpus!r:.60}')
+    return DeviceTerms(value['requested'], value['enabled'], tuple(gpus),
+                       _text(path, f'{key}.reason', value['reason'], empty=True))
+
+
+def terms_of(path: str, document: Mapping[str, Any]) -> Optional[JudgedTerms]:
+    """The terms a saved results document (results/saved.read_saved) carries, None where it carries none;
+    PluginError (path: terms.<key>: problem) for a value of the wrong type or out of range: a budget of '3' or
+    -1, an entry without its reason, judged as written, would be another verdict than the build's."""
+    if TERMS_KEY not in document:
+        return None
+    data = document[TERMS_KEY]
+    if not isinstance(data, dict):
+        raise PluginError(path, f'{TERMS_KEY}: must be an object, got {data!r:.60}')
+    unknown, missing = set(data) - set(_KEYS), [key for key in _KEYS if key not in data]
+    if unknown or missing:
+        key = sorted(unknown)[0] if unknown else missing[0]
+        _refuse_term(path, key, 'is not a key of the terms' if unknown else 'is missing')
+    if not (is_integer(data['max_failed_tests']) and data['max_failed_tests'] >= 0):
+        _refuse_term(path, 'max_failed_tests', f"must be an integer >= 0, got {data['max_failed_tests']!r:.60}")
+    known = data['known_test_failures']
+    if not isinstance(known, list):
+        _refuse_term(path, 'known_test_failures', f'must be a list, got {known!r:.60}')
+    entries = tuple(_entry(path, f'known_test_failures[{n}]', item) for n, item in enumerate(known))
+    if not isinstance(data['flaky_failures_consume_budget'], bool):
+        _refuse_term(path, 'flaky_failures_consume_budget',
+                     f"must be true or false, got {data['flaky_failures_consume_budget']!r:.60}")
+    allowed = data['allow_missing_failures']
+    if not (allowed is True or (is_integer(allowed) and allowed >= 0)):
+        _refuse_term(path, 'allow_missing_failures', f'must be true or an integer >= 0, got {allowed!r:.60}')
+    excluded = data['excluded_tests']
+    if excluded is not None and (not isinstance(excluded, list) or not all(isinstance(t, str) and t
+                                                                           for t in excluded)):
+        _refuse_term(path, 'excluded_tests', f'must be null or a list of test names, got {excluded!r:.60}')
+    reruns = data['rerun_failed_tests']
+    if reruns is not None and not (is_integer(reruns) and reruns >= 0):
+        _refuse_term(path, 'rerun_failed_tests', f'must be null or an integer >= 0, got {reruns!r:.60}')
+    return JudgedTerms(data['max_failed_tests'], entries, data['flaky_failures_consume_budget'],
+                       None if allowed is True else allowed, None if excluded is None else tuple(excluded), reruns,
+                       _device(path, data['cuda_device_tests']))

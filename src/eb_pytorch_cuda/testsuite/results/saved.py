@@ -233,6 +233,12 @@ def validate_saved(path: str, data: Any) -> None:
 
 def load_saved(path: str) -> RunResult:
     """The RunResult of a JSON document written by `report --format json` or the test step; strict."""
+    return RunResult.from_dict(read_saved(path))
+
+
+def read_saved(path: str) -> dict:
+    """The JSON document at path, checked as a saved result (validate_saved): its other keys (the terms it was
+    judged by: policy/settings.terms_of) are for their readers to check."""
     raw = read_bytes(path)
     try:
         data = json.loads(raw.decode('utf-8'), parse_constant=no_constants)
@@ -241,7 +247,7 @@ def load_saved(path: str) -> RunResult:
     except (ValueError, UnicodeDecodeError) as err:
         raise PluginError(path, f'is not a readable JSON result ({err})') from None
     validate_saved(path, data)
-    return RunResult.from_dict(data)
+    return data
 
 
 def load_results(paths: Iterable[str], parsed: Optional[dict] = None) -> RunResult:
