@@ -97,6 +97,38 @@ def suite_command(source, results, *extra):
             '--results', str(results), *map(str, extra)]
 
 
+# the H200 node's GPU as nvidia-smi answers run/gpus's queries (tests/data/h200-cuda-visible-devices-probe.json):
+# index, UUID, compute_cap, memory.total (MiB), name
+H200 = ('0', 'GPU-8d175d91-c8dd-50ef-3b16-d57680faa78c', '9.0', '143771', 'NVIDIA H200')
+NVIDIA_SMI_FIELDS = {'compute_cap': 2, 'memory.total': 3}  # the column of each field in such a GPU
+
+
+def stand_in_nvidia_smi(bin_dir, gpus, migs=()):
+    """bin_dir/nvidia-smi, a stand-in (no GPU is here): answers `--query-gpu=index,uuid[,compute_cap|memory.total]
+    --format=csv,noheader,nounits` and -L for gpus (the last one holding migs, its MIG devices) as the real one
+    does; with no GPU, `No devices were found` and exit status 6, taken (not seen here) as a node without GPUs'
+    answer: run/gpus reads any non-zero exit as no list."""
+    bin_dir.mkdir(exist_ok=True)
+    script = bin_dir / 'nvidia-smi'
+    if not gpus:
+        script.write_text('#!/bin/sh\necho "No devices were found"\nexit 6\n')
+    else:
+        def answer(lines):  # printf, a builtin of sh: PATH may hold nothing else
+            return "printf '%s\\n' " + ' '.join(f"'{line}'" for line in lines) + ' ;;'
+        cases = []
+        for field, column in [(None, None), *NVIDIA_SMI_FIELDS.items()]:
+            rows = [f'{gpu[0]}, {gpu[1]}' + (f', {gpu[column]}' if column else '') for gpu in gpus]
+            query = 'index,uuid' + (f',{field}' if field else '')
+            cases.append(f'--query-gpu={query}\\ *) ' + answer(rows))
+        listing = [f'GPU {gpu[0]}: {gpu[4]} (UUID: {gpu[1]})' for gpu in gpus]
+        listing += [f'  MIG 3g.40gb     Device  {number}: (UUID: {mig})' for number, mig in enumerate(migs)]
+        cases.append('-L) ' + answer(listing))
+        script.write_text('#!/bin/sh\ncase "$*" in\n' + '\n'.join(cases) +
+                          '\n*) echo "stand-in: no answer for $*" >&2; exit 2;;\nesac\n')
+    script.chmod(0o755)
+    return script
+
+
 def standin_test_tree(root, keep=None, distributed=True):
     """root/test: a fresh copy of the stand-in test tree (XML reports of one run must not mix with another's),
     holding of its suites only those named in keep (None: all of them), and distributed/ unless told not."""

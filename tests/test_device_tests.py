@@ -1,6 +1,7 @@
 """The CUDA device tests' mode (run/devicetests, service.device_test_mode) and the CUDA test counts of the reports
-(results/cudatests), issue 33.  Pure Python: GPUs are given as CUDA_VISIBLE_DEVICES names them (a machine here has
-none; the H200 record in docs/validation/ shows the real thing)."""
+(results/cudatests), issue 33.  Pure Python: the GPUs are given to the decision (finding them runs nvidia-smi:
+tests/test_nvidia_smi.py; CUDA_VISIBLE_DEVICES's rule: tests/test_cuda_visible_devices.py), or
+CUDA_VISIBLE_DEVICES is set to what names no GPU anywhere, where nvidia-smi is not asked."""
 
 import json
 
@@ -15,18 +16,11 @@ from eb_pytorch_cuda.testsuite.policy.settings import DeviceTerms, JudgedTerms, 
 from eb_pytorch_cuda.testsuite.results.cudatests import cuda_counts, is_cuda_test
 from eb_pytorch_cuda.testsuite.results.model import RunResult, Suite
 from eb_pytorch_cuda.testsuite.run import devicetests
-from eb_pytorch_cuda.testsuite.run.gpus import gpu_compute_capabilities, gpu_count, visible_devices
+from eb_pytorch_cuda.testsuite.run.gpus import gpu_compute_capabilities
 
 
 def _never():
     raise AssertionError('the build was asked about CUDA where nothing depends on it')
-
-
-@pytest.mark.parametrize('value, devices', [('', []), ('-1', []), ('0,1', ['0', '1']), ('1,-1,0', ['1']),
-                                            ('GPU-5ad2,MIG-1', ['GPU-5ad2', 'MIG-1']), (' 2 ', ['2'])])
-def test_cuda_visible_devices_as_cuda_reads_it(value, devices):
-    assert visible_devices({'CUDA_VISIBLE_DEVICES': value}) == devices
-    assert gpu_count({'CUDA_VISIBLE_DEVICES': value}) == devices
 
 
 def test_an_empty_cuda_visible_devices_means_no_gpu_for_the_policy_and_the_mode():
@@ -37,19 +31,32 @@ def test_an_empty_cuda_visible_devices_means_no_gpu_for_the_policy_and_the_mode(
     assert not mode.enabled and mode.environment == {} and 'no GPU seen' in mode.reason
     with pytest.raises(PluginError, match='cuda_device_tests: is True, but the test step cannot run CUDA tests here'):
         service.device_test_mode(True, _never, env)
+    for value in ('-1', '-1,0', 'none'):  # CUDA stops at the first entry: no device on any node
+        assert service.device_test_mode('auto', _never, {'CUDA_VISIBLE_DEVICES': value}).reason == \
+            f"no GPU seen: CUDA_VISIBLE_DEVICES='{value}' (CUDA sees none)"
 
 
 def test_auto_with_a_gpu_and_a_cuda_build_runs_cuda_and_cpu_device_tests():
-    mode = service.device_test_mode('auto', lambda: True, {'CUDA_VISIBLE_DEVICES': '0'})
+    """The decision once the GPUs are known (run/gpus finds them: tests/test_nvidia_smi.py, through a stand-in
+    nvidia-smi, as service.device_test_mode does)."""
+    mode = devicetests.decide('auto', True, ['0'])
     assert mode.enabled and mode.environment == {'SANDCASTLE': '0'} and mode.gpus == ('0',)
     assert mode.describe() == ("cuda_device_tests='auto': CUDA and CPU device tests: 1 GPU(s) seen (0), the build "
                                "has CUDA; sets SANDCASTLE=0")
-    without_cuda = service.device_test_mode('auto', lambda: False, {'CUDA_VISIBLE_DEVICES': '0'})
+    without_cuda = devicetests.decide('auto', False, ['0'])
     assert not without_cuda.enabled and without_cuda.environment == {}
     with pytest.raises(PluginError, match='the build has no CUDA'):
-        service.device_test_mode(True, lambda: False, {'CUDA_VISIBLE_DEVICES': '0'})
-    off = service.device_test_mode(False, _never, {'CUDA_VISIBLE_DEVICES': '0'})
+        devicetests.decide(True, False, ['0'])
+    off = service.device_test_mode(False, _never, {'CUDA_VISIBLE_DEVICES': '0'})  # nothing probed
     assert not off.enabled and off.environment == {}
+
+
+def test_true_without_a_gpu_stops_in_one_line_that_says_why_none_is_seen():
+    seen = "no GPU seen: CUDA_VISIBLE_DEVICES='7' names none of the 1 GPU(s) nvidia-smi lists"
+    with pytest.raises(PluginError) as raised:
+        devicetests.decide(True, None, [], seen)
+    assert str(raised.value) == f'cuda_device_tests: is True, but the test step cannot run CUDA tests here: {seen}'
+    assert devicetests.decide('auto', None, [], seen).reason == seen
 
 
 def test_spread_over_slurm_only_true_turns_them_on_and_nothing_is_probed_here():

@@ -17,7 +17,7 @@ import sys
 
 import pytest
 from environment import HARNESS21_ABSENT, missing
-from helpers import cli, stored_records
+from helpers import H200, cli, stand_in_nvidia_smi, stored_records
 
 from eb_pytorch_cuda.cli import main
 from eb_pytorch_cuda.testsuite.run import discovery
@@ -312,14 +312,10 @@ def test_a_gpu_seen_with_a_cuda_torch_runs_the_cuda_mode_and_zero_cuda_tests_fai
     """Issue 33 on the main job's pair (torch 2.1.2, a CUDA build): where the step sees a GPU, the suites run with
     SANDCASTLE=0, the reports count the CUDA tests, and 0 CUDA tests run is a warning (--cuda-device-tests true:
     the verdict fails).  The GPU is the one stand-in here: an `nvidia-smi` on PATH that lists one, as the real one
-    does (tests/data/h200-nvidia-smi-query-compute-cap.txt is the H200's answer); this machine has none, so torch
-    sees no CUDA device and instantiates no CUDA test: exactly the blind step the warning is for."""
+    does (helpers.stand_in_nvidia_smi: the H200 node's answers); this machine has none, so torch sees no CUDA
+    device and instantiates no CUDA test: exactly the blind step the warning is for."""
     fake = tmp_path / 'bin'
-    fake.mkdir()
-    smi = fake / 'nvidia-smi'
-    smi.write_text('#!/bin/sh\ncase "$*" in *query*) echo "0, 9.0";; *) echo "GPU 0: NVIDIA H200 (UUID: GPU-0)";; '
-                   'esac\n')
-    smi.chmod(0o755)
+    stand_in_nvidia_smi(fake, [H200])
     env = dict(os.environ, PATH=f"{fake}{os.pathsep}{os.environ['PATH']}")
     env.pop('CUDA_VISIBLE_DEVICES', None)
     runs = {}

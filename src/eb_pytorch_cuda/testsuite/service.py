@@ -39,7 +39,7 @@ from eb_pytorch_cuda.testsuite.results.cudatests import cuda_totals
 from eb_pytorch_cuda.testsuite.run.devicetests import (CUDA_ENVIRONMENT, UPSTREAM_ENVIRONMENT, DeviceTestMode, decide,
                                                        suite_environment)
 from eb_pytorch_cuda.testsuite.run.devicetests import planned as planned_device_tests  # noqa: F401 - the dry run's
-from eb_pytorch_cuda.testsuite.run.gpus import gpu_compute_capabilities, gpu_count
+from eb_pytorch_cuda.testsuite.run.gpus import gpu_compute_capabilities, gpu_view
 from eb_pytorch_cuda.testsuite.run.node import this_node
 from eb_pytorch_cuda.testsuite.run.store import ResultStore
 from eb_pytorch_cuda.testsuite.policy import settings as _settings
@@ -191,9 +191,9 @@ class StepOutcome:
 def device_test_mode(requested: Union[bool, str], cuda_build: Callable[[], bool], env: Mapping[str, str],
                      on_this_node: bool = True) -> DeviceTestMode:
     """The CUDA device tests' mode (run/devicetests) for the suites about to run: on this node, from the GPUs it
-    sees (run.gpus, CUDA_VISIBLE_DEVICES honoured); for suites spread to Slurm jobs (on_this_node False) nothing
-    is probed here, and only True turns the CUDA device tests on (the jobs' nodes have the GPUs).  cuda_build is
-    asked only where it decides (a GPU seen, or True)."""
+    sees (run.gpus.gpu_view: those nvidia-smi lists that CUDA_VISIBLE_DEVICES leaves); for suites spread to
+    Slurm jobs (on_this_node False) nothing is probed here, and only True turns the CUDA device tests on (the
+    jobs' nodes have the GPUs).  cuda_build is asked only where it decides (a GPU seen, or True)."""
     if not on_this_node:
         if requested is True:
             return DeviceTestMode(True, True, (), True, 'True, suites spread over Slurm jobs (their nodes have the '
@@ -205,8 +205,8 @@ def device_test_mode(requested: Union[bool, str], cuda_build: Callable[[], bool]
                                                           "there)", dict(UPSTREAM_ENVIRONMENT))
     if requested is False:
         return decide(False, None, ())
-    gpus = tuple(gpu_count(env))
-    return decide(requested, bool(cuda_build()) if gpus else None, gpus)
+    view = gpu_view(env)
+    return decide(requested, bool(cuda_build()) if view.visible else None, view.names, view.describe())
 
 
 def planned_slots(parallel: Union[int, str]) -> str:

@@ -10,8 +10,9 @@ built where torch.cuda.is_available().  What else IS_SANDCASTLE changes, and why
 without network, is in docs/design.md §5.2 (file and line of each harness line).
 
 The mode (easyconfig `cuda_device_tests`, `test-suite --cuda-device-tests`):
-- 'auto': CUDA and CPU device tests where the step sees a GPU (run.gpus, CUDA_VISIBLE_DEVICES honoured: set
-  empty it means none) and the build has CUDA; elsewhere upstream's behaviour, unchanged;
+- 'auto': CUDA and CPU device tests where the step sees a GPU (run.gpus: one nvidia-smi lists that
+  CUDA_VISIBLE_DEVICES leaves, as CUDA reads it: set empty, `-1`, or naming no GPU of the node, none) and the
+  build has CUDA; elsewhere upstream's behaviour, unchanged;
 - True: the same, and a step that sees no GPU (or a build without CUDA) stops before anything runs;
 - False: upstream's behaviour (SANDCASTLE=1: CPU device tests only).
 Where the mode is off nothing is changed: the easyblock's test step keeps upstream's SANDCASTLE=1, and
@@ -46,11 +47,15 @@ class DeviceTestMode:
         return f'cuda_device_tests={self.requested!r}: {state}: {self.reason}; sets {setting}'
 
 
-def decide(requested: Union[bool, str], cuda_build: Optional[bool], gpus: Sequence[str]) -> DeviceTestMode:
-    """The mode for requested ('auto', True, False) where the build has CUDA or not and gpus are seen; PluginError
-    (cuda_device_tests: ...) for True where the step cannot run CUDA tests, so nothing runs."""
+def decide(requested: Union[bool, str], cuda_build: Optional[bool], gpus: Sequence[str],
+           seen: Optional[str] = None) -> DeviceTestMode:
+    """The mode for requested ('auto', True, False) where the build has CUDA or not and gpus are seen (seen: the
+    words for them, run/gpus.GpuView.describe, which says why none is); PluginError (cuda_device_tests: ...) for
+    True where the step cannot run CUDA tests, so nothing runs."""
     gpus = tuple(gpus)
-    seen = f"{len(gpus)} GPU(s) seen ({', '.join(gpus)})" if gpus else 'no GPU seen (nvidia-smi, CUDA_VISIBLE_DEVICES)'
+    if seen is None:
+        seen = (f"{len(gpus)} GPU(s) seen ({', '.join(gpus)})" if gpus else
+                'no GPU seen (nvidia-smi, CUDA_VISIBLE_DEVICES)')
     build = {True: ', the build has CUDA', False: ', the build has no CUDA', None: ''}[cuda_build]
     if requested is False:
         return DeviceTestMode(requested, cuda_build, gpus, False, 'switched off', dict(UPSTREAM_ENVIRONMENT))
