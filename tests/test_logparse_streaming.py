@@ -7,8 +7,8 @@ logparse.judge_run marks a suite whose end the log does not show (_log_end_only;
 corpus: every run_test.py log the tests keep (the real 2.1-line harness's in tests/data/pytorch21, the real 2.6.0
 runs and the excerpts of tests/data/pytorch_corpus, the H200 EasyBuild logs of docs/validation, the field summaries,
 the strings of tests/pytorch_output.py), each also with CRLF line ends and cut at several points, and a log written
-by benchmarks/bench_big_log.py; read at block sizes from one character (every line its own block, so every multi-
-line summary is cut) to the default.
+by benchmarks/bench_big_log.py; read at block sizes from one character (every line its own block, so every
+multi-line summary is cut) to the default.
 """
 
 import glob

@@ -246,6 +246,10 @@ def judge_run(result: RunResult, trace: RunTrace, open_runs: Set[str]) -> None:
     for (name, _shard), label in trace.replays.items():
         _unfinished(result.suites[name], f'the log ends inside its replayed log (`PRINTING LOG FILE of {label}`, '
                                          f'no `FINISHED PRINTING LOG FILE of {label}`)')
+    for suite in result.suites.values():  # its output ended (its replayed log's end line) without a summary
+        if suite.status == SUITE_INCOMPLETE and not suite.note:
+            suite.note = ('no summary, and no end line of the harness (`X failed!`) after its output: the log ends '
+                          'before the harness said how it ended')
     selection = trace.selection
     if selection is None:
         return
