@@ -48,7 +48,8 @@ def to_json(result: RunResult, verdict: Verdict, context: Optional[ScopeContext]
                                      for e in verdict.stale],
             'budget': verdict.budget,
             'suite_seconds': {s.name: s.seconds for s in result.suites.values() if s.seconds is not None},
-            'cuda_tests': cuda_totals(result)}
+            'cuda_tests': cuda_totals(result),
+            'input_notes': list(result.notes)}
     if context is not None:
         data['scope'] = {'cpu_family': context.cpu_family, 'target': context.target,
                          'compute_capabilities': list(context.compute_capabilities)}
@@ -88,6 +89,7 @@ def to_text(result: RunResult, verdict: Verdict) -> str:
     for line in verdict.tolerated:
         lines.append(f'  WARNING, not judged but allowed: {line}')
     lines.append(_cuda_line(result))
+    lines += [f'note: {note}' for note in result.notes]
     lines.append(f"verdict: {'PASS' if verdict.passed else 'FAIL'}"
                  + ('' if verdict.passed else ': ' + '; '.join(verdict.reasons)))
     return printable_lines(lines)
@@ -128,6 +130,8 @@ def to_markdown(result: RunResult, verdict: Verdict, title: str = 'PyTorch test 
         lines += [f'CUDA device tests: {markdown_text(device_tests)}', '']
     for warning in warnings:
         lines += [f'**WARNING**: {markdown_text(warning)}', '']
+    for note in result.notes:
+        lines += [f'Note: {markdown_text(note)}', '']
     lines += [f'{len(result.suites)} suites, {total} failed tests: {len(verdict.known)} known, '
               f'{len(verdict.unknown)} unknown (budget {verdict.budget}), {len(verdict.flaky)} flaky', '',
               markdown_text(_cuda_line(result)), '']

@@ -60,6 +60,25 @@ FINISHED_MARKER = re.compile(rf'^{LOG_END} \(', re.M)
 FAILED_MARKER = re.compile(rf'^(?:{FAILED_RAISED_PREFIX})?{FAILED}', re.M)
 SUCCESS_MARKER = re.compile(rf'^{SUCCESS}', re.M)
 
+# --- a run of run_test.py as a whole: where it starts, what it said it would run, its last line -------------------
+# (read by results/runplan; 2.6.0's test/run_test.py main() and run_tests(), 2.1's main())
+
+# 2.6: `print_to_stderr(test_batch)` before any suite runs (TestBatch.__str__): `Name: tests to run (est. time:
+# 0.0min)`, `  Serial tests (N):` and one `    test_x i/n` line each, `  Parallel tests (N):` and theirs; then the
+# same for `Name: excluded`.  A second such line in one log starts a second run
+SELECTION_START = re.compile(r'^Name: tests to run \(', re.M)
+SELECTION_SECTION = re.compile(r'[ \t]+(?P<kind>Serial|Parallel) tests \((?P<count>\d+)\):[ \t]*')
+SELECTION_ENTRY = re.compile(r'[ \t]{3,}(?P<name>[\w./-]+) (?P<shard>\d+)/(?P<shards>\d+)[ \t]*')
+# the 2.1 line prints no selection; main() prints `Starting test batch 'highly_relevant'` (its first
+# target-determination batch) once per run, before any suite (stdout, flushed when the pool starts)
+RUN_START_21 = re.compile(r"^Starting test batch 'highly_relevant'", re.M)
+# 2.6: after run_tests() returned (every suite ended): `Running test batch 'tests to run' cost 117.21 seconds`
+RUN_CLOSING = re.compile(r"^Running test batch 'tests to run' cost [\d.]+ seconds[ \t]*$", re.M)
+# 2.6 runs each pool suite alone first, `-m serial` added to its command (`Executing [..., '-m', 'serial', ...]`),
+# and again in the pool with `-m not serial`: it is announced (`Running X ... [`) twice
+EXECUTING_TEXT = 'Executing ['
+SERIAL_PRERUN_TEXT = "'-m', 'serial'"
+
 # output that can settle a suite of a running batch (run/batches looks for these in what is new)
 SETTLING_TEXTS = (FAILED_TEXT, 'was successful', 'Running ')
 
@@ -130,7 +149,7 @@ PATH_CHARS = re.compile(r'[\w/.-]*')  # the characters of a test file path (befo
 # the first characters of every line above that starts a line (logparse looks only at such lines, and at
 # those holding ANYWHERE_TEXTS, which the suite and shard before them may push anywhere): a new pattern
 # starting with another character must be added here
-LINE_FIRST_CHARS = 'RFEAT=#Pcsn'
+LINE_FIRST_CHARS = 'RFEAT=#PcsnNS'
 CANDIDATE_LINE = re.compile(rf'\n[{re.escape(LINE_FIRST_CHARS)}]')
 # `X failed!`, `X was successful`, the consistent failures, a session's start
 ANYWHERE_TEXTS = (FAILED_TEXT, SUCCESS_TEXT, CONSISTENT_FAILURES_TEXT, SESSION_START_TEXT)

@@ -43,6 +43,27 @@ was announced must end with an outcome (an end marker or a countable summary), a
 of an `i/n` must have run: a suite with a run or shard left open is SUITE_INCOMPLETE, as is a suite
 that was announced and never summarised: never "0 failures".
 
+A log must show where it ends (a log cut by a full disk or a killed job must not read as a passing run); what
+the harness prints about a run as a whole (read from its source: 2.6.0's run_test.py main() and run_tests(), the
+2.1-line harness's main(); grammar names the lines):
+- 2.6 lists its selection before any suite runs (`Name: tests to run (est. time: ...)`, `  Serial tests (N):`,
+  `    test_x 1/1`, `  Parallel tests (N):`, ...), runs each serial suite once, then each pool ("parallel") suite
+  alone with `-m serial`, then the pool suites again with `-m not serial` (a pool suite is announced twice, a
+  serial one once), then prints `Running test batch 'tests to run' cost N seconds`, unless it stopped at a
+  failure (`RuntimeError: X failed!`, without --continue-through-error);
+- the 2.1 line prints neither a selection nor a last line (`Starting test batch 'highly_relevant'` ... before
+  the suites): a 2.1 log cut between two suites cannot be told from a complete one by its text (a note says so);
+- both replay a suite's log between `PRINTING [BEGINNING OF ]LOG FILE of X` and `FINISHED PRINTING LOG FILE of
+  X`: a replay without its end line was cut.
+judge_run marks each suite that a run's log does not show finishing so SUITE_INCOMPLETE (SUITE_MISSING for a
+listed suite that never ran), with a note that says where the log ends: inside it (its run or its replayed log
+has no end), before its main run, or after it and before the closing line; its failures still count.
+A log can hold several runs (the test step's output one per batch, a log appended to by a second attempt): a
+second selection (2.6) or first-batch line (2.1) after a run's suites starts a new run.  Each run is read and
+judged on its own, and union_runs makes them one result: a suite in several has the failing tests of every run,
+a test failing in several counting once (by its id), its other counts the largest of any run, its status the
+worst; a note names the runs and the lines they start at.
+
 Every pattern is linear in the line length (no nested or adjacent unbounded quantifiers that can
 backtrack over one line, look-behinds where a search could restart inside a long run): a 160 KB
 summary line parses in milliseconds.
@@ -59,34 +80,46 @@ mention named, the failed tests it names) and keeps nothing else.  Only lines th
 those starting with a character a pattern starts with, and those holding `failed!` or `was successful`
 (found by substring search, which is what makes a gigabyte take seconds); a test file mention is searched
 for backwards from a summary. A multi-line summary (`Ran N tests` ... `OK`, run_test.py's assertion list)
-cut by a block's end is held back and read with the next block.  Memory: two blocks, the markers, the failed
-test ids and the longest line.  tests/test_logparse_streaming.py checks the result is the whole-text
-reader's (kept there) on every log the tests keep, at many block sizes.
+cut by a block's end is held back and read with the next block, and a selection list cut by one is read on at
+the next.  Memory: two blocks, the markers, the selection lists, the failed test ids and the longest line.
+tests/test_logparse_streaming.py checks the result is the same at many block sizes on every log the tests keep,
+and the whole-text reader's (kept there) but where judge_run marks a suite the log does not show ending;
+tests/test_log_cuts.py checks every line prefix of every kept real run_test.py log.
 """
 
 import os
 import re
-from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Tuple
+from dataclasses import dataclass, field, replace
+from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Set, Tuple
 
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.inputs import open_regular
 from eb_pytorch_cuda.testsuite.results import grammar
 from eb_pytorch_cuda.testsuite.results.cudatests import cuda_counts_in_log, with_named_failures
-from eb_pytorch_cuda.testsuite.results.model import (ERROR, FAILED, SUITE_FAILED, SUITE_INCOMPLETE, SUITE_PASSED,
-                                                     SUITE_TERMINATED, SUITE_UNCOUNTED, RunResult, TestCase)
+from eb_pytorch_cuda.testsuite.results.model import (COUNT_KEYS, ERROR, FAILED, SUITE_FAILED, SUITE_INCOMPLETE,
+                                                     SUITE_MISSING, SUITE_PASSED, SUITE_STATES, SUITE_TERMINATED,
+                                                     SUITE_UNCOUNTED, RunResult, Suite, TestCase)
 
 START, REPLAY, FINISHED, FAILED_LINE, SUCCESS = 'start', 'replay', 'finished', 'failed', 'success'
+BEGINNING = 'beginning'  # `PRINTING BEGINNING OF LOG FILE of X`: the replay of a failed suite's log (2.1)
+SELECTION, RUN_BEGIN = 'selection', 'run'  # where a run starts: 2.6's `Name: tests to run`, 2.1's first batch line
+BOUNDARIES = (SELECTION, RUN_BEGIN)
 # a suite that ended without a failure and counted nothing (no summary, or only `no tests collected`): the test
 # step (results.outcome) says the same of it
 ZERO_TESTS_NOTE = 'exit 0 without a countable summary: passed with 0 tests'
-STARTS = (START, REPLAY)  # REPLAY: a whole log replayed (`PRINTING LOG FILE of X`, not `BEGINNING OF`)
-MARKERS = [  # (kind, pattern): a suite's run starts with either start line
-    (START, grammar.START_MARKERS[0]),
-    (START, grammar.START_MARKERS[1]),
-    (FINISHED, grammar.FINISHED_MARKER),
-    (FAILED_LINE, grammar.FAILED_MARKER),
-    (SUCCESS, grammar.SUCCESS_MARKER),
+STARTS = (START, REPLAY, BEGINNING)  # REPLAY: a whole log replayed (`PRINTING LOG FILE of X`, not `BEGINNING OF`)
+MARKERS = [  # (kind, pattern, the first characters of a line it can match, else a text such a line holds)
+    (START, grammar.START_MARKERS[0], 'R'),  # a suite's run starts with either start line (a replay's kind: _markers)
+    (START, grammar.START_MARKERS[1], '#P'),
+    (FINISHED, grammar.FINISHED_MARKER, 'F'),
+    (FAILED_LINE, grammar.FAILED_MARKER, grammar.FAILED_TEXT),
+    (SUCCESS, grammar.SUCCESS_MARKER, grammar.SUCCESS_TEXT),
+    (SELECTION, grammar.SELECTION_START, 'N'),
+    (RUN_BEGIN, grammar.RUN_START_21, 'S'),
 ]
+_BY_FIRST = {char: [(kind, pattern) for kind, pattern, firsts in MARKERS if len(firsts) <= 2 and char in firsts]
+             for char in '#FNPRS'}  # the markers a line's first character allows
+_BY_TEXT = [(kind, pattern, text) for kind, pattern, text in MARKERS if len(text) > 2]  # those a text in it allows
 
 
 def _pytest_test_id(cls, test):
@@ -103,7 +136,8 @@ def _test_id(test, where):
 
 
 class Marker(NamedTuple):
-    """One harness marker line of a log: where it is, what it says (MARKERS' kind), about which suite."""
+    """One harness marker line of a log: where it is, what it says (MARKERS' kind), about which suite ('' for a
+    run's start)."""
     start: int
     end: int
     kind: str
@@ -135,6 +169,143 @@ def _owner(preceding, following):
     if preceding and preceding[2] in STARTS:
         return preceding[3:5]
     return None
+
+
+# --- a run as a whole: what run_test.py said it would run, whether the log shows it ending (see the module
+# docstring), and the runs of one log made one result ----------------------------------------------------
+
+CLOSING_LINE = "`Running test batch 'tests to run' cost N seconds`"
+
+
+class Entry(NamedTuple):
+    """One suite (shard) of a 2.6 selection: `    test_x 1/1` under `Serial tests` or `Parallel tests`."""
+    name: str
+    shard: int
+    shards: int
+    parallel: bool
+
+    @property
+    def label(self) -> str:
+        return f'{self.name} {self.shard}/{self.shards}'
+
+
+class Selection:
+    """The suites a 2.6 run_test.py run said it would run (its `Name: tests to run` list), read line by line as the
+    log's blocks come (a block may end inside the list)."""
+
+    def __init__(self, line: int):
+        self.line = line  # the log's line of `Name: tests to run`, from 1
+        self.entries: List[Entry] = []
+        self.parallel: Optional[bool] = None  # the section being read (None: none yet)
+        self.reading = True
+
+    def read(self, text: str, pos: int) -> None:
+        """Read the list's lines of text from pos (a line start) on, until a line that is not one of them; reading
+        stays True when text ends first (its rest starts the next block)."""
+        while self.reading and pos < len(text):
+            end = text.find('\n', pos)
+            end = len(text) if end < 0 else end
+            section = grammar.SELECTION_SECTION.fullmatch(text, pos, end)
+            entry = grammar.SELECTION_ENTRY.fullmatch(text, pos, end) if self.parallel is not None else None
+            if section:
+                self.parallel = section.group('kind') == 'Parallel'
+            elif entry and self.parallel is not None:
+                self.entries.append(Entry(entry.group('name'), int(entry.group('shard')), int(entry.group('shards')),
+                                          self.parallel))
+            else:
+                self.reading = False
+            pos = end + 1
+
+
+@dataclass
+class RunTrace:
+    """What one run's log showed of the run's own progress, as the log reader saw it."""
+
+    selection: Optional[Selection] = None
+    announced: Dict[Tuple[str, int], int] = field(default_factory=dict)  # (suite, shard): its `Running X` lines
+    replays: Dict[Tuple[str, int], str] = field(default_factory=dict)  # replayed logs begun, not ended: their label
+    prerun: bool = False  # a suite was run with `-m serial` added (2.6's lone run of a pool suite)
+    closed: bool = False  # the closing line, or run_test.py stopped at a failure (`RuntimeError: X failed!`)
+    last_ended: Optional[str] = None  # the suite whose end (a summary or an end line) came last
+
+
+def _unfinished(suite: Suite, note: str) -> None:
+    """suite did not finish in this log: no summary or end line can make it pass; its failures still count."""
+    if suite.status in (SUITE_PASSED, SUITE_FAILED):
+        suite.status, suite.note = SUITE_INCOMPLETE, note
+    elif suite.status == SUITE_INCOMPLETE and not suite.note:
+        suite.note = note
+
+
+def judge_run(result: RunResult, trace: RunTrace, open_runs: Set[str]) -> None:
+    """Mark the suites of one run (result, its statuses set from its summaries) that its log does not show ending;
+    open_runs: the suites with a run announced and never ended (already SUITE_INCOMPLETE)."""
+    for name in open_runs:
+        _unfinished(result.suites[name], 'the log ends inside it: started (`Running ... [`), no summary or end '
+                                         'line after')
+    for (name, _shard), label in trace.replays.items():
+        _unfinished(result.suites[name], f'the log ends inside its replayed log (`PRINTING LOG FILE of {label}`, '
+                                         f'no `FINISHED PRINTING LOG FILE of {label}`)')
+    for suite in result.suites.values():  # its output ended (its replayed log's end line) without a summary
+        if suite.status == SUITE_INCOMPLETE and not suite.note:
+            suite.note = ('no summary, and no end line of the harness (`X failed!`) after its output: the log ends '
+                          'before the harness said how it ended')
+    selection = trace.selection
+    if selection is None:
+        return
+    never: Dict[str, List[str]] = {}
+    for entry in selection.entries:
+        runs = trace.announced.get((entry.name, entry.shard), 0)
+        if not runs:
+            never.setdefault(entry.name, []).append(entry.label)
+        elif entry.parallel and trace.prerun and runs < 2:
+            _unfinished(result.suites[entry.name], f'only its `-m serial` run ran: the log ends before its main run '
+                                                   f'(`-m not serial`, the second `Running {entry.label} ... [`)')
+    where = f'listed by run_test.py (`Name: tests to run`, line {selection.line}), never ran'
+    for name, labels in never.items():
+        if name in result.suites:
+            _unfinished(result.suites[name], f"{', '.join(labels)} {where}")
+        else:
+            result.suites[name] = Suite(name, status=SUITE_MISSING, sources=['log'], note=where)
+    cut = any(suite.status in (SUITE_INCOMPLETE, SUITE_MISSING) for suite in result.suites.values())
+    if not trace.closed and not cut and trace.last_ended in result.suites:
+        _unfinished(result.suites[trace.last_ended],
+                    f"the log ends after it, before run_test.py's last line ({CLOSING_LINE}): what came next is not "
+                    f'known')
+
+
+# the worse status first: those that cannot be judged (SUITE_STATES' order after PASSED and FAILED), then FAILED
+_WORST_FIRST = list(SUITE_STATES[2:]) + [SUITE_FAILED, SUITE_PASSED]
+
+
+def _union(first: Suite, later: Suite) -> Suite:
+    """One suite of two runs' outcomes of it (see the module docstring)."""
+    worse = later if _WORST_FIRST.index(later.status) < _WORST_FIRST.index(first.status) else first
+    suite = replace(first, counts=replace(first.counts), failed_tests=list(first.failed_tests),
+                    sources=list(first.sources))
+    known = {test.test_id for test in suite.failed_tests}
+    suite.failed_tests += [test for test in later.failed_tests if test.test_id not in known]
+    for key in COUNT_KEYS:
+        suite.counts[key] = max(first.counts[key], later.counts[key])
+    errors = sum(1 for test in suite.failed_tests if test.state == ERROR)
+    suite.counts['errors'] = max(suite.counts['errors'], errors)
+    suite.counts['failed'] = max(suite.counts['failed'], len(suite.failed_tests) - errors)
+    if worse is later or later.status == first.status:
+        suite.note = later.note
+    suite.status, suite.signal = worse.status, worse.signal or first.signal or later.signal
+    if suite.status == SUITE_PASSED and suite.failing_count:
+        suite.status = SUITE_FAILED
+    return suite
+
+
+def union_runs(runs: List[RunResult]) -> RunResult:
+    """One RunResult of the runs of one log, in the log's order (see the module docstring)."""
+    result = RunResult()
+    for run in runs:
+        for name, suite in run.suites.items():
+            result.suites[name] = _union(result.suites[name], suite) if name in result.suites else suite
+        result.notes += [note for note in run.notes if note not in result.notes]
+    return result
 
 
 class _Session:
@@ -171,8 +342,9 @@ class _Runs:
     the piece's owner; a `FAILED dir/test_x.py::...` line names its own suite.
     """
 
-    def __init__(self, result, events, only_shard=None):
+    def __init__(self, result, events, only_shard=None, trace: Optional[RunTrace] = None):
         self.result = result
+        self.trace = trace or RunTrace()  # the run's own progress (judge_run judges it)
         self.only_shard = only_shard or {}  # {suite: i}: the log is shard i of suite alone (a piece's run)
         self.open: dict = {}
         self.shards: dict = {}
@@ -180,7 +352,8 @@ class _Runs:
         self.failed: dict = {}
         self.success: set = set()
         self.counted: set = set()
-        self.last_shard, self.replaying = {}, set()
+        self.last_shard: dict = {}
+        self.replaying: set = set()
         self.consistent: dict = {}  # suite: {test id: None} (ordered) its run_test_retries reported failing every time
         self.paths: dict = {}  # test file path: the suite it names (suite_of_cached)
         self.failed_ids: dict = {}  # suite: {ids of its failed_tests}
@@ -191,7 +364,9 @@ class _Runs:
         self.items_only: dict = {}  # suite: (tests, log path) counted from `X was successful` and its items
         self.summarised: set = set()  # suites credited with a unittest or pytest summary
         self.no_tests: set = set()  # suites credited with a `no tests collected/ran` line
-        for _start, _end, _kind, name, shard, total, _signal in events:
+        for _start, _end, kind, name, shard, total, _signal in events:
+            if kind in BOUNDARIES:
+                continue
             result.suite(name)
             self.shards[name] = max(self.shards.get(name, 1), total)
 
@@ -203,15 +378,24 @@ class _Runs:
                 return candidate
         return None
 
-    def event(self, kind, name, shard, signal):
+    def event(self, kind, name, shard, shards, signal):
+        if kind in BOUNDARIES:
+            return
         key = (name, shard)
         self.seen.add(key)
         if kind in STARTS:
-            if kind == START or not self.open.get(key):  # a replay of an announced run is that same run
+            if kind != REPLAY or not self.open.get(key):  # a replay of an announced run is that same run
                 self.open[key] = self.open.get(key, 0) + 1
             self.last_shard[name] = shard
             (self.replaying.add if kind == REPLAY else self.replaying.discard)(key)
+            if kind == START:
+                self.trace.announced[key] = self.trace.announced.get(key, 0) + 1
+            else:
+                self.trace.replays[key] = f'{name} {shard}/{shards}'
             return
+        self.trace.last_ended = name
+        if kind == FINISHED:
+            self.trace.replays.pop(key, None)
         self.open[key] = max(0, self.open.get(key, 0) - 1)
         if kind == FINISHED and key in self.replaying:
             self.success.add(name)  # 2.1 replays a log whole only when the suite's process exited 0
@@ -264,6 +448,8 @@ class _Runs:
                 match = grammar.UNITTEST_SUMMARY.match(text, start, stop)
                 if match:
                     summary = _unittest_counts(match)
+                elif grammar.RUN_CLOSING.match(text, start, stop):
+                    self.trace.closed = True
                 else:
                     self.shard_items(piece, text, start, stop)
             elif first == '=':
@@ -289,6 +475,9 @@ class _Runs:
                     if self.sessions[-1].suite is not None:
                         self.isolated.add(self.sessions[-1].suite)
             elif first in 'FE':
+                if text.startswith(grammar.EXECUTING_TEXT, start) and \
+                        text.find(grammar.SERIAL_PRERUN_TEXT, start, line_end) >= 0:
+                    self.trace.prerun = True
                 match = grammar.UNITTEST_FAILED_TEST.match(text, start, stop)
                 if match:
                     piece.add(0, owner[0] if owner else None, _test_id(match.group('test'), match.group('where')),
@@ -396,6 +585,7 @@ class _Runs:
         for key, value in counts.items():
             self.result.suites[name].counts[key] += value
         self.counted.add(name)
+        self.trace.last_ended = name
         self.seen.add((name, shard))
         self.open[(name, shard)] = max(0, self.open.get((name, shard), 0) - 1)
 
@@ -414,7 +604,8 @@ class _Runs:
                     self.result.suites[name].failed_tests.append(TestCase(test_id, state))
 
     def judge(self):
-        """Set each suite's status from what was seen."""
+        """Set each suite's status from what was seen; then mark those the log does not show ending
+        (judge_run)."""
         for name, suite in self.result.suites.items():
             suite.sources.append('log')
             if name in self.consistent:  # retries counted once: the harness's own list of what failed
@@ -452,6 +643,7 @@ class _Runs:
                     total, path = self.items_only[name]
                     suite.note = (f'passed counts the {total} test(s) it ran (`Running N items in this shard`): how '
                                   f'many of them were skipped is only in its own log' + (f' ({path})' if path else ''))
+        judge_run(self.result, self.trace, {name for (name, _shard), runs in self.open.items() if runs})
 
 
 BLOCK = 1 << 23  # characters (bytes) read at a time: 8 MiB, the largest part of the memory a log takes
@@ -548,15 +740,20 @@ def _lines(text):
 def _markers(text, start, offset):
     """The markers of the line at start (none, or in practice one), as the whole-text reader ordered them."""
     found = []
-    for kind, pattern in MARKERS:
+    line_end = text.find('\n', start)
+    line_end = len(text) if line_end < 0 else line_end
+    candidates = _BY_FIRST.get(text[start:start + 1], []) + [
+        (kind, pattern) for kind, pattern, needed in _BY_TEXT if text.find(needed, start, line_end) >= 0]
+    for kind, pattern in candidates:
         match = pattern.match(text, start)
         if match:
             groups = match.groupdict()
             end = text.find('\n', match.end())
-            if 'beginning' in groups and not groups['beginning']:
-                kind = REPLAY
-            found.append(Marker(offset + start, offset + (len(text) if end < 0 else end), kind, groups['name'],
-                                int(groups['shard'] or '1'), int(groups['shards'] or '1'), groups.get('signal')))
+            if 'beginning' in groups:
+                kind = BEGINNING if groups['beginning'] else REPLAY
+            found.append(Marker(offset + start, offset + (len(text) if end < 0 else end), kind, groups.get('name', ''),
+                                int(groups.get('shard') or '1'), int(groups.get('shards') or '1'),
+                                groups.get('signal')))
     return sorted(found)
 
 
@@ -586,25 +783,85 @@ def _last_flagged(blocks):
         yield previous, True
 
 
+class _FirstPass(NamedTuple):
+    """The markers of a whole log (first pass), each 2.6 selection by the index of its marker, and the line of each
+    run's start marker by its index."""
+    events: List[Marker]
+    selections: Dict[int, Selection]
+    lines: Dict[int, int]
+
+
+def _first_pass(blocks: Blocks) -> _FirstPass:
+    """The markers of the log, and the selection lists, read as the blocks come (a list may go on in the next)."""
+    found = _FirstPass([], {}, {})
+    offset, line, reading = 0, 1, None
+    for block in blocks():
+        text = '\n' + block
+        if reading is not None:
+            reading.read(text, 1)
+            reading = reading if reading.reading else None
+        for start in _lines(text):
+            for marker in _markers(text, start, offset - 1):
+                if marker.kind in BOUNDARIES:
+                    found.lines[len(found.events)] = line + text.count('\n', 1, start)
+                if marker.kind == SELECTION:
+                    selection = Selection(found.lines[len(found.events)])
+                    end = text.find('\n', start)
+                    if end >= 0:
+                        selection.read(text, end + 1)
+                    found.selections[len(found.events)] = selection
+                    reading = selection if selection.reading else None
+                found.events.append(marker)
+        line += block.count('\n')
+        offset += len(block)
+    return found
+
+
+def _run_starts(events: List[Marker]) -> List[int]:
+    """Indices of the markers that start a second, third, ... run: a run's start marker (2.6's selection, 2.1's first
+    batch line) in a run that has one already, followed by a suite's marker.  (Suites' markers before a run's first
+    start marker, as results/outcome puts a `Running X` line before a suite's own output, belong to that run.)"""
+    starts: List[int] = []
+    begun = busy = False
+    for index, marker in enumerate(events):
+        if marker.kind in BOUNDARIES:
+            if begun and busy:
+                starts.append(index)
+                busy = False
+            begun = True
+        elif begun:
+            busy = True
+    return starts
+
+
 def parse_log_blocks(blocks: Blocks, source: str = 'log', only_shard: Optional[Dict[str, int]] = None) -> RunResult:
     """RunResult of one run_test.py console output, given as a function returning its text in pieces that each
     end with a newline (the last may not); raise PluginError when nothing in it is recognized.
     only_shard {suite: i}: the output is of shard i alone of that suite (a piece: results.pieces), so its other
-    shards are not expected."""
+    shards are not expected.  A log of several runs (_run_starts) is read run by run, each judged on its own
+    (judge_run), and the runs made one result (union_runs)."""
     blocks = _lf_blocks(blocks)
-    events: List[Marker] = []
-    offset = 0
-    for block in blocks():  # first pass: the markers
-        text = '\n' + block
-        for start in _lines(text):
-            events.extend(_markers(text, start, offset - 1))
-        offset += len(block)
-    result = RunResult()
-    runs = _Runs(result, events, only_shard)
-    if not result.suites:
-        raise PluginError(source, 'no run_test.py output found (no "Running <suite> ..." line and no summary)')
+    first = _first_pass(blocks)
+    events = first.events
+    if all(marker.kind in BOUNDARIES for marker in events):
+        listed = [index for index, selection in first.selections.items() if selection.entries]
+        if not listed:
+            if first.selections:
+                raise PluginError(source, f'no suite ran: the log ends at run_test.py\'s list of the suites it would '
+                                          f'run (`Name: tests to run`, line {min(first.lines.values())})')
+            raise PluginError(source, 'no run_test.py output found (no "Running <suite> ..." line and no summary)')
+    bounds = [0] + _run_starts(events) + [len(events)]
+
+    def run_of(number):
+        """The _Runs of the number-th run (from 0): its markers, its selection."""
+        selection = next((first.selections[index] for index in range(bounds[number], bounds[number + 1])
+                          if index in first.selections), None)
+        return _Runs(RunResult(), events[bounds[number]:bounds[number + 1]], only_shard, RunTrace(selection))
+
+    number, done = 0, []
+    runs = run_of(0)
     index = 0
-    piece = _Piece(_owner(None, events[0]))
+    piece = _Piece(_owner(None, events[0]) if events else None)
     carry = ''
     for block, last in _last_flagged(blocks()):  # second pass: the pieces between them
         text = '\n' + carry + block
@@ -617,7 +874,14 @@ def parse_log_blocks(blocks: Blocks, source: str = 'log', only_shard: Optional[D
             runs.feed(piece, text, low, start, pending, True)
             for marker in markers:
                 runs.finish(piece)
-                runs.event(marker.kind, marker.suite, marker.shard, marker.signal)
+                if index == bounds[number + 1]:  # a second (third, ...) run starts here
+                    runs.judge()
+                    done.append((number, runs.result))
+                    number += 1
+                    runs = run_of(number)
+                if marker.kind == FAILED_LINE and text.startswith(grammar.FAILED_RAISED_PREFIX, start):
+                    runs.trace.closed = True  # run_test.py stopped at this failure: no closing line comes
+                runs.event(marker.kind, marker.suite, marker.shard, marker.shards, marker.signal)
                 index += 1
                 piece = _Piece(_owner(events[index - 1], events[index] if index < len(events) else None),
                                events[index - 1], _success_path(text, marker))
@@ -630,7 +894,26 @@ def parse_log_blocks(blocks: Blocks, source: str = 'log', only_shard: Optional[D
             carry = carry[:head.end()]  # the blank lines after it change nothing
     runs.finish(piece)
     runs.judge()
+    done.append((number, runs.result))
+    result = _one_result(done, bounds, first, source)
     _add_cuda_counts(result, cuda_counts_in_log(blocks()))  # third pass: the CUDA tests of its -v lines
+    return result
+
+
+def _one_result(done: List[Tuple[int, RunResult]], bounds: List[int], first: _FirstPass, source: str) -> RunResult:
+    """The result of a log from those of its runs (done: (number, result) in order), with notes on the log."""
+    runs = [(number, result) for number, result in done if result.suites]
+    result = union_runs([run for _number, run in runs]) if len(runs) > 1 else runs[0][1]
+    if len(runs) > 1:
+        starts = [min((line for index, line in first.lines.items() if bounds[number] <= index < bounds[number + 1]),
+                      default=1) for number, _ in runs]
+        result.notes.append(f"{source} holds {len(runs)} runs of run_test.py (from lines "
+                            f"{', '.join(map(str, starts))}): a suite in several shows its worst outcome, a test "
+                            f"failing in several counts once")
+    if not first.selections:
+        result.notes.append(f'{source}: run_test.py printed no list of the suites it would run, and prints no last '
+                            f'line (the 2.1 line): a log cut between two suites reads as complete; '
+                            f'--expected-suites names the suites that must be there')
     return result
 
 

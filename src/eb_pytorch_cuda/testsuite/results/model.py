@@ -151,9 +151,12 @@ class Suite:
 
 @dataclass
 class RunResult:
-    """All suites of one test run, keyed by suite name."""
+    """All suites of one test run, keyed by suite name; notes: what a reader found about the input as a whole (a log
+    that holds several runs, one that cannot show where it ends), one line each, for the reports (not in to_dict:
+    a saved result and a record keep the suites only)."""
 
     suites: Dict[str, Suite] = field(default_factory=dict)
+    notes: List[str] = field(default_factory=list)
 
     def suite(self, name: str) -> Suite:
         if name not in self.suites:

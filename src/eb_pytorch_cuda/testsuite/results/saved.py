@@ -44,8 +44,10 @@ def _variant_index(result):
 def merge(primary: RunResult, secondary: RunResult) -> RunResult:
     """Merge secondary (a log) into primary (XML); return primary.  No failure of either side is lost:
     failures the log counted and the reports lack are added, and a status the log could not judge wins
-    (except over counted XML failures, unless the suite was killed by a signal)."""
+    (except over counted XML failures, unless the suite was killed by a signal).  secondary's notes (on its input
+    as a whole) are kept too."""
     variants = _variant_index(primary)
+    primary.notes += [note for note in secondary.notes if note not in primary.notes]
     for name, suite in secondary.suites.items():
         targets = [primary.suites[name]] if name in primary.suites else variants.get(name, [])
         if not targets:
