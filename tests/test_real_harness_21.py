@@ -13,6 +13,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import sys
 
 import pytest
@@ -26,6 +27,7 @@ from eb_pytorch_cuda.testsuite.results.splitting import split_batch_output
 from eb_pytorch_cuda.testsuite.run.command import TestCommand as Command  # not a pytest test class
 from eb_pytorch_cuda.testsuite.run.command import harness_environment
 from eb_pytorch_cuda.testsuite.run.harness import read_harness
+from eb_pytorch_cuda.testsuite.run.plan import RunRequest, build_plan
 from eb_pytorch_cuda.testsuite.results.logparse import parse_log_file
 from eb_pytorch_cuda.testsuite.results.saved import load_results
 
@@ -166,11 +168,26 @@ def test_discovery_asks_the_harness_which_prints_nothing_and_gets_its_shard(tree
     assert sorted(shard) == sorted(recorded.suites)  # what the real `--shard 1 2` run ran
 
 
-def test_an_unknown_suite_is_the_harness_error_naming_the_command(tree):
-    command = Command(str(tree / 'test'), {}, [PYTHON, 'run_test.py', '-x', 'test_no_such_suite'])
-    with pytest.raises(Exception, match=r"run_test.py -x test_no_such_suite --dry-run --verbose' .*"
-                                        r"stopped \(exit 2\).*invalid choice: 'test_no_such_suite'"):
-        discovery.discover(command, dict(os.environ))
+def test_an_excluded_name_the_tree_has_no_file_of_is_left_out_and_said_not_an_error(tree):
+    """The harness's own -x stops on such a name (`invalid choice`, exit 2): the names of its TESTS only.  An
+    upstream easyconfig's exclusion of a file that this tree lacks is said in one line and left out of every
+    call; the names it has are still excluded."""
+    alone = subprocess.run([PYTHON, 'run_test.py', '-x', 'test_no_such_suite', '--dry-run'], cwd=tree / 'test',
+                           capture_output=True, text=True, timeout=300)
+    assert alone.returncode == 2 and "invalid choice: 'test_no_such_suite'" in alone.stderr
+    argv = [PYTHON, 'run_test.py', '--continue-through-error', '-i', *REAL, '-x', 'test_no_such_suite',
+            'test_license', 'test_ñ', '--verbose']
+    selection = discovery.select(Command(str(tree / 'test'), {}, argv), dict(os.environ))
+    assert sorted(selection.suites) == sorted(set(REAL) - {'test_license'})
+    assert selection.unknown_excluded == ['test_no_such_suite', 'test_ñ']
+    assert selection.command.argv == [PYTHON, 'run_test.py', '--continue-through-error', '-i', *REAL,
+                                      '-x', 'test_license', '--verbose']
+    said = []
+    plan = build_plan(RunRequest(Command(str(tree / 'test'), {}, argv), dict(os.environ), str(tree / 'out'),
+                                 PYTHON), said.append)
+    assert said[0] == ("excluded_tests: 'test_no_such_suite', 'test_ñ': no such test file in this tree (its "
+                       "run_test.py's TESTS), so nothing to exclude; left out of -x")
+    assert plan.command.argv == selection.command.argv and 'test_license' not in plan.suites
 
 
 @pytest.fixture(scope='module')
