@@ -10,6 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from eb_pytorch_cuda import standins
+from environment import DEFAULT_HARNESS21_TREE, HARNESS21_TREE
 
 pytest_plugins = ['slurm_cluster']  # the session-wide `slurm` fixture
 
@@ -175,12 +176,59 @@ platform.processor()  # the stdlib runs `uname -p` once per interpreter (EasyBui
 sys.addaudithook(_audit)
 
 
+# ---- the 2.1-line tree (tests/environment.py HARNESS21_TREE): one guard, which no test can forget -------------
+# A test marked `harness21` is skipped (failed under CI) before any of its fixtures when the tree is not there; a
+# test that reads the tree without the marker fails, naming it, even where the tree is there (it would fail on a
+# bare clone): the audit hook below sees its opens, directory listings, copies and the processes it starts there.
+READ_EVENTS = frozenset({'open', 'os.listdir', 'os.scandir', 'shutil.copytree', 'shutil.copyfile', 'subprocess.Popen'})
+_TREES21 = tuple(dict.fromkeys(os.path.realpath(path) for path in (HARNESS21_TREE, DEFAULT_HARNESS21_TREE)))
+_NAMES21 = tuple(dict.fromkeys(os.path.basename(path) for path in (HARNESS21_TREE, DEFAULT_HARNESS21_TREE)))
+_tree_reads = []  # what the running test read of the 2.1-line tree
+
+
+def _in_tree21(value) -> bool:
+    if isinstance(value, bytes):
+        value = os.fsdecode(value)
+    elif isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    if not isinstance(value, str) or not any(name in value for name in _NAMES21):  # cheap: most opens are not
+        return False
+    path = os.path.realpath(value)
+    return any(path == tree or path.startswith(tree + os.sep) for tree in _TREES21)
+
+
+def _tree21_audit(event, args):
+    if event not in READ_EVENTS or not _watching_tree21[0]:
+        return
+    if event == 'subprocess.Popen':  # (executable, args, cwd, env): run in the tree or given a path in it
+        words = args[1] if isinstance(args[1], (list, tuple)) else [args[1]]
+        candidates = [args[2], *words]
+    else:
+        candidates = [args[0]] if args else []
+    _tree_reads.extend(f'{event} {value}' for value in candidates if _in_tree21(value))
+
+
+_watching_tree21 = [False]
+sys.addaudithook(_tree21_audit)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """The `harness21` guard, before any fixture of the test is set up (a module fixture that copies the tree)."""
+    if item.get_closest_marker('harness21') is not None:
+        from environment import need_harness21
+        need_harness21()
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     _watching[0] = item.get_closest_marker('unit') is not None
+    _watching_tree21[0] = item.get_closest_marker('harness21') is None
     del _started[:]
+    del _tree_reads[:]
     yield
     _watching[0] = False
+    _watching_tree21[0] = False
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -196,6 +244,13 @@ def pytest_runtest_teardown(item, nextitem):
 def pytest_runtest_makereport(item, call):
     """The phase (setup, call, teardown) of a unit test that started a process fails, naming the process."""
     report = (yield).get_result()
+    if _tree_reads:  # the cause, also of a failure it led to (no tree: FileNotFoundError)
+        report.outcome = 'failed'
+        report.longrepr = (f'{item.nodeid}: reads the 2.1-line tree without the harness21 marker ({call.when}): '
+                           + '; '.join(dict.fromkeys(_tree_reads))
+                           + ' -- mark it @pytest.mark.harness21 (tests/conftest.py): a clone without the tree '
+                             'skips it then')
+        del _tree_reads[:]
     if _started and report.outcome != 'failed':
         report.outcome = 'failed'
         report.longrepr = (f'{item.nodeid}: a unit test started a process ({call.when}): '

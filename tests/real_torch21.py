@@ -30,6 +30,8 @@ import zipfile
 from pathlib import Path
 from typing import Dict, List, NamedTuple
 
+from environment import HARNESS21_TREE
+
 from eb_pytorch_cuda.elf.patchelf import patchelf_binary
 from eb_pytorch_cuda.elf.reader import read_elf
 
@@ -40,7 +42,7 @@ REPO = Path(__file__).resolve().parent.parent
 VENVS = Path(os.environ.get('EB_PYTORCH_CUDA_VENVS', REPO / '.venvs')).resolve()
 HARNESS_VENV = VENVS / 'harness-2.1'
 SITE_PACKAGES = HARNESS_VENV / 'lib' / 'python3.11' / 'site-packages'
-HARNESS_TREE = VENVS / 'pytorch-2.1-harness'
+HARNESS_TREE = Path(HARNESS21_TREE)  # tests/environment.py: the one place that says where it is
 EASYCONFIGS = REPO / 'tests' / 'data' / 'easyconfigs-real-torch21'
 
 CUDNN_VERSION = '8.9.2.26'

@@ -66,6 +66,19 @@ def test_known_and_flaky_failures_pass_and_reports_land_in_the_installation(eb):
     assert '\n'.join(f'== {line}' for line in judged) + '\n' in out, (report.stdout, out)
 
 
+def test_an_exclusion_the_tree_has_no_file_of_is_said_at_the_test_step_and_the_build_passes(eb, tmp_path):
+    """Names that can be test files but that this tree has not (the stand-in harness's TESTS, as PyTorch's):
+    one line at the step, left out of -x (PyTorch's own -x would stop on them); whitespace around a name is
+    dropped as upstream's join drops it."""
+    path = variant(tmp_path, excluded_tests="{'': ['test_hang ', ' test_crash', 'test_\u00f1', "
+                                            "'distributed/test_nvshmem_triton']}")
+    done, out = run(eb, path)
+    assert done.returncode == 0, out
+    assert ("excluded_tests: 'test_\u00f1', 'distributed/test_nvshmem_triton': no such test file in this tree "
+            "(its run_test.py's TESTS), so nothing to exclude; left out of -x") in out
+    assert 'run_test.py --continue-through-error --verbose -x test_hang test_crash -i <suites>' in out
+
+
 def test_an_unknown_failure_over_the_budget_fails_the_build_naming_it(eb):
     done, out = run(eb, env={'STANDIN_UNKNOWN_FAILURE': '1'})
     assert done.returncode != 0
@@ -262,6 +275,17 @@ def test_an_easyconfig_without_max_failed_tests_gets_upstreams_default(eb, tmp_p
     ("allow_extra_failures = 'yes'", "allow_extra_failures must be True, False or an integer >= 0, got 'yes'"),
     ('rerun_failed_tests = 10**6', 'rerun_failed_tests must be an integer >= 0 and <= 10, got 1000000'),  # ran on
     ("excluded_tests = {'': ['--help']}", "excluded_tests: '--help' in scope '' is not a test name"),
+    # each excluded nothing, without a word: names of run_test.py's TESTS only (policy/judging.name_problem)
+    ("excluded_tests = {'': ['test_x.py']}", "excluded_tests: 'test_x.py' in scope '' is not a test name (a file "
+                                             "name: write it without .py ('test_x')"),
+    ("excluded_tests = {'x86_64': ['../x']}", "excluded_tests: '../x' in scope 'x86_64' is not a test name (a path "
+                                              "outside test/"),
+    ("excluded_tests = {'': ['/etc/passwd']}", "excluded_tests: '/etc/passwd' in scope '' is not a test name (a path"),
+    ("excluded_tests = {'': ['test_*']}", "excluded_tests: 'test_*' in scope '' is not a test name (a glob"),
+    ("excluded_tests = {'': ['test_x;id']}", "excluded_tests: 'test_x;id' in scope '' is not a test name (letters, "
+                                             "digits, _ and - between / only"),
+    ("known_test_failures = {'': [('../test_x::T.t', 'why')]}", "known_test_failures: entry ('../test_x::T.t', "
+                                                                "'why') in scope '': '../test_x' is not a test file"),
     # was: split into characters (14 warnings, then "refusing to add NEEDED ."), a TypeError traceback, the default
     ("cudnn_needed = {8: 'libcudnn_cnn_train.so.8'}", "cudnn_needed[8] must be a list of sonames such as"),
     ('cudnn_needed = 5', 'cudnn_needed must be a list of sonames such as'),

@@ -32,6 +32,8 @@ from eb_pytorch_cuda.elf.reader import read_elf
 from test_doctor_cudnn8_real import CHECKS, run_orders
 from environment import missing
 
+pytestmark = pytest.mark.harness21  # every test installs what real_torch21 makes of the 2.1-line tree
+
 EASYBLOCK = real_torch21.REPO / 'easybuild' / 'easyblocks' / 'p' / 'pytorch.py'
 EASYCONFIG = real_torch21.EASYCONFIGS / 'PyTorch-2.1.2-wheel.eb'
 INSTALL = ('PyTorch', '2.1.2-wheel')

@@ -4,7 +4,7 @@ import json
 import os
 
 import pytest
-from environment import missing
+from environment import HARNESS21_TREE, missing
 from helpers import standin_test_tree
 
 from eb_pytorch_cuda.errors import PluginError
@@ -141,10 +141,13 @@ def test_a_stored_record_with_a_crafted_piece_is_set_aside_in_one_note(tmp_path,
 
 
 REAL_TREES = {'2.6.0': os.path.join(os.path.dirname(DATA), '..', '..', '.venvs', 'pytorch-src', 'pytorch-v2.6.0'),
-              '2.1 line': os.path.join(os.path.dirname(DATA), '..', '..', '.venvs', 'pytorch-2.1-harness')}
+              '2.1 line': HARNESS21_TREE}
+# each version as a parameter: the 2.1 line's reads the tree of ../shared (marker harness21: tests/conftest.py)
+VERSIONS = [pytest.param(version, marks=[pytest.mark.harness21] if version == '2.1 line' else [])
+            for version in sorted(REAL_TREES)]
 
 
-@pytest.mark.parametrize('version', sorted(REAL_TREES))
+@pytest.mark.parametrize('version', VERSIONS)
 def test_the_times_file_goes_where_the_real_harness_reads_it_and_never_over_someone_elses(tmp_path, version):
     """The real run_test.py and test_selections.py of both harness lines (tools/setup.sh), copied."""
     import json
@@ -153,9 +156,7 @@ def test_the_times_file_goes_where_the_real_harness_reads_it_and_never_over_some
     from eb_pytorch_cuda.testsuite.run.harness import harness_of
     tree = REAL_TREES[version]
     if not os.path.isfile(os.path.join(tree, 'test', 'run_test.py')):
-        from environment import HARNESS21_ABSENT
-        missing(HARNESS21_ABSENT if version == '2.1 line'
-                else f'the {version} harness (.venvs/pytorch-src of tools/setup.sh)')
+        missing(f'the {version} harness (.venvs/pytorch-src of tools/setup.sh)')
     (tmp_path / 'test').mkdir()
     (tmp_path / 'tools' / 'testing').mkdir(parents=True)
     shutil.copy(os.path.join(tree, 'test', 'run_test.py'), tmp_path / 'test')
@@ -310,21 +311,24 @@ def test_a_jobs_worker_kills_a_hung_piece_at_the_pieces_own_timeout_not_its_suit
     assert record.piece == PieceLabel('test_hang', 1, 2)
 
 
-def test_without_a_rootdir_line_the_prefix_follows_pytests_rootdir_rules(tmp_path):
+@pytest.mark.parametrize('version', VERSIONS)
+def test_without_a_rootdir_line_the_prefix_follows_pytests_rootdir_rules(tmp_path, version):
     """The 2.6 harness prints a passing suite's pytest header nowhere (measured: its `-i test_native_functions`
     output has no `rootdir:` line), so the rootdir comes from the tree: a pytest.ini above test/ (the 2.1-line
     tree), an ini file with a pytest section, a setup.py; else test/ itself (the Debian 2.6.0 copy the tests use)."""
     import shutil
-    for version, tree in REAL_TREES.items():  # their top-level files, in a place without a config above it
-        if not os.path.isdir(os.path.join(tree, 'test')):
-            missing(f'the {version} harness (tools/setup.sh)')
-        copy = tmp_path / version.replace(' ', '-')
-        (copy / 'test').mkdir(parents=True)
-        for name in os.listdir(tree):
-            if os.path.isfile(os.path.join(tree, name)):
-                shutil.copy(os.path.join(tree, name), copy)
-    assert node_prefix('no header', str(tmp_path / '2.1-line' / 'test')) == 'test/'
-    assert node_prefix('no header', str(tmp_path / '2.6.0' / 'test')) == ''
+    tree = REAL_TREES[version]  # its top-level files, in a place without a config above it
+    if not os.path.isdir(os.path.join(tree, 'test')):
+        missing(f'the {version} harness (tools/setup.sh)')
+    copy = tmp_path / version.replace(' ', '-')
+    (copy / 'test').mkdir(parents=True)
+    for name in os.listdir(tree):
+        if os.path.isfile(os.path.join(tree, name)):
+            shutil.copy(os.path.join(tree, name), copy)
+    assert node_prefix('no header', str(copy / 'test')) == {'2.1 line': 'test/', '2.6.0': ''}[version]
+
+
+def test_the_prefix_follows_the_config_files_of_a_made_tree(tmp_path):
     tmp_path = tmp_path / 'made'
     (tmp_path / 'test').mkdir(parents=True)
     assert node_prefix('', str(tmp_path / 'test')) == ''

@@ -13,10 +13,11 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import sys
 
 import pytest
-from environment import HARNESS21_ABSENT, missing
+from environment import HARNESS21_TREE, need_harness21
 from helpers import H200, cli, stand_in_nvidia_smi, stored_records
 
 from eb_pytorch_cuda.cli import main
@@ -26,11 +27,12 @@ from eb_pytorch_cuda.testsuite.results.splitting import split_batch_output
 from eb_pytorch_cuda.testsuite.run.command import TestCommand as Command  # not a pytest test class
 from eb_pytorch_cuda.testsuite.run.command import harness_environment
 from eb_pytorch_cuda.testsuite.run.harness import read_harness
+from eb_pytorch_cuda.testsuite.run.plan import RunRequest, build_plan
 from eb_pytorch_cuda.testsuite.results.logparse import parse_log_file
 from eb_pytorch_cuda.testsuite.results.saved import load_results
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TREE = os.path.join(REPO, '.venvs', 'pytorch-2.1-harness')
+TREE = HARNESS21_TREE
 PYTHON = os.path.join(REPO, '.venvs', 'harness-2.1', 'bin', 'python')
 DATA = os.path.join(REPO, 'tests', 'data', 'pytorch21')
 REAL = ['test_cuda_primary_ctx', 'test_license', 'test_per_overload_api', 'test_set_default_mobile_cpu_allocator',
@@ -73,6 +75,7 @@ def test_the_plain_run_counts_each_suite_and_the_0_test_suite_passes_noted():
     assert result.suites['test_cuda_primary_ctx'].note == 'exit 0 without a countable summary: passed with 0 tests'
 
 
+@pytest.mark.harness21
 def test_the_plain_run_cut_by_suite_settles_each_suite_once():
     with open(os.path.join(DATA, 'plain.log')) as handle:
         text = handle.read()
@@ -145,8 +148,7 @@ def test_unittest_mode_runs_nothing_in_this_harness_and_nothing_passes(capsys):
 
 def _tree_copy(copy):
     """copy: a private copy of the 2.1-line tree (the harness writes test/test-reports into it)."""
-    if not (os.path.isfile(os.path.join(TREE, 'test', 'run_test.py')) and os.access(PYTHON, os.X_OK)):
-        missing(HARNESS21_ABSENT)
+    need_harness21()  # its marker has skipped the test already; a fixture that copies the tree says so too
     shutil.copytree(TREE, copy, ignore=shutil.ignore_patterns('test-reports'))
     return copy
 
@@ -156,6 +158,7 @@ def tree(tmp_path_factory):
     return _tree_copy(tmp_path_factory.mktemp('real21') / 'pytorch')
 
 
+@pytest.mark.harness21
 def test_discovery_asks_the_harness_which_prints_nothing_and_gets_its_shard(tree):
     command = Command(str(tree / 'test'), {}, [PYTHON, 'run_test.py', '--continue-through-error', '-i', *REAL])
     suites, serial = discovery.discover(command, dict(os.environ))
@@ -166,11 +169,27 @@ def test_discovery_asks_the_harness_which_prints_nothing_and_gets_its_shard(tree
     assert sorted(shard) == sorted(recorded.suites)  # what the real `--shard 1 2` run ran
 
 
-def test_an_unknown_suite_is_the_harness_error_naming_the_command(tree):
-    command = Command(str(tree / 'test'), {}, [PYTHON, 'run_test.py', '-x', 'test_no_such_suite'])
-    with pytest.raises(Exception, match=r"run_test.py -x test_no_such_suite --dry-run --verbose' .*"
-                                        r"stopped \(exit 2\).*invalid choice: 'test_no_such_suite'"):
-        discovery.discover(command, dict(os.environ))
+@pytest.mark.harness21
+def test_an_excluded_name_the_tree_has_no_file_of_is_left_out_and_said_not_an_error(tree):
+    """The harness's own -x stops on such a name (`invalid choice`, exit 2): the names of its TESTS only.  An
+    upstream easyconfig's exclusion of a file that this tree lacks is said in one line and left out of every
+    call; the names it has are still excluded."""
+    alone = subprocess.run([PYTHON, 'run_test.py', '-x', 'test_no_such_suite', '--dry-run'], cwd=tree / 'test',
+                           capture_output=True, text=True, timeout=300)
+    assert alone.returncode == 2 and "invalid choice: 'test_no_such_suite'" in alone.stderr
+    argv = [PYTHON, 'run_test.py', '--continue-through-error', '-i', *REAL, '-x', 'test_no_such_suite',
+            'test_license', 'test_ñ', '--verbose']
+    selection = discovery.select(Command(str(tree / 'test'), {}, argv), dict(os.environ))
+    assert sorted(selection.suites) == sorted(set(REAL) - {'test_license'})
+    assert selection.unknown_excluded == ['test_no_such_suite', 'test_ñ']
+    assert selection.command.argv == [PYTHON, 'run_test.py', '--continue-through-error', '-i', *REAL,
+                                      '-x', 'test_license', '--verbose']
+    said = []
+    plan = build_plan(RunRequest(Command(str(tree / 'test'), {}, argv), dict(os.environ), str(tree / 'out'),
+                                 PYTHON), said.append)
+    assert said[0] == ("excluded_tests: 'test_no_such_suite', 'test_ñ': no such test file in this tree (its "
+                       "run_test.py's TESTS), so nothing to exclude; left out of -x")
+    assert plan.command.argv == selection.command.argv and 'test_license' not in plan.suites
 
 
 @pytest.fixture(scope='module')
@@ -186,6 +205,7 @@ def suite_run(tree, tmp_path_factory):
     return done, stored_records(results), results, argv
 
 
+@pytest.mark.harness21
 def test_test_suite_runs_the_real_suites_and_passes_with_the_budget(suite_run):
     done, records, _results, _argv = suite_run
     assert done.returncode == 0, done.stderr
@@ -198,6 +218,7 @@ def test_test_suite_runs_the_real_suites_and_passes_with_the_budget(suite_run):
     assert records['test_cuda_primary_ctx']['notes'] == ['exit 0 without a countable summary: passed with 0 tests']
 
 
+@pytest.mark.harness21
 def test_xml_reports_are_written_after_the_double_dash_and_agree_with_the_log(suite_run, tree):
     _done, records, _results, _argv = suite_run
     for suite in set(LIVE) - {'test_cuda_primary_ctx'}:
@@ -206,6 +227,7 @@ def test_xml_reports_are_written_after_the_double_dash_and_agree_with_the_log(su
         assert os.listdir(tree / 'test' / 'test-reports' / 'python-pytest' / suite)
 
 
+@pytest.mark.harness21
 def test_the_harness_serial_suites_run_after_the_others_in_one_call(suite_run):
     _done, records, _results, _argv = suite_run
     with open(records['test_license']['output_file']) as handle:
@@ -215,6 +237,7 @@ def test_the_harness_serial_suites_run_after_the_others_in_one_call(suite_run):
     assert set(running[-2:]) == {'test_cuda_primary_ctx', 'test_show_pickle'}  # must_serial: after the pool
 
 
+@pytest.mark.harness21
 def test_the_same_command_again_runs_nothing_and_report_rejudges_the_saved_json(suite_run, capsys):
     _done, _records, results, argv = suite_run
     done = cli(*argv[:-2], '--format', 'text', timeout=600)
@@ -226,6 +249,7 @@ def test_the_same_command_again_runs_nothing_and_report_rejudges_the_saved_json(
     assert main(['report', str(saved), '--max-failed-tests', '0']) == 1
 
 
+@pytest.mark.harness21
 def test_a_rerun_runs_exactly_the_failed_test_the_pytest_summary_named(tree):
     harness = read_harness(str(tree / 'test' / 'run_test.py'))
     command = Command(str(tree / 'test'), {}, [PYTHON, 'run_test.py', '--continue-through-error'])
@@ -235,6 +259,7 @@ def test_a_rerun_runs_exactly_the_failed_test_the_pytest_summary_named(tree):
     assert 'test_license_for_wheel' not in output
 
 
+@pytest.mark.harness21
 def test_a_suite_run_as_two_pieces_merges_to_the_whole_suites_result(tmp_path):
     """test_native_functions whole and as 2 pieces (issue 23) on this harness, each through the step's own
     solo.run_suite (what a spread job's worker runs for a piece): the harness's `--shard i 2` over the times file
@@ -273,6 +298,7 @@ def test_a_suite_run_as_two_pieces_merges_to_the_whole_suites_result(tmp_path):
     assert sum(len(record.test_seconds or {}) for record in records) == 11
 
 
+@pytest.mark.harness21
 def test_test_suite_with_an_easyconfig_runs_its_own_runtest_pretestopts_and_testopts(tree, tmp_path):
     """Issue 32: `test-suite --easyconfig EC` runs EC's test command as the test step does (its `-i`, its
     %(excluded_tests)s, pretestopts' assignments, testopts appended) and says which command it runs; before, it
@@ -308,6 +334,7 @@ def test_test_suite_with_an_easyconfig_runs_its_own_runtest_pretestopts_and_test
     assert [suite['name'] for suite in json.loads(default.stdout)['suites']] == ['test_type_info']
 
 
+@pytest.mark.harness21
 def test_a_gpu_seen_with_a_cuda_torch_runs_the_cuda_mode_and_zero_cuda_tests_fail_when_required(tree, tmp_path):
     """Issue 33 on the main job's pair (torch 2.1.2, a CUDA build): where the step sees a GPU, the suites run with
     SANDCASTLE=0, the reports count the CUDA tests, and 0 CUDA tests run is a warning (--cuda-device-tests true:
@@ -342,6 +369,7 @@ def test_a_gpu_seen_with_a_cuda_torch_runs_the_cuda_mode_and_zero_cuda_tests_fai
     assert 'cuda_device_tests: is True, but the test step cannot run CUDA tests here: no GPU seen' in hidden.stderr
 
 
+@pytest.mark.harness21
 def test_a_python_whose_torch_does_not_import_is_refused_and_leaves_no_results_directory(tree, tmp_path):
     """Issue 35: the harness's own dry run fails (EasyBuild's venv has no torch): exit 2 in one line naming the
     command, and the results directory this call would have made is not left behind with a lock in it."""

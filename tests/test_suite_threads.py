@@ -12,7 +12,8 @@ suite process gets the planned count, and keeps the user's own.
 
 import os
 
-from environment import HARNESS21_ABSENT, REAL_PYTHON, REPO, REAL_TREE, missing
+import pytest
+from environment import HARNESS21_TREE, REAL_PYTHON, REAL_TREE
 from helpers import real_tree
 
 from eb_pytorch_cuda.testsuite.run.command import TestCommand as Command  # not a pytest test class
@@ -51,12 +52,13 @@ def test_one_call_or_a_user_setting_leaves_the_environment_as_upstream_runs_it()
     assert suite_threads({}, 8, 3, 16) == '1' and suite_threads({}, 2, 2, 64) == '16'
 
 
-def test_the_pool_size_is_read_from_each_real_harness_tree(harness26):
+def test_the_pool_size_is_read_from_the_real_26_harness(harness26):
     assert harness_of(os.path.join(REAL_TREE, 'test')).pool_size == 3
-    tree21 = os.path.join(REPO, '.venvs', 'pytorch-2.1-harness', 'test')
-    if not os.path.isfile(os.path.join(tree21, 'run_test.py')):
-        missing(HARNESS21_ABSENT)
-    assert harness_of(tree21).pool_size == 2
+
+
+@pytest.mark.harness21
+def test_the_pool_size_is_read_from_the_real_21_line_harness():
+    assert harness_of(os.path.join(HARNESS21_TREE, 'test')).pool_size == 2
 
 
 def _run(tmp_path, name, env, parallel):

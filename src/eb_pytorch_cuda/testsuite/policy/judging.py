@@ -75,6 +75,41 @@ def detect_context(compute_capabilities: tuple = (), cpu_family: Optional[str] =
                         aliases)
 
 
+# What can name a test file of run_test.py, one rule for excluded_tests and known_test_failures: its -x takes
+# names of its TESTS list only (its argparse choices, in the 2.1 line and in 2.6 alike), which its discover_tests
+# makes of the paths of test/**/test_*.py relative to test/ without '.py', and of the C++ test binaries cut at their
+# first '.' (cpp/NAME): '/'-separated parts of word characters and '-'.  An entry that cannot be such a name
+# ('../x', '/etc/passwd', 'test_x.py', 'test_*', 'test_x;id') would exclude nothing, or match no suite, without a
+# word: it is refused in one line.  One that can but that the tree has not is known at the test step only, from
+# the harness itself (run/discovery), and said there.
+
+# a part of a name: \w is Unicode word characters, as in a Python module's name; no part starts with '-'
+_NAME_PART = re.compile(r'\w[\w-]*\Z')
+_PATTERN_PART = re.compile(r'[\w*?\[][\w*?\[\]!-]*\Z')  # the same with fnmatch's '*?[]!' (known_test_failures)
+
+
+def name_problem(text: str, globs: bool = False) -> Optional[str]:
+    """Why text cannot name a test file of run_test.py, in a few words; None when it can.  So no whitespace
+    inside ("test_a test_b" excluded nothing, silently), no option ('--help' reached run_test.py as
+    `-x --help`), no '.py' suffix, no '..' or absolute path, no glob, no shell or control character.
+    globs: '*?[]!' allowed too, as in a known_test_failures pattern (matched against the suites' names,
+    never given to run_test.py)."""
+    parts = text.split('/')
+    if text and all((_PATTERN_PART if globs else _NAME_PART).match(part) for part in parts):
+        return None
+    if text.endswith('.py'):
+        return f'a file name: write it without .py ({text[:-3]!r})'
+    if text.startswith('/') or '.' in parts or '..' in parts:
+        return 'a path outside test/: names are relative to test/, without . or ..'
+    if text.startswith('-'):
+        return 'an option'
+    if any(c.isspace() for c in text):
+        return 'one test file per entry, without whitespace inside'
+    if not globs and any(c in '*?[]' for c in text):
+        return 'a glob: run_test.py -x takes test names only'
+    return 'letters, digits, _ and - between / only'
+
+
 def excluded_tests(setting: Any, context: ScopeContext) -> List[str]:
     """Test files to skip (run_test.py -x) for this context, in the easyconfig's order, without repeats."""
     result = []
@@ -131,6 +166,12 @@ def known_failures(setting: Any, context: ScopeContext, source: str = 'known_tes
                 raise PluginError(source, f'entry {item!r} in scope {scope!r} is not (test, reason[, max])')
             if not pattern or not reason:
                 raise PluginError(source, f'entry {item!r} in scope {scope!r} needs both a test and a reason')
+            pattern = str(pattern).strip()  # as excluded_tests' names: the whitespace around is no part of it
+            problem = name_problem(pattern.split('::', 1)[0], globs=True)
+            if problem:
+                raise PluginError(source, f"entry {item!r} in scope {scope!r}: {pattern.split('::', 1)[0]!r} is "
+                                          f"not a test file ({problem}; 'suite' or 'suite::Class.test' such as "
+                                          f"'distributed/test_c10d', globs allowed)")
             if limit is not None and (not isinstance(limit, int) or limit < 1):
                 raise PluginError(source, f'entry {item!r} in scope {scope!r}: max must be a positive integer')
             if context.applies(scope):

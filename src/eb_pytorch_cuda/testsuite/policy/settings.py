@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, Mapping, NoReturn, Optional, Tuple, Union
 
 from eb_pytorch_cuda.errors import PluginError
-from eb_pytorch_cuda.testsuite.policy.judging import KnownFailure, Policy, ScopeContext, excluded_tests, known_failures
+from eb_pytorch_cuda.testsuite.policy.judging import (KnownFailure, Policy, ScopeContext, excluded_tests,
+                                                      known_failures, name_problem)
 from eb_pytorch_cuda.testsuite.results.pieces import Piece
 
 DEFAULT_SUITE_TIMEOUT = 3 * 3600  # s a suite may run without a previous time: PyTorch's slowest take under 1 h
@@ -117,7 +118,7 @@ class TestSettings:
                    known_test_failures=dict(value('known_test_failures')),
                    flaky_failures_consume_budget=bool(value('flaky_failures_consume_budget')),
                    rerun_failed_tests=value('rerun_failed_tests'),
-                   excluded_tests=dict(value('excluded_tests')),
+                   excluded_tests=stripped_names(value('excluded_tests')),
                    test_suite_timeout=None if timeout in (None, '') else timeout,
                    parallel_test_suites=value('parallel_test_suites'),
                    test_suite_jobs=value('test_suite_jobs'),
@@ -160,9 +161,14 @@ def is_integer(value: object) -> bool:
 
 
 def is_test_name(text: str) -> bool:
-    """True for what run_test.py's -x takes as one test: no whitespace ("test_a test_b" excluded nothing,
-    silently), not an option ('--help' reached run_test.py as `-x --help`), no control character."""
-    return bool(text) and text.isprintable() and not any(c.isspace() for c in text) and not text.startswith('-')
+    """True for what run_test.py's -x can take as one test (policy/judging.name_problem)."""
+    return name_problem(text) is None
+
+
+def stripped_names(setting: Mapping[str, Iterable[str]]) -> Dict[str, list]:
+    """excluded_tests without the whitespace around each name, which upstream's EB_PyTorch loses when it joins
+    them with spaces into `-x ...` (its PyTorch-2.9.1 easyconfigs have 'inductor/test_flex_decoding ')."""
+    return {scope: [name.strip() for name in names] for scope, names in setting.items()}
 
 
 def allowance(value: Union[bool, int]) -> Optional[int]:
@@ -222,10 +228,12 @@ def check_values(values: dict, source: str = 'easyconfig') -> None:
         if not isinstance(items, (list, tuple)) or not all(isinstance(t, str) and t.strip() for t in items):
             raise PluginError(source, f'excluded_tests: scope {scope!r} must map to a list of test files such as '
                                       f"['test_x'], got {_shown(items)}")
-        for item in items:
-            if not is_test_name(item):  # each becomes one argument after run_test.py's -x
+        for item in items:  # each becomes one argument after run_test.py's -x
+            problem = name_problem(item.strip())  # upstream joins them with spaces: whitespace around is lost
+            if problem:
                 raise PluginError(source, f'excluded_tests: {_shown(item)} in scope {scope!r} is not a test name '
-                                          f"(one run_test.py test file such as 'test_nn' or 'distributed/test_c10d')")
+                                          f"({problem}; one run_test.py test file such as 'test_nn' or "
+                                          f"'distributed/test_c10d')")
     if given('excluded_tests'):
         _check_scopes(source, 'excluded_tests', values['excluded_tests'], excluded_items)
     if given('known_test_failures'):

@@ -9,7 +9,8 @@ directory and environment (no shell), imports the harness's `run_test` module, r
 `--dry-run` and records what its own `get_selected_tests()` (and, for `--shard`, `do_sharding()`) returns,
 then asks its `must_serial()` of each suite.  The printed list, where the version prints one, is a cross-check: a
 disagreement is an error naming both.  Selection options of the command (`-x`, `--shard`, `--exclude-*`,
-`-i`) are applied there, once; the suites are then run with `-i <suites>` and without `--shard`/`-i`
+`-i`) are applied there, once (a name after `-x` that is none of the tree's test files is left out, and said:
+Selection); the suites are then run with `-i <suites>` and without `--shard`/`-i`
 (`-i x --shard 1 2` shards the one suite: "Number of shards must be less than 1").
 """
 
@@ -17,7 +18,7 @@ import json
 import os
 import subprocess
 import tempfile
-from typing import List, Mapping, Optional, Sequence, Set, Tuple
+from typing import List, Mapping, NamedTuple, Optional, Sequence, Set, Tuple
 
 from eb_pytorch_cuda import process
 from eb_pytorch_cuda.errors import PluginError
@@ -80,11 +81,32 @@ def _cross_check(shown, names, printed):
                                  f"only selected: {' '.join(only_selected) or '-'}")
 
 
+class Selection(NamedTuple):
+    """What the harness said of a command: its suites, its serial ones (None: it does not say), the names after
+    -x that are none of its test files (its TESTS), and the command without them, which every run_test.py call
+    of the step then runs (the harness's argparse stops on such a name: `invalid choice`)."""
+    suites: List[str]
+    serial: Optional[Set[str]]
+    unknown_excluded: List[str]
+    command: TestCommand
+
+
+def unknown_exclusions_line(names: Sequence[str]) -> str:
+    """The test step's one line for -x names that the tree has no test file of (Selection.unknown_excluded)."""
+    return (f"excluded_tests: {', '.join(map(repr, names))}: no such test file in this tree (its run_test.py's "
+            f"TESTS), so nothing to exclude; left out of -x")
+
+
 def discover(command: TestCommand, env: Mapping[str, str], timeout: float = 3600
              ) -> Tuple[List[str], Optional[Set[str]]]:
-    """(suites, serial set or None) of command's selection, asked of the harness itself (module docstring);
-    PluginError naming the command and showing its stderr when the harness cannot answer, and when the
-    selection is empty."""
+    """(suites, serial set or None) of command's selection (select)."""
+    selection = select(command, env, timeout)
+    return selection.suites, selection.serial
+
+
+def select(command: TestCommand, env: Mapping[str, str], timeout: float = 3600) -> Selection:
+    """The Selection of command, asked of the harness itself (module docstring); PluginError naming the command
+    and showing its stderr when the harness cannot answer, and when the selection is empty."""
     shown = ' '.join(command.argv)
     with tempfile.TemporaryDirectory(prefix='eb-pytorch-cuda-select-') as scratch:
         out = os.path.join(scratch, 'selection.json')
@@ -128,7 +150,10 @@ def discover(command: TestCommand, env: Mapping[str, str], timeout: float = 3600
     serial = answer.get('serial')
     if serial is None:
         serial = _names_and_serial(str(answer.get('printed', '')))[1]
-    return names, (set(map(str, serial)) if serial is not None else None)
+    unknown = [str(name) for name in answer.get('unknown_excluded') or []]
+    ran = command if not unknown else TestCommand(command.cwd, dict(command.env),
+                                                  command.argv[:2] + [str(word) for word in answer['argv']])
+    return Selection(names, set(map(str, serial)) if serial is not None else None, unknown, ran)
 
 
 def run_argv(argv: Sequence[str], suites: Sequence[str], extra: Sequence[str] = ()) -> List[str]:

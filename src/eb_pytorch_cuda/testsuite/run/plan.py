@@ -109,8 +109,12 @@ def build_plan(request: RunRequest, progress: Optional[Callable[[str], None]] = 
     env = harness_environment(request.environ, command)
     harness = harness_of(command.cwd)
     if request.units is None:
-        suites, listed_serial = discovery.discover(command, env)
-        harness.serial |= listed_serial or set()  # what this very harness says it runs alone
+        selection = discovery.select(command, env)
+        suites = selection.suites
+        harness.serial |= selection.serial or set()  # what this very harness says it runs alone
+        if selection.unknown_excluded:  # not an error: upstream's easyconfigs name files that some trees lack
+            progress(discovery.unknown_exclusions_line(selection.unknown_excluded))
+            command = selection.command
         units = [pieces.Piece(suite) for suite in suites]
     else:
         units = [pieces.Piece.parse(key) for key in request.units]

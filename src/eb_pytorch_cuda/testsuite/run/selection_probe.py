@@ -8,12 +8,15 @@ own selection returns: `get_selected_tests(options)` on the options of its own `
 from 1.x to 2.9 has both; 2.1's parse_args cannot be called twice in one process: `argument -h/--help:
 conflicting option strings`, so main() is the one caller) and, with `--shard`, `do_sharding()` (2.1 and later
 shard in main(), 2.0 in get_selected_tests), so the shard is the harness's own answer (its test-times file, its
-round robin); then its `must_serial(name)` for each suite.  The dry run also captures what the harness prints
-(2.0's `Selected tests:` with --verbose, 2.6's batches; 2.1 prints nothing), which the plugin compares with the
-selection.
+round robin); then its `must_serial(name)` for each suite.  Names after -x that are not in the harness's
+TESTS list (its every test file) are taken out first: its argparse takes only those (choices) and would stop the
+run on one; which ones is written out, and the plugin says so (run/discovery).  The dry run also captures what
+the harness prints (2.0's `Selected tests:` with --verbose, 2.6's batches; 2.1 prints nothing), which the
+plugin compares with the selection.
 
 Written to OUT as JSON: {"suites": [...], "serial": [...] or null, "printed": "...", "main_exit": int or null,
-"main_error": str or null}.  Standard library only: it runs in whatever Python the suites run in.
+"main_error": str or null, "argv": the runtest arguments it ran, "unknown_excluded": [...]}.  Standard library
+only: it runs in whatever Python the suites run in.
 """
 
 import contextlib
@@ -53,6 +56,37 @@ def _recorder(run_test, name, calls):
     setattr(run_test, name, recording)
 
 
+def _without_unknown_exclusions(argv, tests):
+    """(argv without the -x/--exclude names that are not in tests, those names): the harness's argparse takes
+    only names of its TESTS there (choices) and would stop the whole run on one it has not; an option left
+    with no name goes too (-x takes one or more).  Arguments after '--' are the test files' own."""
+    kept, unknown, index = [], [], 0
+    while index < len(argv):
+        word = argv[index]
+        index += 1
+        if word == '--':
+            kept += argv[index - 1:]
+            break
+        if word.startswith('--exclude='):
+            name = word[len('--exclude='):]
+            if name in tests:
+                kept.append(word)
+            else:
+                unknown.append(name)
+            continue
+        if word not in ('-x', '--exclude'):
+            kept.append(word)
+            continue
+        names = []
+        while index < len(argv) and not argv[index].startswith('-'):
+            names.append(argv[index])
+            index += 1
+        unknown += [name for name in names if name not in tests]
+        if any(name in tests for name in names):
+            kept += [word] + [name for name in names if name in tests]
+    return kept, unknown
+
+
 def main() -> None:
     out, script, argv = sys.argv[1], sys.argv[2], sys.argv[3:]  # sys.argv[0] is '-c'
     sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
@@ -65,6 +99,10 @@ def main() -> None:
         with open(out, 'w', encoding='utf-8') as handle:
             json.dump({'missing': missing}, handle, allow_nan=False)
         return
+    tests = getattr(run_test, 'TESTS', None)  # every test file of the tree (2.1 line: its own; 2.6: discover_tests')
+    unknown: list = []
+    if isinstance(tests, (list, tuple)) and all(isinstance(name, str) for name in tests):
+        argv, unknown = _without_unknown_exclusions(argv, set(tests))
     selected: list = []
     sharded: list = []
     _recorder(run_test, 'get_selected_tests', selected)
@@ -91,7 +129,8 @@ def main() -> None:
     serial = [name for name in suites if must_serial(name)] if callable(must_serial) else None
     with open(out, 'w', encoding='utf-8') as handle:
         json.dump({'suites': suites, 'serial': serial, 'printed': printed.getvalue(), 'main_exit': code,
-                   'main_error': error, 'selected_calls': len(selected), 'dry_run_argv': dry_run_argv}, handle,
+                   'main_error': error, 'selected_calls': len(selected), 'dry_run_argv': dry_run_argv,
+                   'argv': argv, 'unknown_excluded': unknown}, handle,
                   allow_nan=False)
 
 

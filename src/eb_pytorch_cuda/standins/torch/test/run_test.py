@@ -30,6 +30,9 @@ def discover():
     return sorted(tests)
 
 
+TESTS = discover()  # as PyTorch's run_test.py: every test file of the tree (the selection probe reads it)
+
+
 def parse_args():
     """The options, as PyTorch's parse_args() returns them (the unknown arguments kept for the test files)."""
     parser = argparse.ArgumentParser()
