@@ -247,11 +247,25 @@ def _test_suite_command(args: argparse.Namespace, excluded, progress):
 
 
 def cmd_config(args: argparse.Namespace) -> int:
+    """Our configuration added to the site's (read from EasyBuild: files, $EASYBUILD_*): a site hooks file is
+    kept, never replaced; where only the site's file can run ours, exit 2 with the lines that make it do so."""
     from eb_pytorch_cuda.eb import config
+    from eb_pytorch_cuda.eb.siteconfig import read_settings
     if args.entrypoints:
-        text = config.entrypoints_environment_text() if args.env else config.entrypoints_config_text()
+        config.check_entry_points()  # EasyBuild 4, or an install without them: said before anything is read
+    settings = read_settings()
+    try:
+        the_plan = config.plan(settings, config.easybuild_version(), args.entrypoints)
+    except config.SiteHooksKept as err:
+        print(f'{PROG}: error: {printable(err)}', file=sys.stderr)
+        sys.stderr.write(err.forwarding)
+        return 2
+    if args.env:
+        text = config.environment_text(the_plan, args.entrypoints)
     else:
-        text = config.environment_text() if args.env else config.config_file_text()
+        text = config.config_file_text(the_plan, args.entrypoints)
+        for warning in config.environment_overrides(settings, the_plan):
+            print(f'{PROG}: warning: {printable(warning)}', file=sys.stderr)
     sys.stdout.write(text)
     return 0
 
