@@ -111,7 +111,7 @@ TIER_OF_MODULE = {
     'test_eb_easyblock_tests': 'real_eb', 'test_eb_hooks': 'real_eb', 'test_test_install': 'real_eb',
     'test_upstream_easyblock_suite': 'real_eb', 'test_config': 'real_eb',
     'test_slurm_spread': 'slurm', 'test_slurm_jobs': 'slurm', 'test_slurm_pieces': 'real_harness',
-    'test_here_pieces': 'real_harness', 'test_suite_threads': 'real_harness',
+    'test_here_pieces': 'real_harness', 'test_suite_threads': 'real_harness', 'test_kill_matrix': 'real_harness',
     'test_pieces': 'real_tools',
     'test_add_needed': 'real_tools', 'test_bad_inputs': 'real_tools', 'test_check_needed': 'real_tools',
     'test_doctor': 'real_tools', 'test_doctor_cudnn8_real': 'real_tools', 'test_doctor_cudnn9_real': 'real_tools',
@@ -136,7 +136,7 @@ UNIT_MODULES = {'test_store_records', 'test_device_tests', 'test_easyblock_impor
                 'test_settings', 'test_ebsummary_lines',
                 'test_results_parsing', 'test_testsuite_policy', 'test_upstream_corpus', 'test_xml_encodings',
                 'test_report_plain26', 'test_unit_tier_pure', 'test_docstring_names',
-                 'test_batch_logic', 'test_cuda_visible_devices', 'test_config_plan'}
+                'test_batch_logic', 'test_cuda_visible_devices', 'test_config_plan'}
 TIERS = ('unit', 'real_tools', 'real_eb', 'slurm', 'real_harness')
 
 
