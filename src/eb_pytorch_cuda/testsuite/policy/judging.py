@@ -151,8 +151,11 @@ class KnownFailure:
         return pattern is None or fnmatchcase(test_id, pattern) or fnmatchcase(test_id.rsplit('.', 1)[-1], pattern)
 
 
-def known_failures(setting: Any, context: ScopeContext, source: str = 'known_test_failures') -> List['KnownFailure']:
-    """KnownFailure entries of the scopes that apply; entries are (pattern, reason) or {'test':..., 'reason':...}."""
+def known_failures(setting: Any, context: ScopeContext, source: str = 'known_test_failures', *,
+                   check_names: bool = True) -> List['KnownFailure']:
+    """KnownFailure entries of the scopes that apply; entries are (pattern, reason) or {'test':..., 'reason':...}.
+    check_names: refuse a test-file part that cannot be one (an easyconfig's entry); a suggestion built from the
+    suite names a results file holds (policy/suggest) is judged as it is and only printed, escaped."""
     entries = []
     for scope, items in (setting or {}).items():
         if not isinstance(items, (list, tuple)):
@@ -167,7 +170,7 @@ def known_failures(setting: Any, context: ScopeContext, source: str = 'known_tes
             if not pattern or not reason:
                 raise PluginError(source, f'entry {item!r} in scope {scope!r} needs both a test and a reason')
             pattern = str(pattern).strip()  # as excluded_tests' names: the whitespace around is no part of it
-            problem = name_problem(pattern.split('::', 1)[0], globs=True)
+            problem = name_problem(pattern.split('::', 1)[0], globs=True) if check_names else None
             if problem:
                 raise PluginError(source, f"entry {item!r} in scope {scope!r}: {pattern.split('::', 1)[0]!r} is "
                                           f"not a test file ({problem}; 'suite' or 'suite::Class.test' such as "
