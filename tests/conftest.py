@@ -121,7 +121,7 @@ TIER_OF_MODULE = {
     'test_resolve': 'real_tools', 'test_run_here': 'real_tools', 'test_result_store_faults': 'real_tools',
     'test_process': 'real_tools', 'test_no_orphans': 'real_tools', 'test_suggest_policy': 'real_tools',
     'test_leftovers': 'real_tools', 'test_bad_times': 'real_tools', 'test_results_terms': 'real_tools',
-    'test_log_cuts_cli': 'real_tools',
+    'test_log_cuts_cli': 'real_tools', 'test_executors': 'real_tools',
     'test_gpu_mixed_record': 'real_tools', 'test_elf_string_tables': 'real_tools',
     'test_elf_dynamic_tables': 'real_tools', 'test_full_results_disk': 'real_tools',
     'test_setup_script': 'real_tools', 'test_entry_points': 'real_eb',

@@ -15,11 +15,12 @@ import pytest
 
 from helpers import module_env, standin_source, suite_command
 from eb_pytorch_cuda.testsuite.results import previous
+from eb_pytorch_cuda.testsuite.results.previous import History
+from eb_pytorch_cuda.testsuite.policy.settings import DEFAULT_SUITE_TIMEOUT
 from eb_pytorch_cuda.testsuite.results.saved import no_constants
 from eb_pytorch_cuda.testsuite.results.seconds import NotSeconds, seconds_in_text, seconds_of
 from eb_pytorch_cuda.testsuite.run.store import ResultStore
 from eb_pytorch_cuda.testsuite import service
-from eb_pytorch_cuda.testsuite.spread import controller
 
 BAD = ['inf', 'nan', '1e999', '-5', '9' * 401]
 
@@ -100,10 +101,10 @@ def test_previous_results_with_times_that_are_no_times_plan_without_them(tmp_pat
                     ' "suites": [{"name": "test_x", "seconds": %s}],'
                     ' "test_seconds": {"test_slow": {"a::b": %s, "a::c": 2}}}' % (number, number, number))
     notes = []
-    timeouts = service.suite_timeouts(None, str(path), notes.append)
-    assert timeouts == {'': service.DEFAULT_SUITE_TIMEOUT, 'test_ok': 600}
-    assert controller.previous_suite_seconds(str(path)) == {'test_ok': 100.0}
-    assert controller.previous_test_seconds(str(path), notes.append) == {'test_slow': {'a::c': 2.0}}
+    history = History.read(str(path), notes.append)  # read once, each bad time said once
+    assert service.suite_timeouts(None, history) == {'': DEFAULT_SUITE_TIMEOUT, 'test_ok': 600}
+    assert history.suite_seconds == {'test_ok': 100.0}
+    assert history.test_seconds == {'test_slow': {'a::c': 2.0}}
     assert len(notes) == 3 and all(note.startswith(f'{path}: ') and note.endswith('; set aside') for note in notes)
     assert "suite_seconds: 'test_slow': must be a finite" in notes[0]
     assert "suites[].seconds: 'test_x': must be a finite" in notes[1]

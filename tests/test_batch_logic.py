@@ -14,7 +14,7 @@ from eb_pytorch_cuda.testsuite.run.calls import XML_VARIABLE, batch_options
 from eb_pytorch_cuda.testsuite.run.command import TestCommand as Command  # not a pytest test class
 from eb_pytorch_cuda.testsuite.run.harness import Harness
 from eb_pytorch_cuda.testsuite.run.launcher import TimeoutExpired
-from eb_pytorch_cuda.testsuite.run.plan import RunPlan
+from eb_pytorch_cuda.testsuite.run.plan import RunPlan, RunRequest
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data', 'pytorch26-plain')
 with open(os.path.join(DATA, 'batch.log'), encoding='utf-8') as _handle:
@@ -73,9 +73,10 @@ def _plan(tmp_path, timeout=600):
                       has_distributed_prefix_rule=True, replays_logs=True, serial_marked_pass=True,
                       pytest_by_default=True)
     (tmp_path / 'out').mkdir()
-    return RunPlan(Command(str(tmp_path), {}, ['python', 'run_test.py', '--continue-through-error']), {'HOME': '/x'},
-                   harness, tuple(SUITES), tuple(SUITES), tuple(batch_options(harness)), {'': timeout}, {},
-                   str(tmp_path / 'out'), 'python', 1, (), 0, 50)
+    command = Command(str(tmp_path), {}, ['python', 'run_test.py', '--continue-through-error'])
+    request = RunRequest(command, {'HOME': '/x'}, str(tmp_path / 'out'), 'python', {'': timeout}, batch_size=50)
+    return RunPlan(request, command, {'HOME': '/x'}, harness, tuple(SUITES), tuple(SUITES),
+                   tuple(batch_options(harness)), {'': timeout}, {}, 1, ())
 
 
 def test_a_whole_batch_gives_each_suite_its_recorded_status_and_counts_as_it_settles(tmp_path):
@@ -122,7 +123,8 @@ def test_a_plans_timeout_is_a_pieces_own_else_its_suites_else_the_default(tmp_pa
 
 def test_here_long_suites_are_cut_only_with_slots_to_spare_and_previous_times(tmp_path):
     from eb_pytorch_cuda.testsuite.run.plan import HERE_PIECE_SECONDS, here_piece_rule
-    from eb_pytorch_cuda.testsuite.service import here_pieces
+    from eb_pytorch_cuda.testsuite.results.previous import History
+    from eb_pytorch_cuda.testsuite.run.here import HereExecutor
     previous = {'nn/test_convolution': 540.0, 'test_transformers': 10.0, 'test_cuda': 22.0}
     assert here_piece_rule(previous, {}, 1) is None and here_piece_rule({}, {}, 8) is None
     rule = here_piece_rule(previous, {}, 8)  # the share of 8 slots is 71.5 s: the floor holds
@@ -130,8 +132,11 @@ def test_here_long_suites_are_cut_only_with_slots_to_spare_and_previous_times(tm
     assert here_piece_rule(previous, {}, 2).piece_seconds == 286.0  # (540 + 10 + 22) / 2
     results = tmp_path / 'pytorch-test-results.json'  # what a previous build's step wrote (its suite_seconds)
     results.write_text(json.dumps({'suite_seconds': previous}))
-    assert here_pieces(str(results), 8) == rule and here_pieces(str(results), 1) is None
-    assert here_pieces(None, 8) is None and here_pieces(str(tmp_path / 'none.json'), 8) is None
+    here = HereExecutor()
+    assert here.piece_rule(History.read(str(results)), 8) == rule and here.piece_rule(History.read(str(results)), 1) \
+        is None
+    assert here.piece_rule(History.read(None), 8) is None
+    assert here.piece_rule(History.read(str(tmp_path / 'none.json')), 8) is None
 
 
 def test_a_job_here_gets_the_gpu_running_the_fewest_jobs_now():

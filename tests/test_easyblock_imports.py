@@ -51,7 +51,7 @@ def test_the_easyblock_imports_only_the_service_of_the_step():
 
 def test_every_name_the_easyblock_reads_of_the_service_is_there():
     names = service_names(easyblock_source())
-    assert {'run_and_judge', 'TestSettings', 'SETTING_DEFAULTS', 'easyconfig_command'} <= names
+    assert {'run_step', 'describe_step', 'TestSettings', 'SETTING_DEFAULTS', 'easyconfig_command'} <= names
     missing = sorted(name for name in names if not hasattr(service, name))
     assert missing == []
 

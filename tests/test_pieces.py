@@ -10,6 +10,7 @@ from helpers import standin_test_tree
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite.results.pieces import PIECE_SECONDS, Piece, expected_of, key_of, piece_count, split
 from eb_pytorch_cuda.testsuite.results.pieces import with_merged
+from eb_pytorch_cuda.testsuite.results.previous import History
 from eb_pytorch_cuda.testsuite.results.records import PieceLabel, StoreRecord
 from eb_pytorch_cuda.testsuite.results.testtimes import case_times, node_prefix, piece_times, pieces_for, shard_of
 
@@ -183,7 +184,6 @@ def test_a_real_run_writes_its_tests_times_into_the_results_json_and_the_next_ru
     import sys
     from eb_pytorch_cuda.cli import main
     from eb_pytorch_cuda.testsuite.results import testtimes
-    from eb_pytorch_cuda.testsuite.spread import controller
     tree = tmp_path / 'src'
     standin_test_tree(tree)
     monkeypatch.setattr(testtimes, 'KEPT_FROM', 0)
@@ -200,7 +200,7 @@ def test_a_real_run_writes_its_tests_times_into_the_results_json_and_the_next_ru
         f'test_known_failure.py::__main__.TestKnown::{name}'
         for name in ('test_always_fails', 'test_new_regression', 'test_passes')]
     assert all(0 <= seconds < 60 for seconds in times['test_known_failure'].values())
-    assert controller.previous_test_seconds(str(saved)) == times  # the next build's times source
+    assert History.read(str(saved)).test_seconds == times  # the next build's times source
     # a suite expected to take 10,000 s is cut by its tests' times (well under 600 s: whole), not into 17
     assert len(split(['test_known_failure'], {'test_known_failure': 10000.0})) == 17
     assert len(split(['test_known_failure'], {'test_known_failure': 10000.0}, PIECE_SECONDS, times)) == 1
@@ -221,9 +221,8 @@ def test_a_real_run_writes_its_tests_times_into_the_results_json_and_the_next_ru
 @pytest.mark.parametrize('crafted', [{'a': {'t': 'x', 'u': 1.5}}, {'a': [1]}, ['a'], {'a': {'t': -1, 'u': True}}])
 def test_test_times_of_a_crafted_results_json_are_kept_only_where_well_formed(tmp_path, crafted):
     import json
-    from eb_pytorch_cuda.testsuite.spread import controller
     (tmp_path / 'r.json').write_text(json.dumps({'test_seconds': crafted}))
-    found = controller.previous_test_seconds(str(tmp_path / 'r.json'))
+    found = History.read(str(tmp_path / 'r.json')).test_seconds
     assert found == ({'a': {'u': 1.5}} if crafted == {'a': {'t': 'x', 'u': 1.5}} else {})
 
 

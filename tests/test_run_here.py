@@ -97,12 +97,14 @@ def test_the_fingerprint_ignores_the_policy_but_not_the_build():
 
 
 def test_timeouts_come_from_the_previous_results_or_a_default(tmp_path):
+    from eb_pytorch_cuda.testsuite.results.previous import History
     from eb_pytorch_cuda.testsuite.service import suite_timeouts
     previous = tmp_path / 'results.json'
     previous.write_text(json.dumps({'suite_seconds': {'test_nn': 1000.0, 'test_fast': 1.0}}))
-    assert suite_timeouts(None, previous) == {'': DEFAULT_SUITE_TIMEOUT, 'test_nn': 4000, 'test_fast': 600}
-    assert suite_timeouts(120, previous) == {'': 120}
-    assert suite_timeouts(None, tmp_path / 'missing.json') == {'': DEFAULT_SUITE_TIMEOUT}
+    history = History.read(str(previous))
+    assert suite_timeouts(None, history) == {'': DEFAULT_SUITE_TIMEOUT, 'test_nn': 4000, 'test_fast': 600}
+    assert suite_timeouts(120, history) == {'': 120}
+    assert suite_timeouts(None, History.read(str(tmp_path / 'missing.json'))) == {'': DEFAULT_SUITE_TIMEOUT}
 
 
 def test_one_list_of_parameters_feeds_the_reader_the_fingerprint_and_the_settings(tmp_path):
@@ -249,7 +251,7 @@ def test_in_unittest_mode_without_xmlrunner_the_step_says_xml_reports_are_off(tr
         lines.clear()
         store = ResultStore(str(tmp_path / f'r{off}' / 'r.jsonl'), 'f')
         service.run_suites(RunRequest(command, env, str(tmp_path / f'out{off}'), sys.executable, {'': 120}), store,
-                           progress=lines.append)
+                           HereExecutor(lines.append), lines.append)
         assert any(line.startswith('XML reports off') for line in lines) is off, lines
 
 

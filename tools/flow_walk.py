@@ -1,10 +1,10 @@
-"""Follow the test command of one step through the code and print the modules it visits, in order (issue 34).
+"""Follow the test command of one step through the code and print the modules it visits, in order.
 
 Usage: python tools/flow_walk.py [--list] [--every] [--min-flow]
 
 Runs one real test step (`eb-pytorch-cuda test-suite` in-process, on a copy of the stand-in source tree:
 two suites in one batch, one with a failing test, one rerun) under a profiler.  From the call of
-service.run_and_judge on, every call of a function of eb_pytorch_cuda that is handed the step's command
+service.run_suites on (where the step hands its request to the executor), every call of a function of eb_pytorch_cuda that is handed the step's command
 (as an argument, or inside one: a plan, a request, a step, a runner holding a plan) is a stop; not a stop:
 a dataclass's generated method (making a plan is not visiting plan.py) and a method of the object holding
 the command itself (RunPlan.timeout_for reads the plan where its caller is).  Consecutive
@@ -34,7 +34,7 @@ class Walk:
     """The stops of the walk: (module, function) of each call that carries the command."""
 
     def __init__(self, every: bool = False) -> None:
-        self.every = every  # every call of the package from run_and_judge on, not only those handed the command
+        self.every = every  # every call of the package from run_suites on, not only those handed the command
         self.command: Optional[Any] = None
         self.stops: List[Tuple[str, str]] = []
 
@@ -56,9 +56,8 @@ class Walk:
         if not module.startswith(PACKAGE + '.') or name.startswith('<'):
             return
         if self.command is None:
-            if name == 'run_and_judge' and module.endswith('.service'):
-                step = frame.f_locals.get('step')
-                self.command = frame.f_locals.get('command') or getattr(step, 'command', None)
+            if name == 'run_suites' and module.endswith('.service'):
+                self.command = getattr(frame.f_locals.get('request'), 'command', None)
             if self.command is None:
                 return
         code = frame.f_code
@@ -106,12 +105,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--list', action='store_true', help='print every stop')
     parser.add_argument('--every', action='store_true',
-                        help='count every call of the package from run_and_judge on, not only those handed the command')
+                        help='count every call of the package from run_suites on, not only those handed the command')
     parser.add_argument('--min-flow', action='store_true', help='exit 1 when a module is visited more than once')
     args = parser.parse_args(argv)
     walk = walk_one_step(args.every)
     if walk.command is None:
-        print('flow_walk: service.run_and_judge was never called', file=sys.stderr)
+        print('flow_walk: service.run_suites was never called', file=sys.stderr)
         return 2
     visits = walk.visits()
     modules = list(dict.fromkeys(visits))

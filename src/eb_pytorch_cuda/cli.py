@@ -180,36 +180,12 @@ def _suggest_policy(args, values, capabilities, carried=None):
 
 def cmd_test_suite(args: argparse.Namespace) -> int:
     """Run a PyTorch source tree's test suites against an installed torch, judge and report them."""
-    import dataclasses
-    from eb_pytorch_cuda.eb import ecpolicy
     from eb_pytorch_cuda.inputs import write_atomically
-    from eb_pytorch_cuda.testsuite import service
-    from eb_pytorch_cuda.testsuite.policy.report import RESULTS_JSON, RESULTS_MARKDOWN, to_text
-    from eb_pytorch_cuda.testsuite.policy.settings import TestSettings, check_option
-    for option, value, minimum, maximum in (('--timeout', args.timeout, 1, None),
-                                            ('--parallel', args.parallel, 1, None),
-                                            ('--rerun', args.rerun, 0, MAX_RERUNS), ('--jobs', args.jobs, 1, None)):
-        check_option(option, value, minimum, maximum)  # 0 or -1 is refused, not replaced by the easyconfig's
-    service.check_inputs(args.source, args.python)
-    settings = ecpolicy.read_settings(args.easyconfig) if args.easyconfig else TestSettings()
-    settings = dataclasses.replace(
-        settings, parallel_test_suites=args.parallel or settings.parallel_test_suites,
-        test_suite_timeout=args.timeout or settings.test_suite_timeout,
-        rerun_failed_tests=settings.rerun_failed_tests if args.rerun is None else args.rerun,
-        test_suite_jobs=args.jobs or settings.test_suite_jobs)
-    progress = (lambda message: print(f'== {printable(message)}', file=sys.stderr, flush=True))
-    context = service.scope_context(settings.cuda_compute_capabilities, settings.test_suite_jobs <= 1, os.environ,
-                                    target=args.target, progress=progress)
-    policy = settings.policy(context, ecpolicy.upstream_default_max_failed_tests(), args.easyconfig or 'policy')
+    from eb_pytorch_cuda.testsuite import service, sourcetree
+    from eb_pytorch_cuda.testsuite.policy.report import RESULTS_JSON, RESULTS_MARKDOWN
+    inputs = _test_suite_inputs(args)
     results = args.results or os.path.join(os.getcwd(), 'pytorch-test-suite')
-    command = _test_suite_command(args, settings.excluded(context), progress)
-    modes: Dict[str, Union[bool, str]] = {'auto': 'auto', 'true': True, 'false': False}
-    requested = modes[args.cuda_device_tests] if args.cuda_device_tests else settings.cuda_device_tests
-    device_tests = service.device_test_mode(requested, lambda: service.torch_has_cuda(args.python), os.environ,
-                                            on_this_node=settings.test_suite_jobs <= 1)
-    outcome = service.test_source_tree(args.source, args.python, results, command,
-                                       service.StepTerms(settings, policy, context), progress=progress,
-                                       device_tests=device_tests)
+    outcome = sourcetree.test_source_tree(args.source, results, inputs)
     texts = service.report_texts(outcome)
     for name, text in texts.items():
         write_atomically(os.path.join(results, name), text)
@@ -218,17 +194,43 @@ def cmd_test_suite(args: argparse.Namespace) -> int:
     elif args.format == 'markdown':
         print(texts[RESULTS_MARKDOWN])
     else:
-        print(to_text(outcome.result, outcome.verdict))
-        for suite, notes in outcome.notes.items():
-            print(printable(f"note: {suite}: {'; '.join(notes)}"))
+        print('\n'.join(service.verdict_lines(outcome)))
     return 0 if outcome.verdict.passed else 1
 
 
-def _test_suite_command(args: argparse.Namespace, excluded, progress):
+def _test_suite_inputs(args: argparse.Namespace):
+    """test-suite's step inputs: the easyconfig's test settings with the options given in their place, the
+    command (said before it runs), the terminal's environment; every option checked before anything runs."""
+    import dataclasses
+    from eb_pytorch_cuda.eb import ecpolicy
+    from eb_pytorch_cuda.testsuite import service
+    from eb_pytorch_cuda.testsuite.policy.report import RESULTS_JSON
+    from eb_pytorch_cuda.testsuite.policy.settings import TestSettings, check_option
+    for option, value, minimum, maximum in (('--timeout', args.timeout, 1, None),
+                                            ('--parallel', args.parallel, 1, None),
+                                            ('--rerun', args.rerun, 0, MAX_RERUNS), ('--jobs', args.jobs, 1, None)):
+        check_option(option, value, minimum, maximum)  # 0 or -1 is refused, not replaced by the easyconfig's
+    settings = ecpolicy.read_settings(args.easyconfig) if args.easyconfig else TestSettings()
+    modes: Dict[str, Union[bool, str]] = {'auto': 'auto', 'true': True, 'false': False}
+    settings = dataclasses.replace(
+        settings, parallel_test_suites=args.parallel or settings.parallel_test_suites,
+        test_suite_timeout=args.timeout or settings.test_suite_timeout,
+        rerun_failed_tests=settings.rerun_failed_tests if args.rerun is None else args.rerun,
+        test_suite_jobs=args.jobs or settings.test_suite_jobs,
+        cuda_device_tests=modes[args.cuda_device_tests] if args.cuda_device_tests else settings.cuda_device_tests)
+    results = args.results or os.path.join(os.getcwd(), 'pytorch-test-suite')
+    return service.StepInputs(
+        settings, command=lambda excluded: _test_suite_command(args, excluded), env=dict(os.environ),
+        output_dir=os.path.join(results, 'output'), python=os.path.abspath(args.python),
+        source=args.easyconfig or 'policy', default_budget=ecpolicy.upstream_default_max_failed_tests(),
+        target=args.target, previous_results=os.path.join(results, RESULTS_JSON))
+
+
+def _test_suite_command(args: argparse.Namespace, excluded):
     """test-suite's command, said before it runs: --runtest, else the easyconfig's runtest with its pretestopts
     and testopts (as the test step runs it), else the default."""
     from eb_pytorch_cuda.eb import ecpolicy
-    from eb_pytorch_cuda.testsuite import service
+    from eb_pytorch_cuda.testsuite import sourcetree
     runtest, pretestopts, testopts, origin = args.runtest, '', '', '--runtest'
     if runtest is None and args.easyconfig:
         written, ec_pretestopts, ec_testopts = ecpolicy.read_test_command(args.easyconfig)
@@ -238,11 +240,12 @@ def _test_suite_command(args: argparse.Namespace, excluded, progress):
                 (', testopts' if testopts.strip() else '')
     if runtest is None:
         origin = 'the default runtest' + (f' ({args.easyconfig} sets none)' if args.easyconfig else '')
-    command = service.source_tree_command(args.source, args.python, runtest, excluded, pretestopts, testopts,
-                                          args.easyconfig or '--runtest')
+    command = sourcetree.source_tree_command(args.source, args.python, runtest, excluded, pretestopts, testopts,
+                                             args.easyconfig or '--runtest')
     assignments = ' '.join(f'{name}={shlex.quote(value)}' for name, value in sorted(command.env.items()))
-    progress(f"test command ({origin}, no shell): {assignments + ' ' if assignments else ''}"
-             f"{shlex.join(command.argv)}  [in {command.cwd}]")
+    sourcetree.TerminalHost(args.python).say(f"test command ({origin}, no shell): "
+                                             f"{assignments + ' ' if assignments else ''}{shlex.join(command.argv)}  "
+                                             f"[in {command.cwd}]")
     return command
 
 

@@ -5,10 +5,12 @@ crash is kept in the model, and the policy names why each failure is tolerated o
 is four layers and a service; each imports only the layers below it (setup.cfg's import contracts,
 checked in CI):
 
-    service          the one test step the easyblock and `eb-pytorch-cuda test-suite` call: where the
-                     policy applies, the executor (executor_for: here or Slurm), run and judge, the kept
-                     result, the reports, the cleanup; the only module of the step the easyblock imports
-                     (tests/test_easyblock_imports.py)
+    service          the test step assembled once (run_step, describe_step), which the easyblock and
+                     `eb-pytorch-cuda test-suite` call with their StepInputs and StepHost: the executor
+                     (executor_of: the one place that decides here or Slurm), where the policy applies, run
+                     and judge, the kept result, the reports, the cleanup; the only module of the step the
+                     easyblock imports (tests/test_easyblock_imports.py); beside it, sourcetree:
+                     `test-suite`'s inputs from a source tree and a Python, and the terminal as host
     spread/          one build's suites over N Slurm jobs: workqueue (the shared-directory queue, its
                      typed spec.json), slurm (sbatch, squeue, scancel, node-local refusal), worker (what
                      each job runs: the plan rebuilt from the spec), controller (SlurmExecutor, run_spread,

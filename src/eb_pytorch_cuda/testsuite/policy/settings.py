@@ -73,6 +73,8 @@ PARAMETERS: Tuple[Tuple[str, Any, bool], ...] = (
     ('test_suite_timeout', None, True),
     ('parallel_test_suites', 'auto', True),  # 'auto': from the node (run/node), else a count
     ('test_suite_jobs', 1, True),  # where the suites run, not what is tested: Slurm jobs (testsuite/spread)
+    # where the suites run: 'auto' (Slurm where test_suite_jobs > 1, else here), or an executor's name
+    ('test_suite_executor', 'auto', True),
     ('cuda_compute_capabilities', (), False),  # EasyBuild's own parameter (and build option)
     # 'auto', True or False: whether the suites run PyTorch's device-generic tests for CUDA (run/devicetests):
     # what is tested, so part of the build fingerprint
@@ -99,6 +101,7 @@ class TestSettings:
     test_suite_timeout: Optional[int] = None
     parallel_test_suites: Union[int, str] = 'auto'
     test_suite_jobs: int = 1
+    test_suite_executor: str = 'auto'
     cuda_compute_capabilities: tuple = ()
     cuda_device_tests: Union[bool, str] = 'auto'
 
@@ -122,6 +125,7 @@ class TestSettings:
                    test_suite_timeout=None if timeout in (None, '') else timeout,
                    parallel_test_suites=value('parallel_test_suites'),
                    test_suite_jobs=value('test_suite_jobs'),
+                   test_suite_executor=value('test_suite_executor'),
                    cuda_compute_capabilities=tuple(value('cuda_compute_capabilities')),
                    cuda_device_tests=value('cuda_device_tests'))
 
@@ -148,6 +152,8 @@ _MINIMUM = {'max_failed_tests': 0, 'rerun_failed_tests': 0, 'test_suite_timeout'
 # reruns of one failed test: a flaky test passes within a few; 10**6 (a typo, a stray digit) ran until killed
 MAX_RERUNS = 10
 _MAXIMUM = {'rerun_failed_tests': MAX_RERUNS}
+# test_suite_executor's values: 'auto' and the executors' names (service.EXECUTORS has one entry for each)
+EXECUTORS = ('auto', 'here', 'slurm')
 _EVERYWHERE = ScopeContext('', '')  # known_failures checks every entry, whatever scope is in force
 
 
@@ -247,6 +253,13 @@ def check_values(values: dict, source: str = 'easyconfig') -> None:
                                      or not all(isinstance(c, str) and c.strip() for c in capabilities)):
         raise PluginError(source, f"cuda_compute_capabilities must be a list of strings such as ['8.0', '9.0'], "
                                   f'got {_shown(capabilities)}')
+    executor = values.get('test_suite_executor')
+    if executor is not None and executor not in EXECUTORS:
+        raise PluginError(source, f"test_suite_executor must be one of {', '.join(map(repr, EXECUTORS))}, got "
+                                  f"{_shown(executor)}")
+    if executor == 'here' and given('test_suite_jobs') and values['test_suite_jobs'] != 1:
+        raise PluginError(source, f"test_suite_jobs = {_shown(values['test_suite_jobs'])} is the Slurm executor's "
+                                  f"option: with test_suite_executor = 'here' the suites run on this node")
     device_tests = values.get('cuda_device_tests')
     if device_tests is not None and not (device_tests is True or device_tests is False or device_tests == 'auto'):
         raise PluginError(source, f"cuda_device_tests must be 'auto', True or False, got {_shown(device_tests)}")

@@ -21,7 +21,7 @@ in one place, run/store.parse_record.
 """
 
 from dataclasses import dataclass
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
 from eb_pytorch_cuda.testsuite.results.model import Suite
 
@@ -53,7 +53,7 @@ class StoreRecord:
     batch_exit_code: Optional[int] = None  # a suite of a batch: run_test.py's exit status, None when killed
     gpu: Optional[str] = None  # the GPU it was pinned to (CUDA_VISIBLE_DEVICES), None: all of them
     notes: Optional[Tuple[str, ...]] = None  # what the outcome noticed (a pass with 0 tests); None: none recorded
-    output_tail: str = ''  # the last run/calls.OUTPUT_KEPT characters of its output
+    output_tail: str = ''  # the last OUTPUT_KEPT characters of its output
     output_file: Optional[str] = None  # the log it ran into
     test_seconds: Optional[Dict[str, float]] = None  # {test id: seconds} of a long suite: how the next build splits it
     corrected: bool = False  # a batch's end changed the record stored when the suite ended (the last one counts)
@@ -112,3 +112,19 @@ OPTIONAL_TYPES = {
     'batch_exit_code': (int, type(None)), 'corrected': (bool,),
     'interrupted': (str, type(None)),
 }
+
+
+OUTPUT_KEPT = 20000  # characters of a suite's output kept in its record
+
+
+def suite_record(suite: Suite, *, output: str = '', output_file: Optional[str] = None, exit_code: Optional[int] = None,
+                 seconds: Optional[float] = None, gpu: Optional[str] = None, notes: Optional[Sequence[str]] = None,
+                 test_seconds: Optional[Dict[str, float]] = None, interrupted: Optional[str] = None,
+                 batch_seconds: Optional[float] = None, batch_exit_code: Optional[int] = None) -> StoreRecord:
+    """The record of one suite's run, whichever runner ran it (a batch, the suite alone, a Slurm job's submitter
+    for a suite its jobs never finished): the last OUTPUT_KEPT characters of output kept, notes as given (None:
+    none recorded), per-test times only where there are some."""
+    return StoreRecord(suite=suite, exit_code=exit_code, seconds=seconds, batch_seconds=batch_seconds,
+                       batch_exit_code=batch_exit_code, gpu=gpu, notes=None if notes is None else tuple(notes),
+                       output_tail=output[-OUTPUT_KEPT:], output_file=output_file, test_seconds=test_seconds or None,
+                       interrupted=interrupted)
