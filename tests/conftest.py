@@ -110,7 +110,7 @@ TIER_OF_MODULE = {
     'test_demo': 'real_eb', 'test_dry_run': 'real_eb', 'test_easyblock_deployments': 'real_eb',
     'test_eb_easyblock_tests': 'real_eb', 'test_eb_hooks': 'real_eb', 'test_test_install': 'real_eb',
     'test_upstream_easyblock_suite': 'real_eb', 'test_config': 'real_eb',
-    'test_slurm_spread': 'slurm', 'test_slurm_jobs': 'slurm', 'test_slurm_pieces': 'real_harness',
+    'test_slurm_spread': 'slurm', 'test_slurm_jobs': 'slurm', 'test_slurm_devices': 'slurm', 'test_slurm_pieces': 'real_harness',
     'test_here_pieces': 'real_harness', 'test_suite_threads': 'real_harness', 'test_kill_matrix': 'real_harness',
     'test_pieces': 'real_tools',
     'test_add_needed': 'real_tools', 'test_bad_inputs': 'real_tools', 'test_check_needed': 'real_tools',

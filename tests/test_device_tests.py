@@ -59,10 +59,16 @@ def test_true_without_a_gpu_stops_in_one_line_that_says_why_none_is_seen():
     assert devicetests.decide('auto', None, [], seen).reason == seen
 
 
-def test_spread_over_slurm_only_true_turns_them_on_and_nothing_is_probed_here():
-    assert service.device_test_mode(True, _never, {}, on_this_node=False).environment == {'SANDCASTLE': '0'}
-    spread = service.device_test_mode('auto', _never, {}, on_this_node=False)
-    assert not spread.enabled and 'cuda_device_tests = True' in spread.reason
+def test_spread_over_slurm_nothing_is_probed_here_and_each_job_decides():
+    for requested in (True, 'auto'):
+        spread = service.device_test_mode(requested, _never, {}, on_this_node=False)
+        assert not spread.enabled and spread.environment == {} and 'decided by each Slurm job' in spread.reason
+    decision = service.job_decision('auto', True, {'SANDCASTLE': '1'})
+    assert decision == devicetests.JobDecision('auto', True, ('SANDCASTLE',))  # the runtest line's own value stays
+    assert devicetests.JobDecision.from_json(json.loads(json.dumps(decision.to_json()))) == decision
+    assert service.job_decision(False, True, {}) is None and service.job_decision('auto', False, {}) is None
+    with pytest.raises(PluginError):
+        service.job_decision(True, False, {})  # True for a build without CUDA: refused before any job starts
 
 
 def test_the_runtest_lines_own_sandcastle_wins():

@@ -23,7 +23,7 @@ from typing import (Callable, ContextManager, Dict, Iterator, List, Mapping, Opt
 
 from eb_pytorch_cuda import process
 from eb_pytorch_cuda.errors import PluginError
-from eb_pytorch_cuda.escape import printable
+from eb_pytorch_cuda.escape import markdown_code, printable
 from eb_pytorch_cuda.leftovers import stop_leftovers
 from eb_pytorch_cuda.testsuite.policy import settings as _settings
 from eb_pytorch_cuda.testsuite.policy.judging import FAMILIES, Policy, ScopeContext, Verdict, detect_context, judge
@@ -34,10 +34,11 @@ from eb_pytorch_cuda.testsuite.results.cudatests import cuda_totals
 from eb_pytorch_cuda.testsuite.results.model import RunResult
 from eb_pytorch_cuda.testsuite.results.pieces import with_merged
 from eb_pytorch_cuda.testsuite.results.previous import History
+from eb_pytorch_cuda.testsuite.results.records import StoreRecord
 from eb_pytorch_cuda.testsuite.run import calls
 from eb_pytorch_cuda.testsuite.run.command import TestCommand, parse_runtest, with_test_options
-from eb_pytorch_cuda.testsuite.run.devicetests import (CUDA_ENVIRONMENT, UPSTREAM_ENVIRONMENT, DeviceTestMode, decide,
-                                                       planned, suite_environment)
+from eb_pytorch_cuda.testsuite.run.devicetests import (CUDA_ENVIRONMENT, DeviceTestMode, JobDecision, decide, planned,
+                                                       suite_environment)
 from eb_pytorch_cuda.testsuite.run.executor import Executor, execute
 from eb_pytorch_cuda.testsuite.run.gpus import gpu_compute_capabilities, gpu_view
 from eb_pytorch_cuda.testsuite.run.here import HereExecutor
@@ -218,27 +219,68 @@ class StepOutcome:
     device_tests: Optional[DeviceTestMode] = None  # the CUDA device tests' mode the suites ran in (None: not said)
     warnings: List[str] = field(default_factory=list)  # e.g. a GPU seen and 0 CUDA tests run
     terms: Optional[JudgedTerms] = None  # what it was judged by, for the results JSON (policy/settings.JudgedTerms)
+    # {Slurm job: the CUDA device tests' mode it decided on its node, its suites, the CUDA tests it ran}
+    jobs: Dict[str, dict] = field(default_factory=dict)
 
 
 def device_test_mode(requested: Union[bool, str], cuda_build: Callable[[], bool], env: Mapping[str, str],
                      on_this_node: bool = True) -> DeviceTestMode:
     """The CUDA device tests' mode (run/devicetests) for the suites about to run: on this node, from the GPUs it
-    sees (run.gpus.gpu_view: those nvidia-smi lists that CUDA_VISIBLE_DEVICES leaves); for suites spread to
-    Slurm jobs (on_this_node False) nothing is probed here, and only True turns the CUDA device tests on (the
-    jobs' nodes have the GPUs).  cuda_build is asked only where it decides (a GPU seen, or True)."""
-    if not on_this_node:
-        if requested is True:
-            return DeviceTestMode(True, True, (), True, 'True, suites spread over Slurm jobs (their nodes have the '
-                                                        'GPUs: not probed here)', dict(CUDA_ENVIRONMENT))
-        if requested is False:
-            return decide(False, None, ())
-        return DeviceTestMode(requested, None, (), False, "suites spread over Slurm jobs, whose GPUs are not probed "
-                                                          "here (set cuda_device_tests = True to run CUDA device tests "
-                                                          "there)", dict(UPSTREAM_ENVIRONMENT))
+    sees (run.gpus.gpu_view: those nvidia-smi lists that CUDA_VISIBLE_DEVICES leaves); for suites that run on
+    other nodes (on_this_node False: Slurm jobs) nothing is probed here: each job decides on its own node
+    (job_decision), and this mode only says so.  cuda_build is asked only where it decides (a GPU seen, or True)."""
     if requested is False:
         return decide(False, None, ())
+    if not on_this_node:
+        return DeviceTestMode(requested, None, (), False, 'decided by each Slurm job on its own node (its GPUs: '
+                                                          'nvidia-smi, CUDA_VISIBLE_DEVICES as Slurm sets it)', {})
     view = gpu_view(env)
     return decide(requested, bool(cuda_build()) if view.visible else None, view.names, view.describe())
+
+
+def job_decision(requested: Union[bool, str], cuda_build: bool, runtest_env: Mapping[str, str]
+                 ) -> Optional[JobDecision]:
+    """What each job that runs suites on another node decides the CUDA device tests by (run/devicetests
+    .JobDecision), None where there is nothing to decide (False, or 'auto' for a build without CUDA); True for a
+    build without CUDA: PluginError, before any job is submitted."""
+    if requested is False:
+        return None
+    if not cuda_build:
+        decide(requested, False, ())  # True: refused here, as on one node
+        return None
+    return JobDecision(requested, True, tuple(name for name in CUDA_ENVIRONMENT if name in runtest_env))
+
+
+def with_node_devices(mode: DeviceTestMode, devices: Mapping[str, Mapping], result: RunResult,
+                      records: Mapping[str, StoreRecord]) -> Tuple[DeviceTestMode, List[str], Dict[str, dict]]:
+    """(the run's mode, warnings, {job: what it decided and ran}) where the jobs decided on their own nodes
+    (devices: Executor.node_devices): enabled where any job ran with CUDA device tests, the GPUs of all; a warning
+    for each job that saw a GPU and ran 0 CUDA tests (results/cudatests: each record's suite counts)."""
+    if not devices:
+        return mode, [], {}
+    jobs: Dict[str, dict] = {}
+    warnings: List[str] = []
+    for job, facts in sorted(devices.items()):
+        counts = [record.suite.cuda_counts for record in records.values() if record.job == job]
+        known = [count for count in counts if count is not None]
+        ran = sum(count['ran'] for count in known) if known else None
+        jobs[job] = {'enabled': facts.get('enabled'), 'gpus': list(facts.get('gpus') or []),
+                     'reason': facts.get('reason'), 'suites': len(counts), 'cuda_tests_ran': ran}
+        if facts.get('enabled') and counts and ran == 0:
+            warnings.append(f"Slurm job {job_of_worker(job)} saw {len(jobs[job]['gpus'])} GPU(s) and the build has "
+                            f"CUDA, but 0 CUDA device tests ran in its {len(counts)} suite(s)")
+    enabled = [job for job, facts in jobs.items() if facts['enabled']]
+    gpus = tuple(dict.fromkeys(gpu for facts in jobs.values() for gpu in facts['gpus']))
+    reason = (f"decided by each Slurm job on its own node: {len(enabled)} of {len(jobs)} job(s) saw a GPU and ran "
+              f"CUDA and CPU device tests" + (f" ({', '.join(job_of_worker(job) for job in enabled)})" if enabled
+                                              else ''))
+    return (DeviceTestMode(mode.requested, mode.cuda_build, gpus, bool(enabled), reason,
+                           dict(CUDA_ENVIRONMENT) if enabled else {}), warnings, jobs)
+
+
+def job_of_worker(worker: str) -> str:
+    """The Slurm job id a worker name ('<job>.<host>.<pid>': spread/workqueue.worker_id) belongs to."""
+    return worker.split('.', 1)[0]
 
 
 def planned_slots(parallel: Union[int, str]) -> str:
@@ -369,13 +411,19 @@ def run_step(inputs: StepInputs, host: StepHost) -> StepOutcome:
         env.update(suite_environment(device_tests, command.env))
         host.say(device_tests.describe())
         slots = batch_slots(settings.parallel_test_suites, env, device_tests, host.say)
+        prefix = installed.prefix if installed else None
+        decision = (None if executor.on_this_node or settings.cuda_device_tests is False else
+                    job_decision(settings.cuda_device_tests, host.has_cuda(prefix), command.env))
         request = RunRequest(command, env, inputs.output_dir, inputs.python,
                              suite_timeouts(settings.test_suite_timeout, history), slots,
                              settings.rerun_failed_tests, inputs.batch_size,
-                             pieces=executor.piece_rule(history, slots),
-                             tested_installation=installed.prefix if installed else None)
+                             pieces=executor.piece_rule(history, slots), tested_installation=prefix,
+                             job_devices=decision)
         result = run_suites(request, store, executor, host.say)
-        verdict, warnings = judged(result, terms.policy, device_tests)
+        device_tests, warnings, jobs = with_node_devices(device_tests, executor.node_devices(store), result,
+                                                         store.load())
+        verdict, step_warnings = judged(result, terms.policy, device_tests)
+        warnings += step_warnings
         for warning in warnings:
             host.say(f'WARNING: {warning}')
         if installed and not verdict.passed:
@@ -383,7 +431,7 @@ def run_step(inputs: StepInputs, host: StepHost) -> StepOutcome:
     device = DeviceTerms(device_tests.requested, device_tests.enabled, tuple(device_tests.gpus), device_tests.reason)
     judged_by = JudgedTerms.of(terms.policy, terms.excluded, settings.rerun_failed_tests, device)
     return StepOutcome(result, verdict, terms.context, notes(store), test_seconds(store), device_tests, warnings,
-                       judged_by)
+                       judged_by, jobs)
 
 
 def describe_step(inputs: StepInputs, host: StepHost) -> List[str]:
@@ -404,7 +452,9 @@ def describe_step(inputs: StepInputs, host: StepHost) -> List[str]:
     except PluginError as err:
         lines.append(f'  command: cannot run without a shell: {err}')
     lines += [f'  {line}' for line in executor.describe(inputs.build_dir)]
-    lines.append('  ' + planned(settings.cuda_device_tests, host.has_cuda(None), context.compute_capabilities))
+    device_line = planned(settings.cuda_device_tests, host.has_cuda(None), context.compute_capabilities,
+                          per_job=not executor.on_this_node)
+    lines.append('  ' + device_line)
     lines.append(f'  scope: {context.cpu_family}, target {context.target}, '
                  f"compute capabilities {', '.join(context.compute_capabilities) or 'none'}")
     lines.append(f"  excluded (-x): {' '.join(terms.excluded) or 'none'}")
@@ -443,13 +493,29 @@ def report_texts(outcome: StepOutcome, title: str = 'PyTorch test suite') -> Dic
         mode = outcome.device_tests
         data['cuda_device_tests'] = {'requested': mode.requested, 'enabled': mode.enabled, 'reason': mode.reason,
                                      'gpus': list(mode.gpus), 'environment': mode.environment}
+        if outcome.jobs:
+            data['cuda_device_tests']['jobs'] = outcome.jobs
     data['warnings'] = list(outcome.warnings)
     if outcome.terms is not None:
         data[TERMS_KEY] = outcome.terms.to_dict()  # `report` judges the JSON again by them (settings.terms_of)
     markdown = to_markdown(outcome.result, outcome.verdict, title=title, context=outcome.context,
                            device_tests=outcome.device_tests.describe() if outcome.device_tests else None,
                            warnings=outcome.warnings)
+    if outcome.jobs:
+        markdown += '\n' + job_devices_markdown(outcome.jobs)
     return {RESULTS_JSON: json.dumps(data, indent=1, allow_nan=False) + '\n', RESULTS_MARKDOWN: markdown}
+
+
+def job_devices_markdown(jobs: Mapping[str, Mapping]) -> str:
+    """The Markdown table of what each Slurm job decided about the CUDA device tests on its node."""
+    lines = ['## CUDA device tests per Slurm job', '',
+             '| job | GPUs seen | CUDA device tests | suites | CUDA tests ran |', '|---|---|---|---|---|']
+    for job, facts in jobs.items():
+        ran = facts.get('cuda_tests_ran')
+        lines.append(f"| {markdown_code(job, in_table=True)} | {len(facts.get('gpus') or [])} | "
+                     f"{'on' if facts.get('enabled') else 'off'} | {facts.get('suites', 0)} | "
+                     f"{'unknown' if ran is None else ran} |")
+    return '\n'.join(lines) + '\n'
 
 
 def easyconfig_command(runtest: str, pretestopts: str, testopts: str, source: str, start_dir: str, python: str,

@@ -13,7 +13,8 @@ key for key and in the same order, so the stores earlier versions wrote read as 
 today is byte for byte what it was (tests/data/store-82948c5, tests/data/store-2fa24cb).  Which keys a line
 has tells what wrote it, so to_json() leaves out what a writer never wrote: the batch keys outside a batch, the
 notes of a record that has none (a suite whose jobs all died), the per-test times, the correction mark, the
-piece labels, the fingerprint until the store adds it, and the interruption mark a suite killed from outside has.
+piece labels, the fingerprint until the store adds it, the interruption mark a suite killed from outside has, and
+the Slurm job of a record a spread run's job wrote.
 
 Only `suite` is required on reading: a record written by an earlier version, or by hand in a test, may lack the
 other keys, and they take the defaults below.  What the JSON on disk must satisfy to be such a record is checked
@@ -62,6 +63,7 @@ class StoreRecord:
     fingerprint: Optional[str] = None  # the build it belongs to (added by ResultStore.append)
     # the signal that killed the suite's run_test.py from outside (not its own failure): a rerun runs it again
     interrupted: Optional[str] = None
+    job: Optional[str] = None  # the Slurm job's worker that ran it (spread/worker; None: run by the step itself)
 
     def to_json(self) -> Dict[str, Any]:
         """The line's mapping, keys in the writers' order, each key a writer leaves out left out (see the module)."""
@@ -84,6 +86,8 @@ class StoreRecord:
             data['fingerprint'] = self.fingerprint
         if self.interrupted is not None:
             data['interrupted'] = self.interrupted
+        if self.job is not None:
+            data['job'] = self.job
         return data
 
     @classmethod
@@ -97,7 +101,8 @@ class StoreRecord:
                    test_seconds=data.get('test_seconds'), corrected=bool(data.get('corrected', False)),
                    piece=PieceLabel.from_json(piece) if piece is not None else None,
                    fingerprint=data.get('fingerprint'),
-                   interrupted=data.get('interrupted'))  # `pieces` is never stored: a line's is not read
+                   interrupted=data.get('interrupted'),
+                   job=data.get('job'))  # `pieces` is never stored: a line's is not read
 
 
 # the keys of a record that are times: each is also read by the one number reader (results.seconds), so that a
@@ -110,7 +115,7 @@ OPTIONAL_TYPES = {
     'exit_code': (int, type(None)), 'seconds': (int, float, type(None)), 'gpu': (str, type(None)),
     'output_tail': (str,), 'output_file': (str, type(None)), 'batch_seconds': (int, float, type(None)),
     'batch_exit_code': (int, type(None)), 'corrected': (bool,),
-    'interrupted': (str, type(None)),
+    'interrupted': (str, type(None)), 'job': (str, type(None)),
 }
 
 

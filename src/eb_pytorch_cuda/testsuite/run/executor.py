@@ -11,7 +11,7 @@ installation goes, how long suites are cut into pieces, what the dry run says, a
 
 import os
 from dataclasses import replace
-from typing import Callable, List, Optional, Protocol, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, Tuple
 
 from eb_pytorch_cuda.testsuite.results.model import RunResult
 from eb_pytorch_cuda.testsuite.results.pieces import with_merged
@@ -48,6 +48,10 @@ class Executor(Protocol):
 
     def finish(self, store: ResultStore) -> None:
         """Drop what only this build's next run needed besides the store (a spread's queue)."""
+
+    def node_devices(self, store: ResultStore) -> Dict[str, Dict[str, Any]]:
+        """{job: the CUDA device tests' mode it decided on its own node (enabled, gpus, reason)} where the suites
+        ran on other nodes (spread/workqueue.SuiteQueue.note_devices); empty where the step decided it here."""
 
 
 def execute(executor: Executor, request: RunRequest, store: ResultStore,

@@ -13,7 +13,7 @@ import functools
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, Iterator, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
 
 from eb_pytorch_cuda.testsuite.results.model import SUITE_PASSED
 from eb_pytorch_cuda.testsuite.results.pieces import Piece, with_merged
@@ -53,6 +53,9 @@ class HereExecutor(Executor):
 
     def finish(self, store: ResultStore) -> None:
         return None
+
+    def node_devices(self, store: ResultStore) -> Dict[str, Dict[str, Any]]:
+        return {}  # decided by the step, on this node
 
     def run(self, plan: RunPlan, units: Sequence[str], store: ResultStore) -> None:
         command = plan.command

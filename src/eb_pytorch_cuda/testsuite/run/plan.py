@@ -13,6 +13,7 @@ from eb_pytorch_cuda.testsuite.policy.settings import DEFAULT_SUITE_TIMEOUT, pie
 from eb_pytorch_cuda.testsuite.results import pieces
 from eb_pytorch_cuda.testsuite.run import calls, discovery, piece_times
 from eb_pytorch_cuda.testsuite.run.command import TestCommand, harness_environment
+from eb_pytorch_cuda.testsuite.run.devicetests import JobDecision
 from eb_pytorch_cuda.testsuite.run.gpus import slot_gpus
 from eb_pytorch_cuda.testsuite.run.harness import Harness, harness_of
 from eb_pytorch_cuda.testsuite.run.node import threads_per_suite, usable_cpus
@@ -52,7 +53,8 @@ class RunRequest:
     units (suite or piece keys) given: run those, nothing is discovered (a Slurm job, a test); serial: keys
     the harness runs alone besides its own lists; pieces: cut long suites (a spread run); done: keys already
     measured (not cut, their times files not written); tested_installation: the installation the suites test
-    (where the executor checks that its nodes see it, and what is kept when the run fails on its verdict only)."""
+    (where the executor checks that its nodes see it, and what is kept when the run fails on its verdict only);
+    job_devices: where the suites run on other nodes, what each decides the CUDA device tests' mode by there."""
     command: TestCommand
     environ: Mapping[str, str]
     output_dir: str
@@ -66,6 +68,7 @@ class RunRequest:
     pieces: Optional[PieceRule] = None
     done: FrozenSet[str] = frozenset()
     tested_installation: Optional[str] = None
+    job_devices: Optional[JobDecision] = None
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,9 @@ import shutil
 import sys
 import time
 from dataclasses import dataclass, field, replace
-from typing import Callable, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
+from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite.results import pieces, previous
 from eb_pytorch_cuda.testsuite.spread import slurm
 from eb_pytorch_cuda.testsuite.spread.worker import CLAIM_SECONDS
@@ -110,6 +111,10 @@ class SlurmExecutor:
     def finish(self, store: ResultStore) -> None:
         remove_queue(store)
 
+    def node_devices(self, store: ResultStore) -> Dict[str, Dict[str, Any]]:
+        """{worker: the CUDA device tests' mode it decided on its node} (workqueue.SuiteQueue.devices)."""
+        return SuiteQueue(queue_dir_of(store)).devices()
+
 
 def run_spread(plan: RunPlan, units: Sequence[str], store: ResultStore, *, jobs: int,
                options: Optional[SpreadOptions] = None, progress: Optional[Callable[[str], None]] = None) -> None:
@@ -135,6 +140,8 @@ def run_spread(plan: RunPlan, units: Sequence[str], store: ResultStore, *, jobs:
         # claims small enough that every job slot gets about two: a short queue keeps all jobs busy
         'max_claim': max(1, len(todo) // (2 * max(1, int(jobs)) * parallel)),
         'expected_seconds': {key: plan.expected[key] for key in todo if key in plan.expected}}
+    if plan.request.job_devices is not None:  # each job decides the CUDA device tests on its own node
+        spec['cuda_device_tests'] = plan.request.job_devices.to_json()
     queue.create(spec, todo)
     os.makedirs(plan.output_dir, exist_ok=True)
     reader = RecordReader(queue, progress)  # a worker's line that is no record is named, then set aside
@@ -178,6 +185,10 @@ def _wait(queue, pool, suites, done, failed, collect, progress, poll):
     """Until every suite has an outcome: collect outcomes, replace dead jobs, print progress on change."""
     shown = None
     while True:
+        refused = {worker: facts['refused'] for worker, facts in queue.devices().items() if facts.get('refused')}
+        if refused:  # cuda_device_tests = True and a job's node cannot run CUDA tests: the run stops here
+            worker, reason = sorted(refused.items())[0]
+            raise PluginError(queue.directory, f'Slurm job {job_of(worker)} ran no suite: {reason}')
         collect()
         finished = sum(1 for suite in suites if suite in done)
         if finished == len(suites):
