@@ -130,8 +130,7 @@ TIER_OF_MODULE = {
     'test_report_policy': 'real_tools', 'test_nvidia_smi': 'real_tools',
 }
 UNIT_MODULES = {'test_store_records', 'test_device_tests', 'test_easyblock_imports', 'test_module_map',
-                'test_cudnn_catalog', 'test_gpu_record', 'test_gpu_record_20261202',
-                'test_gpu_record_20261202_complete', 'test_gpu_bench_cpu_20261202', 'test_gpu_bench_pool_20261203',
+                'test_cudnn_catalog', 'test_gpu_record', 'test_gpu_records', 'test_gpu_bench_records',
                 'test_logparse_streaming', 'test_log_cuts',
                 'test_settings', 'test_ebsummary_lines',
                 'test_results_parsing', 'test_testsuite_policy', 'test_upstream_corpus', 'test_xml_encodings',

@@ -64,11 +64,8 @@ INTENDED = {
     ('tests/data/pytorch_corpus/logs/real-run_test-2.6.0-pipe-logs.log', 'test_show_pickle'),
     ('tests/data/pytorch_corpus/logs/run_test-2.6-pipe-logs.log', 'test_autograd'),
     ('tests/data/pytorch_corpus/real-2.6.0-ci/run_test.log', 'test_show_pickle'),
-    # issue 32's count again (test_cuda: `was successful`), and issue 33's (2026-12-02): the harness's `The following
-    # tests failed consistently` list names the tests whose process crashed (test_transformers' cuDNN attention)
-    ('docs/validation/h200-2026-12-02-eb/unpatched/output-unpatched.log', 'test_cuda'),
-    ('docs/validation/h200-2026-12-02-eb/unpatched/output-unpatched.log', 'test_transformers'),
-    # the same two counts in the second round's record (2026-12-02): both phases
+    # test_cuda: `was successful` again; test_transformers: the harness's `The following tests failed
+    # consistently` list names the tests whose process crashed (cuDNN attention)
     ('docs/validation/h200-2026-12-02-eb-complete/output-unpatched.log', 'test_cuda'),
     ('docs/validation/h200-2026-12-02-eb-complete/output-unpatched.log', 'test_transformers'),
     ('docs/validation/h200-2026-12-02-eb-complete/output-patched.log', 'nn/test_convolution'),
