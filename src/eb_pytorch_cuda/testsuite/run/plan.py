@@ -1,10 +1,9 @@
 """The run plan: everything a test step's run is made of, put together once (build_plan), then handed to
 an executor (run/executor: here in batches, or over Slurm jobs) and to the reruns.
 
-Before, the service, the batched run, the Slurm controller and each Slurm job each rebuilt parts of it
-(the suites' environment three times, the harness facts four, the suites discovered in two places); a
-change to one part had to be made in each.  Now build_plan is the one caller of harness_environment,
-harness_of and discovery.discover: the submitting side builds the plan from the test command, a Slurm job
+build_plan is the one caller of harness_environment, harness_of and discovery.discover, so the suites'
+environment, the harness facts and the suites are made in one place: the submitting side builds the plan
+from the test command, a Slurm job
 rebuilds it from its queue spec (spread/worker.plan_of_spec) through the same function, with the units
 given instead of discovered.
 """
@@ -39,8 +38,8 @@ def here_piece_rule(previous_seconds: Mapping[str, float], previous_test_seconds
                     parallel: int) -> Optional[PieceRule]:
     """How a run here (run/here) with `parallel` slots cuts its long suites, from a previous run's times: a suite
     longer than its share of the node (the previous run's total over the slots, at least HERE_PIECE_SECONDS) runs
-    as pieces side by side, so one long suite no longer holds the node while the other slots idle (issue 33: one
-    GPU, 16 cores).  None: one slot, or no previous times (the first build of a target runs whole suites)."""
+    as pieces side by side, so one long suite does not hold the node while the other slots idle (a GPU node:
+    one GPU, 16 cores).  None: one slot, or no previous times (the first build of a target runs whole suites)."""
     if parallel <= 1 or not previous_seconds:
         return None
     share = sum(previous_seconds.values()) / parallel
