@@ -176,8 +176,8 @@ def test_every_kept_log_file_reads_the_same(path, tmp_path):
             assert _outcome(logparse.parse_log_text, variant, block=block) == expected, block
 
 
-# (kept file, suite): where today's reader says the log does not show the suite ending (logparse.judge_run): a run
-# announced and never summarised, now with a note saying the log ends inside it
+# (kept file, suite): where logparse says the log does not show the suite ending (logparse.judge_run): a run
+# announced and never summarised, with a note saying the log ends inside it
 LOG_ENDS = {
     ('tests/data/pytorch21/unittest-mode.log', 'test_per_overload_api'),
     ('tests/data/pytorch21/unittest-mode.log', 'test_show_pickle'),
