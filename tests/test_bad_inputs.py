@@ -253,7 +253,7 @@ def test_an_expected_suite_without_outcome_fails_the_verdict(tmp_path):
     assert cli('report', path).returncode == 0  # without the expectation, the same result passes
 
 
-def test_the_symbol_reader_refuses_a_corrupt_identification_or_a_cut_header_in_one_line(tmp_path):
+def test_symbol_reader_refuses_a_corrupt_ident_or_cut_header_in_one_line(tmp_path):
     # the header-only readers share one check of the ELF identification (elf.reader.decode_ident)
     from eb_pytorch_cuda.elf.reader import read_abi_key
     from eb_pytorch_cuda.elf.symbols import ElfSymbols
@@ -360,7 +360,7 @@ if __name__ == '__main__':
 '''
 
 
-def test_a_failed_test_whose_id_is_too_long_to_rerun_is_skipped_and_the_verdict_given(tmp_path):
+def test_a_failed_test_id_too_long_to_rerun_is_skipped_with_a_verdict(tmp_path):
     import sys
     tree = tmp_path / 'src'
     standin_test_tree(tree, keep=())
@@ -381,7 +381,7 @@ def test_a_failed_test_whose_id_is_too_long_to_rerun_is_skipped_and_the_verdict_
     assert 'Traceback' not in done.stderr
 
 
-# --- issue 35: writing errors name the file or stream; refusals create nothing ---
+# --- writing errors name the file or stream; refusals create nothing ---
 
 def _report_argv():
     log = os.path.join(os.path.dirname(__file__), 'data', 'pytorch_corpus', 'logs', 'run_test-2.6-plain.log')

@@ -65,7 +65,7 @@ def _strict(text):
 
 
 @pytest.mark.parametrize('time', BAD, ids=['inf', 'nan', '1e999', '-5', '401-digits'])
-def test_an_xml_time_that_is_no_time_is_set_aside_and_the_run_and_its_rerun_give_a_verdict(tmp_path, tree, time):
+def test_a_bad_xml_time_is_set_aside_and_run_and_rerun_give_a_verdict(tmp_path, tree, time):
     (tree / 'test' / 'test_slow.py').write_text(SUITE.format(time=time))
     for run in (1, 2):  # the second run's previous results are the first's JSON; its store holds the record
         done = _test_suite(tmp_path, tree)
@@ -116,7 +116,7 @@ def test_previous_results_with_times_that_are_no_times_plan_without_them(tmp_pat
 @pytest.mark.parametrize('record', [
     {'test_seconds': {'t': '1e999'}}, {'seconds': '-5'}, {'batch_seconds': '1e999'}, {'seconds': '9' * 401},
     {'suite': {'seconds': '1e999'}}, {'suite': {'seconds': '9' * 401}}])
-def test_a_store_record_with_a_time_that_is_no_time_is_set_aside_and_its_suite_runs_again(tmp_path, record):
+def test_a_store_record_with_a_bad_time_is_set_aside_and_its_suite_reruns(tmp_path, record):
     """Written as a crafted line (json.dumps cannot write 1e999: the numbers go in as text)."""
     base = {'name': 'test_a', 'status': 'passed', 'counts': {'passed': 1}, 'failed_tests': [], 'sources': ['log']}
     suite = dict(base, **{key: f'@{value}@' for key, value in record.get('suite', {}).items()})

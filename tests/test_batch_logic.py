@@ -1,4 +1,4 @@
-"""run/batches driven by a launcher that starts no process (run/launcher's injection point, issue 34): the
+"""run/batches driven by a launcher that starts no process (run/launcher's injection point): the
 real output of one run_test.py batch (tests/data/pytorch26-plain/batch.log, Debian's 2.6.0 harness on 13
 suites, recorded with its results JSON test-suite.json) is written by a canned call, whole or cut, so the
 batch logic (which suite settles when, what a killed batch leaves to run alone, what the sink is given)
@@ -79,7 +79,7 @@ def _plan(tmp_path, timeout=600):
                    tuple(batch_options(harness)), {'': timeout}, {}, 1, ())
 
 
-def test_a_whole_batch_gives_each_suite_its_recorded_status_and_counts_as_it_settles(tmp_path):
+def test_a_whole_batch_gives_each_suite_its_recorded_status_and_counts(tmp_path):
     plan = _plan(tmp_path)
     launcher, sink = Canned(BATCH_LOG), Sink()
     output = str(tmp_path / 'out' / 'batch.log')
@@ -100,7 +100,7 @@ def test_a_whole_batch_gives_each_suite_its_recorded_status_and_counts_as_it_set
             assert record.suite.counts.to_json() == RECORDED[suite]['counts'], suite
 
 
-def test_a_killed_batch_keeps_the_suites_it_finished_and_leaves_the_others_to_run_alone(tmp_path):
+def test_a_killed_batch_keeps_finished_suites_and_leaves_the_others_to_rerun(tmp_path):
     """Cut after the two serial suites and the first `-m serial` passes: a 2.6 pool suite runs twice in one
     call (harness.serial_marked_pass), so only the serial ones have ended; the call never ends and is killed
     at the sum of the suites' timeouts."""
@@ -161,7 +161,7 @@ def _prefixes(text):
         at += len(line)
 
 
-def test_a_batch_killed_from_outside_passes_no_suite_that_had_not_ended_at_any_cut_of_the_real_log(tmp_path):
+def test_a_killed_batch_passes_no_unended_suite_at_any_cut_of_the_real_log(tmp_path):
     """The real 2.6.0 batch output cut at every line (and mid-line), the call ended by SIGTERM, SIGKILL or SIGINT
     from outside (Popen's status -N): a suite whose sessions had all ended keeps its recorded outcome; one started
     and not ended is terminated with the signal, marked interrupted (a rerun runs it again); one never started is
@@ -193,7 +193,7 @@ def test_a_batch_killed_from_outside_passes_no_suite_that_had_not_ended_at_any_c
     assert checked > 1000
 
 
-def test_a_batch_that_exits_by_itself_mid_run_passes_no_suite_with_only_its_serial_session(tmp_path):
+def test_a_batch_exiting_mid_run_passes_no_suite_with_only_its_serial_session(tmp_path):
     """run_test.py exiting 1 by itself (not by a signal) right after its first named failure, as it does without
     --continue-through-error (the real log cut after that line): a pool suite with only its `-m serial` session
     ended, or with its main session still running, has no summary (not `passed with 0 tests`)."""

@@ -51,7 +51,7 @@ def test_catalog_command_lists_choices_and_defaults():
     assert ENV_VARIABLE in out
 
 
-def test_the_catalog_is_one_data_file_shipped_with_the_package_and_read_by_everything():
+def test_the_catalog_is_one_shipped_data_file_read_by_everything():
     import json
     import re
     from pathlib import Path

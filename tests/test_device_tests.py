@@ -1,5 +1,5 @@
 """The CUDA device tests' mode (run/devicetests, service.device_test_mode) and the CUDA test counts of the reports
-(results/cudatests), issue 33.  Pure Python: the GPUs are given to the decision (finding them runs nvidia-smi:
+(results/cudatests).  Pure Python: the GPUs are given to the decision (finding them runs nvidia-smi:
 tests/test_nvidia_smi.py; CUDA_VISIBLE_DEVICES's rule: tests/test_cuda_visible_devices.py), or
 CUDA_VISIBLE_DEVICES is set to what names no GPU anywhere, where nvidia-smi is not asked."""
 
@@ -24,7 +24,7 @@ def _never():
 
 
 def test_an_empty_cuda_visible_devices_means_no_gpu_for_the_policy_and_the_mode():
-    """Issue 33 item 6: the step printed `policy scope: compute capabilities 9.0` with CUDA_VISIBLE_DEVICES= set."""
+    """CUDA_VISIBLE_DEVICES set empty: CUDA sees no GPU, so no compute capability scopes the policy, no CUDA mode."""
     env = {'CUDA_VISIBLE_DEVICES': ''}
     assert gpu_compute_capabilities(env) == ()
     mode = service.device_test_mode('auto', _never, env)
@@ -197,7 +197,7 @@ def test_auto_is_the_default_and_a_count_stays_a_count(tmp_path):
     assert available_gib(str(tmp_path / 'none')) is None
 
 
-def test_a_required_device_test_mode_carried_by_the_results_fails_the_report_as_it_failed_the_step(tmp_path):
+def test_a_required_device_mode_in_the_results_fails_the_report_as_the_step(tmp_path):
     """cuda_device_tests=True, a GPU seen and 0 CUDA tests run: the step's verdict is FAIL for that alone; the
     results JSON carries the mode in its terms, so `report` on it alone fails it with the same reason."""
     result = RunResult({'nn/test_convolution': Suite('nn/test_convolution',

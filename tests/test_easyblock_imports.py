@@ -1,4 +1,4 @@
-"""The easyblock speaks to the test step through its service only (issue 34, item 5).
+"""The easyblock speaks to the test step through its service only.
 
 The easyblock lives outside src/, so setup.cfg's import contracts (lint-imports) do not see it: this reads its
 source with ast, every import at any depth (a lazy one inside a method included), and checks that of

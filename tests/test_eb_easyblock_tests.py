@@ -66,7 +66,7 @@ def test_known_and_flaky_failures_pass_and_reports_land_in_the_installation(eb):
     assert '\n'.join(f'== {line}' for line in judged) + '\n' in out, (report.stdout, out)
 
 
-def test_an_exclusion_the_tree_has_no_file_of_is_said_at_the_test_step_and_the_build_passes(eb, tmp_path):
+def test_an_exclusion_without_a_file_is_said_and_the_build_passes(eb, tmp_path):
     """Names that can be test files but that this tree has not (the stand-in harness's TESTS, as PyTorch's):
     one line at the step, left out of -x (PyTorch's own -x would stop on them); whitespace around a name is
     dropped as upstream's join drops it."""

@@ -96,7 +96,7 @@ def _reports(name):
     return [os.path.join(directory, file) for file in sorted(os.listdir(directory))]
 
 
-def test_the_tests_times_of_a_real_report_put_each_test_in_the_piece_the_real_harness_ran_it_in():
+def test_a_real_reports_test_ids_hash_to_the_piece_the_harness_ran_them_in():
     whole = case_times(_reports('python-pytest'))
     assert len(whole) == 11 and all(node.startswith('test_native_functions.py::TestNativeFunctions::test_')
                                     for node in whole)
@@ -149,7 +149,7 @@ VERSIONS = [pytest.param(version, marks=[pytest.mark.harness21] if version == '2
 
 
 @pytest.mark.parametrize('version', VERSIONS)
-def test_the_times_file_goes_where_the_real_harness_reads_it_and_never_over_someone_elses(tmp_path, version):
+def test_the_times_file_goes_where_the_harness_reads_it_never_over_anothers(tmp_path, version):
     """The real run_test.py and test_selections.py of both harness lines (tools/setup.sh), copied."""
     import json
     import shutil
@@ -175,7 +175,7 @@ def test_the_times_file_goes_where_the_real_harness_reads_it_and_never_over_some
     assert (tmp_path / expected).read_text() == '{"default": {"default": {}}}'
 
 
-def test_a_real_run_writes_its_tests_times_into_the_results_json_and_the_next_run_reads_them_back(
+def test_a_real_run_writes_test_times_that_the_next_run_reads_back(
         tmp_path, monkeypatch, capsys):
     """`test-suite` on the stand-in harness (its XML has pytest's `file` and measured times), in this process so
     that KEPT_FROM (a size rule: only suites of 300 s and more keep their tests' times) can be 0 for its
@@ -242,7 +242,7 @@ def _shard_listing(text):
     return sorted(re.search(r'^Running \d+ items in this shard: (.*)$', text, re.M).group(1).split(', '))
 
 
-def test_the_21_lines_node_ids_carry_the_test_directory_and_then_put_each_test_in_its_real_piece():
+def test_the_21_node_ids_carry_the_test_directory_and_hash_to_the_real_piece():
     """The 2.1-line tree's real outputs (tests/data/pytorch21-pieces, record.py): its pytest.ini makes the tree
     the rootdir, so pytest-shard hashes `test/test_native_functions.py::...` while the XML's file= is
     `test_native_functions.py`; node_prefix finds `test/` in the run's own `rootdir:` line."""
@@ -264,7 +264,7 @@ def test_the_21_lines_node_ids_carry_the_test_directory_and_then_put_each_test_i
     assert sum(shard_of(node, 2) != ran_in[node] for node in unprefixed) == 3
 
 
-def test_a_pieces_timeout_is_its_share_of_its_suites_by_the_same_rule_with_its_floor():
+def test_a_pieces_timeout_is_its_share_of_its_suites_with_its_floor():
     from eb_pytorch_cuda.testsuite.policy.settings import LEAST_TIMEOUT, piece_timeouts, rule_timeout
     from eb_pytorch_cuda.testsuite.policy.settings import timeout_of
     previous = {'long': 6000.0, 'middling': 1500.0, 'short': 10.0}

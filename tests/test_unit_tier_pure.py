@@ -1,9 +1,9 @@
-"""The `unit` tier stays pure (issue 34, item 6): no module of it imports what starts a process, starts the
+"""The `unit` tier stays pure: no module of it imports what starts a process, starts the
 console script, or makes a stand-in executable.  Read from the files (ast), so a test skipped on this machine
 is checked too; tests/conftest.py's audit hook fails a unit test that starts a process at run time.
 
-Before, six unit modules started the console script and two ran a stand-in nvidia-smi, while setup.cfg called
-the tier "pure Python, seconds".  The command's main() runs in the test's process (tests/helpers.run_main).
+setup.cfg calls the tier "pure Python, seconds": the command's main() runs in the test's process
+(tests/helpers.run_main), and a stand-in nvidia-smi belongs to real_tools.
 """
 
 import ast

@@ -1,8 +1,8 @@
-"""XML reports with a byte order mark or in UTF-16 are read; UTF-32 is refused naming it (issue 28, item 7).
+"""XML reports with a byte order mark or in UTF-16 are read; UTF-32 is refused naming it.
 
 The report is a real pytest JUnit XML file of the kept corpus (tests/data/pytorch_corpus/test-reports),
 re-encoded here: UTF-8 with a BOM (what Windows tools write), UTF-16 LE and BE with a BOM and its
-declaration saying UTF-16, UTF-16 LE without a BOM.  Before, each was refused as `root element is <?>`.
+declaration saying UTF-16, UTF-16 LE without a BOM; read as bytes, each would be `root element is <?>`.
 """
 
 import os

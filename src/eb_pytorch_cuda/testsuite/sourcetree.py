@@ -45,8 +45,7 @@ class TerminalHost:
 def check_inputs(source: str, python: str) -> str:
     """The test directory of source; PluginError (bad input) when source or python is unusable.  python must
     run as a Python (one short child): `/bin/false` or `/bin/true` is refused here, before the results
-    directory, its lock and its registry are created (before, they were left behind by the refusal that
-    came from the harness's dry run)."""
+    directory, its lock and its registry are created, so a refusal leaves none of them behind."""
     test_dir = os.path.join(source, 'test')
     if not os.path.isfile(os.path.join(test_dir, 'run_test.py')):
         raise PluginError(source, 'is not a PyTorch source tree (no test/run_test.py)')

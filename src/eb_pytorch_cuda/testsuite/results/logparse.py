@@ -69,10 +69,10 @@ backtrack over one line, look-behinds where a search could restart inside a long
 summary line parses in milliseconds.
 
 CRLF line ends are read as LF, and so is a lone CR (a log written on an old Mac or through a tool that
-turns every newline into a carriage return; before, a CR-only log was one line and only its first suite
-showed, with no hint): what a terminal shows as a line is a line.
+turns every newline into a carriage return, which would otherwise read as one line showing only its first
+suite): what a terminal shows as a line is a line.
 
-The log is streamed (issue 28: a kept EasyBuild log of a whole test step reaches a gigabyte): read in blocks
+The log is streamed (a kept EasyBuild log of a whole test step reaches a gigabyte): read in blocks
 cut after a line end (LF, CRLF or a lone CR, never between the CR and LF of a CRLF), twice.  The first pass
 collects the marker lines only (so every announced suite and the marker after each piece are known, as the
 cut above needs); the second feeds each piece to a small state (its owner, the suite the last test file
@@ -762,7 +762,7 @@ Blocks = Callable[[], Iterator[str]]
 
 def _lf_blocks(blocks: Blocks) -> Blocks:
     """blocks with CRLF and lone CR line ends read as LF: a log copied through Windows or a web form is the same
-    run (the summaries' patterns end at `\n`; before, such a passing run read as `no summary`), and so is a
+    run (the summaries' patterns end at `\n`, so it would read as `no summary`), and so is a
     CR-only log.  A block ends after a line end that is not the CR of a CRLF, so no CRLF is cut."""
     def converted():
         for block in blocks():

@@ -70,8 +70,8 @@ _UTF16 = ((b'\xff\xfe', 'utf-16-le'), (b'\xfe\xff', 'utf-16-be'), (b'<\0?\0', 'u
 
 def _as_utf8(data):
     """data, a report in UTF-8 (a byte order mark dropped) or UTF-16 (with or without one), as UTF-8 bytes with
-    any encoding declaration saying so: the readers below work on ASCII-compatible bytes (before, a BOM or
-    UTF-16 report was refused as `root element is <?>`).  _Refused naming the encoding when it does not decode."""
+    any encoding declaration saying so: the readers below work on ASCII-compatible bytes (a BOM or UTF-16
+    would read as `root element is <?>`).  _Refused naming the encoding when it does not decode."""
     if data.startswith(b'\xef\xbb\xbf'):
         return data[3:]
     if data.startswith((b'\0\0\xfe\xff', b'\xff\xfe\0\0', b'\0\0\0<', b'<\0\0\0')):
@@ -142,8 +142,8 @@ def _reference(match) -> str:
 
 def attribute_value(raw: str) -> str:
     """An attribute's value as XML 1.0 (3.3.3) defines it, and as expat and ElementTree give it: each line end
-    and tab a space, then character and entity references replaced (so &#10; stays a newline).  Before, the
-    fast path kept a raw newline and '&#65;', where the ElementTree path read ' ' and 'A'."""
+    and tab a space, then character and entity references replaced (so &#10; stays a newline): the fast path
+    and the ElementTree path read the same name."""
     value = _LINE_END.sub(' ', raw)
     return _REFERENCE.sub(_reference, value) if '&' in value else value
 

@@ -37,8 +37,8 @@ def here_piece_rule(previous_seconds: Mapping[str, float], previous_test_seconds
                     parallel: int) -> Optional[PieceRule]:
     """How a run here (run/here) with `parallel` slots cuts its long suites, from a previous run's times: a suite
     longer than its share of the node (the previous run's total over the slots, at least HERE_PIECE_SECONDS) runs
-    as pieces side by side, so one long suite no longer holds the node while the other slots idle (issue 33: one
-    GPU, 16 cores).  None: one slot, or no previous times (the first build of a target runs whole suites)."""
+    as pieces side by side, so one long suite does not hold the node while the other slots idle (a GPU node:
+    one GPU, 16 cores).  None: one slot, or no previous times (the first build of a target runs whole suites)."""
     if parallel <= 1 or not previous_seconds:
         return None
     share = sum(previous_seconds.values()) / parallel
