@@ -124,7 +124,7 @@ TIER_OF_MODULE = {
     'test_log_cuts_cli': 'real_tools',
     'test_gpu_mixed_record': 'real_tools', 'test_elf_string_tables': 'real_tools',
     'test_elf_dynamic_tables': 'real_tools', 'test_full_results_disk': 'real_tools',
-    'test_setup_script': 'real_tools', 'test_entry_points': 'real_eb',
+    'test_setup_script': 'real_tools', 'test_entry_points': 'real_eb', 'test_docs_commands': 'real_eb',
     # the parts of unit modules that start the console script or a real process (issue 34, item 6)
     'test_field_policy': 'real_tools', 'test_report_escaping': 'real_tools', 'test_test_parameters': 'real_tools',
     'test_report_policy': 'real_tools', 'test_nvidia_smi': 'real_tools',

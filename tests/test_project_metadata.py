@@ -78,3 +78,13 @@ def test_no_message_points_to_a_file_a_pip_install_does_not_have():
     found = [f'{path.relative_to(REPO)}:{line}: {text!r}' for path in sources for line, text in _strings(path)
              if REPOSITORY_PATH.search(text) and text not in NOT_DOCUMENTATION]
     assert not found, found
+
+
+def test_the_changelog_reads_as_release_notes_of_this_version():
+    text = (REPO / 'CHANGELOG.md').read_text(encoding='utf-8')
+    releases = re.findall(r'^## (\S+) \((\d{4}-\d\d-\d\d)\)$', text, re.M)
+    assert releases and releases[0][0] == eb_pytorch_cuda.__version__, releases
+    newest = text.split('\n## ')[1]
+    assert re.findall(r'^### (.+)$', newest, re.M)[:3] == ['Added', 'Changed', 'Fixed']
+    # for users: no development journal (issue numbers, rounds, test files as news)
+    assert not re.search(r'\b[Ii]ssues? \d+|\bround\b|tests/test_\w+\.py|Unreleased', text)
