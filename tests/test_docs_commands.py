@@ -14,8 +14,8 @@ that `.venvs/...`, `tools/...` resolve as in a checkout, while what the commands
 user guide repeats the README's.  Their environment is the one the pages describe: `eb` and `eb-pytorch-cuda` of
 .venvs/eb-5.4.1 first on PATH (as after `pip install .` into eb's Python, or that venv activated), Lmod found
 through $LMOD_CMD (the prerequisite the pages name), no EasyBuild or EESSI settings of the shell that runs the
-tests, HOME in the scratch directory (eb's default prefix goes under it); as root, EasyBuild's own
-allow-root option in the environment (the pages are written for a user).
+tests, HOME and TMPDIR in the scratch directory (eb's default prefix, the plain demo's directory); as root,
+EasyBuild's own allow-root option in the environment (the pages are written for a user).
 """
 
 import os
@@ -116,10 +116,11 @@ def scratch(tmp_path):
         if entry.name != '.git':
             (work / entry.name).symlink_to(entry)
     (tmp_path / 'home').mkdir()
+    (tmp_path / 'tmp').mkdir()
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(('EASYBUILD_', 'EBROOT', 'EBVERSION', 'EESSI_')) and k != 'EPREFIX'}
     env.update(PATH=f"{venv / 'bin'}:{env.get('PATH', '/usr/bin:/bin')}", LMOD_CMD=LMOD_CMD,
-               HOME=str(tmp_path / 'home'))
+               HOME=str(tmp_path / 'home'), TMPDIR=str(tmp_path / 'tmp'))  # the plain demo's directory goes there
     if os.geteuid() == 0:
         env['EASYBUILD_ALLOW_USE_AS_ROOT_AND_ACCEPT_CONSEQUENCES'] = '1'
     return work, env
