@@ -125,7 +125,7 @@ TIER_OF_MODULE = {
     'test_log_cuts_cli': 'real_tools', 'test_executors': 'real_tools',
     'test_gpu_mixed_record': 'real_tools', 'test_elf_string_tables': 'real_tools',
     'test_elf_dynamic_tables': 'real_tools', 'test_full_results_disk': 'real_tools',
-    'test_setup_script': 'real_tools', 'test_entry_points': 'real_eb',
+    'test_setup_script': 'real_tools', 'test_entry_points': 'real_eb', 'test_docs_commands': 'real_eb',
     # the parts of unit modules that start the console script or a real process
     'test_field_policy': 'real_tools', 'test_report_escaping': 'real_tools', 'test_test_parameters': 'real_tools',
     'test_report_policy': 'real_tools', 'test_nvidia_smi': 'real_tools',
@@ -136,7 +136,8 @@ UNIT_MODULES = {'test_store_records', 'test_device_tests', 'test_easyblock_impor
                 'test_settings', 'test_ebsummary_lines',
                 'test_results_parsing', 'test_testsuite_policy', 'test_upstream_corpus', 'test_xml_encodings',
                 'test_report_plain26', 'test_unit_tier_pure', 'test_docstring_names',
-                'test_batch_logic', 'test_cuda_visible_devices', 'test_config_plan'}
+                'test_batch_logic', 'test_cuda_visible_devices', 'test_config_plan', 'test_project_metadata',
+                'test_cli_help'}
 TIERS = ('unit', 'real_tools', 'real_eb', 'slurm', 'real_harness')
 
 

@@ -67,8 +67,8 @@ def test_the_catalog_is_one_shipped_data_file_read_by_everything():
     assert cudnn.DLOPEN_EDGES['libcudnn_cnn_infer.so.8'] == ('libcudnn_cnn_train.so.8',)
     source = (Path(eb_pytorch_cuda.__file__).parent / 'loader' / 'doctor.py').read_text()
     assert not re.search(r"""['"]libcudnn_?\w*\.so\.\d""", source)  # doctor asks cudnn.py: no sonames of its own
-    setup_cfg = (Path(__file__).resolve().parent.parent / 'setup.cfg').read_text()
-    assert 'cudnn_catalog.json' in setup_cfg  # package data: present in a wheel, not only in a checkout
+    pyproject = (Path(__file__).resolve().parent.parent / 'pyproject.toml').read_text()
+    assert '"cudnn_catalog.json"' in pyproject  # package data: present in a wheel, not only in a checkout
 
 
 def test_cudnn_9_probes_like_cudnn_and_cudnn_8_asks_for_the_soname_only():

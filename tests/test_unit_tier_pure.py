@@ -7,8 +7,8 @@ setup.cfg calls the tier "pure Python, seconds": the command's main() runs in th
 """
 
 import ast
-import configparser
 import os
+import tomllib
 
 import pytest
 
@@ -25,11 +25,9 @@ OS_STARTERS = {'fork', 'forkpty', 'system', 'popen', 'posix_spawn', 'posix_spawn
 
 
 def _console_script():
-    """The console script's name, as setup.cfg installs it."""
-    config = configparser.ConfigParser(interpolation=None)
-    config.read(os.path.join(os.path.dirname(TESTS), 'setup.cfg'))
-    scripts = config['options.entry_points']['console_scripts']
-    return next(line.split('=')[0].strip() for line in scripts.splitlines() if line.strip())
+    """The console script's name, as pyproject.toml installs it."""
+    with open(os.path.join(os.path.dirname(TESTS), 'pyproject.toml'), 'rb') as handle:
+        return next(iter(tomllib.load(handle)['project']['scripts']))
 
 
 CONSOLE_SCRIPT = _console_script()

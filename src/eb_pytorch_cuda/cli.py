@@ -13,6 +13,7 @@ import sys
 from typing import Dict, Optional, Sequence, Union
 
 from eb_pytorch_cuda import __version__
+from eb_pytorch_cuda.clihelp import about, main_epilog
 from eb_pytorch_cuda.cudnn import CATALOG, DEFAULT_NEEDED, ENV_VARIABLE
 from eb_pytorch_cuda.errors import PluginError, Terminated
 from eb_pytorch_cuda.escape import printable
@@ -296,13 +297,18 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
-    parser.add_argument('--version', action='version', version=f'{PROG} {__version__}')
-    sub = parser.add_subparsers(dest='command', required=True)
+    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0], epilog=main_epilog(),
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument('--version', action='version', version=f'{PROG} {__version__}',
+                        help='print the version and exit')
+    sub = parser.add_subparsers(dest='command', required=True, metavar='COMMAND',
+                                help='one of these (each has its own --help, with examples)')
 
-    add = sub.add_parser('add-needed', help='add NEEDED entries to a library (idempotent, atomic)')
-    add.add_argument('library')
-    add.add_argument('sonames', nargs='+', metavar='SONAME')
+    add = sub.add_parser('add-needed', help='add NEEDED entries to a library (idempotent, atomic)',
+                         **about('add-needed'))
+    add.add_argument('library', metavar='LIBRARY', help='the shared library to patch (e.g. libtorch_cuda.so)')
+    add.add_argument('sonames', nargs='+', metavar='SONAME',
+                     help='a library to add as a NEEDED entry (e.g. libcudnn_cnn_train.so.8)')
     add.add_argument('--force', action='store_true', help='add entries even if they do not resolve')
     add.add_argument('--break-hardlinks', action='store_true',
                      help='patch a library that has other hard links (they keep the old content)')
@@ -310,9 +316,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help='patch a setuid/setgid library (refused otherwise; the bits are kept)')
     add.set_defaults(func=cmd_add_needed)
 
-    check = sub.add_parser('check-needed', help='prove NEEDED entries are present, resolve and load')
-    check.add_argument('library')
-    check.add_argument('sonames', nargs='+', metavar='SONAME')
+    check = sub.add_parser('check-needed', help='prove NEEDED entries are present, resolve and load',
+                           **about('check-needed'))
+    check.add_argument('library', metavar='LIBRARY', help='the shared library whose entries to prove')
+    check.add_argument('sonames', nargs='+', metavar='SONAME', help='a NEEDED entry the library must have')
     check.add_argument('--expect-dir', metavar='DIR', help='each soname must resolve to a file inside DIR')
     check.add_argument('--load', action='store_true',
                        help='load the library in a clean process and require each soname to be mapped')
@@ -321,9 +328,13 @@ def build_parser() -> argparse.ArgumentParser:
     check.set_defaults(func=cmd_check_needed)
 
     report = sub.add_parser('report', help='judge PyTorch test results (logs, XML report dirs, saved JSON, '
-                                           "EasyBuild's failure summary)")
-    report.add_argument('paths', nargs='+', metavar='PATH')
-    report.add_argument('--format', choices=('text', 'json', 'markdown'), default='text')
+                                           "EasyBuild's failure summary)", **about('report'))
+    report.add_argument('paths', nargs='+', metavar='PATH',
+                        help="a run_test.py log, a test-reports directory, a saved pytorch-test-results.json or "
+                             "EasyBuild's failure summary; several are one run (or, with --suggest-policy, one "
+                             'run per saved JSON result)')
+    report.add_argument('--format', choices=('text', 'json', 'markdown'), default='text',
+                        help='text for a terminal (default), json for scripts, markdown for a pull-request comment')
     report.add_argument('--max-failed-tests', type=int, metavar='N',
                         help='budget for unknown failures (default: the one a saved JSON result was judged by)')
     report.add_argument('--easyconfig', metavar='EC', help='take the policy (budget, known failures) from EC '
@@ -343,7 +354,7 @@ def build_parser() -> argparse.ArgumentParser:
     report.set_defaults(func=cmd_report)
 
     suite = sub.add_parser('test-suite', help="run a PyTorch source tree's test suites against an installed torch, "
-                                              'judge and report them as the easyblock does')
+                                              'judge and report them as the easyblock does', **about('test-suite'))
     suite.add_argument('source', metavar='SRC', help='PyTorch source tree (its test/run_test.py is run)')
     suite.add_argument('--python', required=True, metavar='PY', help='a Python that imports the torch to test')
     suite.add_argument('--runtest', metavar='CMD', help='test command as in an easyconfig (default: EC\'s runtest '
@@ -372,13 +383,15 @@ def build_parser() -> argparse.ArgumentParser:
                        help="PyTorch's device-generic CUDA tests: auto (where a GPU is seen and the torch has CUDA), "
                             "true (required: no GPU, or 0 CUDA tests run, fails), false (upstream's SANDCASTLE=1); "
                             "default: cuda_device_tests of EC, else auto")
-    suite.add_argument('--format', choices=('text', 'json', 'markdown'), default='text')
+    suite.add_argument('--format', choices=('text', 'json', 'markdown'), default='text',
+                       help='how the report is printed (both reports are written to DIR either way)')
     suite.set_defaults(func=cmd_test_suite)
 
     doctor = sub.add_parser('doctor', help='predict "cannot open shared object" and "undefined symbol" failures; '
-                                           'exit 1 when a load fails or loads the wrong copy')
+                                           'exit 1 when a load fails or loads the wrong copy', **about('doctor'))
     doctor.add_argument('paths', nargs='+', metavar='PATH', help='installation prefix, directory or library')
-    doctor.add_argument('--format', choices=('text', 'json'), default='text')
+    doctor.add_argument('--format', choices=('text', 'json'), default='text',
+                        help='text for a terminal (default), json for scripts')
     doctor.add_argument('--from', dest='start', metavar='LIB',
                         help='load only LIB (as with dlopen()), instead of every object no other one needs')
     doctor.add_argument('--executable', metavar='EXE',
@@ -393,14 +406,15 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.set_defaults(func=cmd_doctor)
 
     config = sub.add_parser('config', help='print an EasyBuild configuration file using our easyblock, hooks '
-                                           'and easyconfigs')
+                                           'and easyconfigs', **about('config'))
     config.add_argument('--env', action='store_true', help='print export EASYBUILD_... lines instead')
     config.add_argument('--entrypoints', action='store_true',
                         help='EasyBuild 5: take our hooks and easyblock from the installed package (eb '
                              '--use-entrypoints), beside any --hooks file; EasyBuild 4 has no entry points')
     config.set_defaults(func=cmd_config)
 
-    demo = sub.add_parser('demo', help='build the cuDNN and PyTorch stand-ins with real eb, our easyblock and hooks')
+    demo = sub.add_parser('demo', help='build the cuDNN and PyTorch stand-ins with real eb, our easyblock and hooks',
+                          **about('demo'))
     demo.add_argument('--workdir', metavar='DIR', help='where to build (default: a new temporary directory)')
     demo.add_argument('--entrypoints', action='store_true',
                       help='EasyBuild 5: our hooks and easyblock from the entry points, not as files')
@@ -408,7 +422,8 @@ def build_parser() -> argparse.ArgumentParser:
                       help="a site's hooks file (e.g. EESSI's eb_hooks.py) as eb --hooks; needs --entrypoints")
     demo.set_defaults(func=cmd_demo)
 
-    catalog = sub.add_parser('cudnn-catalog', help='list the cuDNN sub-libraries a site may add as NEEDED')
+    catalog = sub.add_parser('cudnn-catalog', help='list the cuDNN sub-libraries a site may add as NEEDED',
+                             **about('cudnn-catalog'))
     catalog.set_defaults(func=cmd_cudnn_catalog)
     return parser
 

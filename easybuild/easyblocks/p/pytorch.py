@@ -43,7 +43,7 @@ except ImportError:  # EasyBuild 4.x
 from easybuild.tools.modules import get_software_root
 from easybuild.tools.systemtools import get_cpu_architecture
 
-from eb_pytorch_cuda import cudnn
+from eb_pytorch_cuda import cudnn, docs_url
 from eb_pytorch_cuda.eb import hooks as easybuild_hooks
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.patch.plan import find_libraries
@@ -123,7 +123,8 @@ _OUR_TEST_PARAMETERS = {
                             "and GPU memory at the test step; GPU suites are spread over the GPUs with "
                             "CUDA_VISIBLE_DEVICES)",
     'test_suite_jobs': "Spread the test suites over this many Slurm jobs (sbatch; shared build path required; "
-                       "options from $EB_PYTORCH_CUDA_SLURM_*, see docs/user-guide.md)",
+                       "options from $EB_PYTORCH_CUDA_SLURM_*: "
+                       f"{docs_url('user-guide', 'one-builds-test-suites-spread-over-slurm-jobs')})",
     'test_suite_executor': "Where the test suites run: 'here' (the test step's node), 'slurm' (test_suite_jobs Slurm "
                            "jobs) or 'auto' (Slurm where test_suite_jobs > 1, else here)",
     'cuda_device_tests': "Run PyTorch's device-generic tests for CUDA and CPU (SANDCASTLE=0) where the test step sees "

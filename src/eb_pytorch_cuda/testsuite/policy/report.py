@@ -69,6 +69,7 @@ def to_text(result: RunResult, verdict: Verdict) -> str:
         if suite.note:
             detail += f': {suite.note}'
         lines.append(f'{suite.name} ({detail})')
+    lines.append(_totals(result))
     terminated = ', '.join(f"{name} ({signal or status}, {'known' if entry else 'UNKNOWN'})"
                            for name, status, signal, entry in verdict.unjudgeable) or 'none'
     lines.append(f'known: {len(verdict.known)}, unknown: {len(verdict.unknown)} (budget {verdict.budget}), '
@@ -93,6 +94,11 @@ def to_text(result: RunResult, verdict: Verdict) -> str:
     lines.append(f"verdict: {'PASS' if verdict.passed else 'FAIL'}"
                  + ('' if verdict.passed else ': ' + '; '.join(verdict.reasons)))
     return printable_lines(lines)
+
+
+def _totals(result: RunResult) -> str:
+    """The run's size, as both reports give it: its suites and its failed tests (failed plus errored)."""
+    return f'{len(result.suites)} suites, {sum(s.failing_count for s in result.suites.values())} failed tests'
 
 
 def _cuda_line(result) -> str:
@@ -122,7 +128,6 @@ def to_markdown(result: RunResult, verdict: Verdict, title: str = 'PyTorch test 
     """A summary fit for a pull-request comment; on FAIL it ends with the suggested policy entries (collapsed).
     note (report's line on the terms it judged by), device_tests (the test step's CUDA device tests' mode, in one
     line) and warnings follow the title."""
-    total = sum(s.failing_count for s in result.suites.values())
     lines = [f"### {title}: {'PASS' if verdict.passed else 'FAIL'}", '']
     if note is not None:
         lines += [markdown_text(note), '']
@@ -132,7 +137,7 @@ def to_markdown(result: RunResult, verdict: Verdict, title: str = 'PyTorch test 
         lines += [f'**WARNING**: {markdown_text(warning)}', '']
     for note in result.notes:
         lines += [f'Note: {markdown_text(note)}', '']
-    lines += [f'{len(result.suites)} suites, {total} failed tests: {len(verdict.known)} known, '
+    lines += [f'{_totals(result)}: {len(verdict.known)} known, '
               f'{len(verdict.unknown)} unknown (budget {verdict.budget}), {len(verdict.flaky)} flaky', '',
               markdown_text(_cuda_line(result)), '']
     if not verdict.passed:
