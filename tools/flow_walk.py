@@ -165,18 +165,17 @@ class ToPopen:
                 f"modules: {' > '.join(self.stack)}"]
 
 
-def walk_to_popen() -> ToPopen:
-    """One test-suite step (as walk_one_step), profiled from run_step to the start of run_test.py."""
+def profile_one_step(profile: Any) -> None:
+    """One test-suite step on a fresh copy of the stand-in tree, with profile as the profiler of every thread."""
     from eb_pytorch_cuda import cli, standins
-    walk = ToPopen()
     scratch = tempfile.mkdtemp(prefix='flow-walk-')
     try:
         tree = os.path.join(scratch, 'pytorch')
         shutil.copytree(os.path.dirname(os.path.join(standins.TORCH_SOURCES, 'test', '')), os.path.join(tree, 'test'))
         argv = ['test-suite', tree, '--python', sys.executable, '--runtest', RUNTEST, '--rerun', '1',
                 '--results', os.path.join(scratch, 'results')]
-        sys.setprofile(walk.profile)
-        threading.setprofile(walk.profile)
+        threading.setprofile(profile)
+        sys.setprofile(profile)
         try:
             with open(os.devnull, 'w') as quiet, contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet):
                 cli.main(argv)
@@ -185,29 +184,19 @@ def walk_to_popen() -> ToPopen:
             threading.setprofile(None)  # type: ignore[arg-type]
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def walk_to_popen() -> ToPopen:
+    """One test-suite step, profiled from run_step to the start of the suites' run_test.py."""
+    walk = ToPopen()
+    profile_one_step(walk.profile)
     return walk
 
 
 def walk_one_step(every: bool = False) -> Walk:
-    """One test-suite step on a fresh copy of the stand-in tree, profiled."""
-    from eb_pytorch_cuda import cli, standins
+    """One test-suite step, profiled from service.run_suites on."""
     walk = Walk(every)
-    scratch = tempfile.mkdtemp(prefix='flow-walk-')
-    try:
-        tree = os.path.join(scratch, 'pytorch')
-        shutil.copytree(os.path.dirname(os.path.join(standins.TORCH_SOURCES, 'test', '')), os.path.join(tree, 'test'))
-        argv = ['test-suite', tree, '--python', sys.executable, '--runtest', RUNTEST, '--rerun', '1',
-                '--results', os.path.join(scratch, 'results')]
-        threading.setprofile(walk.profile)
-        sys.setprofile(walk.profile)
-        try:
-            with open(os.devnull, 'w') as quiet, contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet):
-                cli.main(argv)
-        finally:
-            sys.setprofile(None)
-            threading.setprofile(None)  # type: ignore[arg-type]
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+    profile_one_step(walk.profile)
     return walk
 
 
