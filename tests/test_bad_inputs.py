@@ -448,3 +448,40 @@ def test_a_refused_test_suite_creates_nothing(tmp_path, case):
     done = cli(*argv)
     assert done.returncode == 2 and len(_errors(done)) == 1 and 'Traceback' not in done.stderr, done.stderr
     assert not os.path.lexists(tmp_path / 'parent'), os.listdir(tmp_path / 'parent')  # was: .lock, .children
+
+
+_TEST_COMMAND_EC = ("easyblock = 'PyTorch'\nname = 'PyTorch'\nversion = '2.1.2'\nhomepage = 'x'\ndescription = 'x'\n"
+                    "toolchain = SYSTEM\nruntest = 'cd test && %(python)s run_test.py -i test_a'\n")
+
+
+@pytest.mark.parametrize('parameter, line', [
+    ('pretestopts', "pretestopts = 'A=\\x00 '"),
+    ('testopts', "testopts = '--x=\\x00'"),
+    ('runtest', "runtest = 'cd test && %(python)s run_test.py -i test_\\x00a'"),
+])
+def test_a_nul_byte_in_the_test_command_is_refused_naming_the_easyconfig_and_parameter(tmp_path, parameter, line):
+    """A NUL byte cannot be in an argument or an environment value: before, the command was printed, then
+    subprocess's `ValueError: embedded null byte` came as a 46-line traceback, rc 1."""
+    easyconfig = tmp_path / 'nul.eb'
+    easyconfig.write_text(_TEST_COMMAND_EC + line + '\n')
+    results = tmp_path / 'results'
+    done = cli(*_suite_argv(results, '--easyconfig', easyconfig), timeout=120)
+    assert done.returncode == 2 and len(_errors(done)) == 1 and 'Traceback' not in done.stderr, done.stderr
+    assert _errors(done)[0].startswith(f'eb-pytorch-cuda: error: {easyconfig}: {parameter} holds a NUL byte, which '
+                                       f'no argument or environment value can hold: '), done.stderr
+    assert not os.path.lexists(results)
+
+
+def test_a_pretestopts_word_over_the_kernels_limit_is_refused_at_once(tmp_path):
+    """One string of execve() holds at most 128 KiB (MAX_ARG_STRLEN): a 3 MB pretestopts word ran nothing within
+    120 s before (shlex's splitting is quadratic in a word's length; 1 MB took 20.8 s, then `Argument list too
+    long`); now it is refused in one line naming the easyconfig and pretestopts, within seconds."""
+    easyconfig = tmp_path / 'huge.eb'
+    easyconfig.write_text(_TEST_COMMAND_EC + "pretestopts = 'A=' + 'x' * 3000000 + ' '\n")
+    results = tmp_path / 'results'
+    done = cli(*_suite_argv(results, '--easyconfig', easyconfig), timeout=60)
+    assert done.returncode == 2 and len(_errors(done)) == 1, done.stderr
+    assert _errors(done)[0].startswith(f'eb-pytorch-cuda: error: {easyconfig}: pretestopts has a word of 3000002 '
+                                       f'bytes'), done.stderr
+    assert 'MAX_ARG_STRLEN' in done.stderr and len(done.stderr) < 400
+    assert not os.path.lexists(results)
