@@ -405,6 +405,35 @@ def test_report_into_dev_full_names_standard_output():
         'eb-pytorch-cuda: error: standard output: cannot be written: No space left on device'], done.stderr
 
 
+def _closing(*descriptors):
+    """A preexec_fn closing descriptors in the child: `>&-`, `2>&-` without a shell."""
+    return lambda: [os.close(descriptor) for descriptor in descriptors]
+
+
+def test_report_with_standard_output_closed_exits_2_naming_it():
+    """`report LOG >&-`: Python leaves sys.stdout None; before, an AttributeError traceback, exit 1."""
+    done = subprocess.run(_report_argv(), stdout=None, stderr=subprocess.PIPE, text=True, timeout=300,
+                          preexec_fn=_closing(1))
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == ['eb-pytorch-cuda: error: standard output: cannot be written: it is closed']
+
+
+@pytest.mark.parametrize('stderr', ['closed', '/dev/full'])
+def test_the_exit_status_is_the_documented_one_when_standard_error_cannot_be_written(tmp_path, stderr):
+    """Bad input is exit 2 and a verdict 0 or 1 whether or not standard error takes the line; before, the failed
+    write of the error line raised: `report missing.log 2>/dev/full` exited 1."""
+    def run(*arguments):
+        with open('/dev/full', 'w') as full:
+            return subprocess.run([console_script(), 'report', *map(str, arguments)], stdout=subprocess.PIPE,
+                                  stderr=full if stderr == '/dev/full' else None, text=True, timeout=300,
+                                  preexec_fn=_closing(2) if stderr == 'closed' else None)
+    missing = run(tmp_path / 'missing.log')
+    assert missing.returncode == 2 and missing.stdout == ''
+    verdict = run(_report_argv()[-1], '--max-failed-tests', '0')
+    assert verdict.returncode == 1 and 'verdict: FAIL' in verdict.stdout, verdict.stdout
+    assert run(_report_argv()[-1]).returncode == 0
+
+
 def _suite_argv(results, *extra, python=None):
     import sys
     from eb_pytorch_cuda import standins
