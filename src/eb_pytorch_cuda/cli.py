@@ -2,7 +2,9 @@
 
 Exit codes: 0 success (report: pass), 1 a check found a problem (report: fail), 2 bad input or a
 failed operation (one line on stderr naming the file and the problem; nothing modified), 128+N killed
-by signal N (SIGINT 130, SIGTERM 143, SIGHUP 129: one line, temporary files removed).
+by signal N (SIGINT 130, SIGTERM 143, SIGHUP 129: one line, temporary files removed).  They hold whatever the
+standard streams are: standard output closed or unwritable is exit 2 naming it; a line standard error cannot
+take (closed, full) is lost, the status stays.
 """
 
 import argparse
