@@ -87,6 +87,8 @@ def test_cudnn_9_probes_like_cudnn_and_cudnn_8_asks_for_the_soname_only():
     ('libcudnn_cnn_train.so.8', "got 'libcudnn_cnn_train.so.8' (or a dict"),  # was: the default, silently
     ({'9': ['libcudnn_cnn.so.9']}, "cudnn_needed: key '9' must be a cuDNN major version"),
     ({True: ['libcudnn_cnn.so.9']}, 'cudnn_needed: key True must be a cuDNN major version'),
+    ({-1: []}, 'cudnn_needed: key -1 must be a cuDNN major version'),  # was: accepted, the defaults added
+    ({0: ['libcudnn_cnn.so.9']}, 'cudnn_needed: key 0 must be a cuDNN major version'),
     ({9: None}, 'cudnn_needed[9] must be a list of sonames'),
     (['libcudnn_cnn.so.9', 'a b'], "cudnn_needed 'a b' is not a soname"),
     ([''], "cudnn_needed '' is not a soname"),

@@ -291,6 +291,7 @@ def test_an_easyconfig_without_max_failed_tests_gets_upstreams_default(eb, tmp_p
     ('cudnn_needed = 5', 'cudnn_needed must be a list of sonames such as'),
     ("cudnn_needed = 'libcudnn_cnn_train.so.8'", "cudnn_needed must be a list of sonames such as "),
     ("cudnn_needed = {'8': ['libcudnn_cnn_train.so.8']}", "cudnn_needed: key '8' must be a cuDNN major version"),
+    ("cudnn_needed = {-1: []}", "cudnn_needed: key -1 must be a cuDNN major version"),  # was: the defaults added
     ("cudnn_needed = ['lib/libcudnn_cnn_train.so.8']", "cudnn_needed 'lib/libcudnn_cnn_train.so.8' is not a soname"),
 ])
 def test_a_bad_test_parameter_stops_eb_before_any_step_naming_the_parameter(eb, tmp_path, line, problem):

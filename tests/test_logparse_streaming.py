@@ -232,3 +232,48 @@ def test_a_crlf_log_of_a_passing_run_passes(tmp_path):
     result = logparse.parse_log_file(str(path))
     assert [suite.status for suite in result.suites.values()] == [SUITE_PASSED]
     assert reference.parse_log_file(str(path)).suites['test_autograd'].status != SUITE_PASSED  # was: no summary
+
+
+REAL_LOG = os.path.join(ROOT, 'tests', 'data', 'pytorch_corpus', 'logs', 'real-run_test-2.6.0-plain.log')
+
+
+def _real_head(size=16 << 10):
+    """The first size bytes of a kept real run_test.py 2.6.0 log, cut after a line end."""
+    with open(REAL_LOG, 'rb') as handle:
+        data = handle.read(size)
+    return data[:data.rfind(b'\n') + 1]
+
+
+@pytest.mark.parametrize('where', ['past-8k', 'later-block'])
+def test_nul_bytes_past_the_first_8_kb_refuse_the_log_as_binary(tmp_path, where):
+    """16 KB of a real log, then NULs (a log whose tail was never written, a core file): before, only the first
+    8 KB were looked at, the NULs read as one line (5,154 MB peak for 1 GiB of them,
+    benchmarks/bench_log_worst_inputs.py) and the suite judged `no summary`; now the file is refused as binary,
+    naming where the first NUL is, also when it is in a later block than the first."""
+    head = _real_head()
+    path = tmp_path / 'nul-tail.log'
+    path.write_bytes(head + b'\0' * 4096)
+    block = 1000 if where == 'later-block' else logparse.BLOCK
+    with pytest.raises(PluginError) as raised:
+        logparse.parse_log_file(str(path), block=block)
+    assert str(raised.value) == f'{path}: is a binary file (a NUL byte at byte {len(head)}), not a test log'
+    from eb_pytorch_cuda.eb.ebsummary import load  # what `report` reads with: no summary is looked for in it either
+    with pytest.raises(PluginError) as raised:
+        load([str(path)])
+    assert 'is a binary file' in str(raised.value)
+
+
+def test_a_line_longer_than_the_limit_is_read_in_bounded_pieces(tmp_path):
+    """A real log, then one 20 MiB line without a line end: the blocks stay under LINE_LIMIT + BLOCK (before, the
+    line was one block: one 1 GiB line took 3,107 MB, benchmarks/bench_log_worst_inputs.py), and the log reads as
+    it does without the line."""
+    with open(REAL_LOG, 'rb') as handle:
+        log = handle.read()
+    plain, long = tmp_path / 'plain.log', tmp_path / 'long.log'
+    plain.write_bytes(log)
+    long.write_bytes(log + 'é'.encode() * (10 << 20))  # two bytes a character: pieces must not cut one
+    blocks = list(logparse._file_blocks(str(long), logparse.BLOCK)())
+    assert max(len(block.encode()) for block in blocks) <= 2 * logparse.BLOCK  # LINE_LIMIT (a block) + a read
+    assert logparse.LINE_LIMIT == logparse.BLOCK
+    assert len(blocks) >= 3 and '\ufffd' not in ''.join(blocks)
+    assert _outcome(logparse.parse_log_file, str(long)) == _outcome(logparse.parse_log_file, str(plain))

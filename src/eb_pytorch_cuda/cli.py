@@ -2,7 +2,9 @@
 
 Exit codes: 0 success (report: pass), 1 a check found a problem (report: fail), 2 bad input or a
 failed operation (one line on stderr naming the file and the problem; nothing modified), 128+N killed
-by signal N (SIGINT 130, SIGTERM 143, SIGHUP 129: one line, temporary files removed).
+by signal N (SIGINT 130, SIGTERM 143, SIGHUP 129: one line, temporary files removed).  They hold whatever the
+standard streams are: standard output closed or unwritable is exit 2 naming it; a line standard error cannot
+take (closed, full) is lost, the status stays.
 """
 
 import argparse
@@ -430,21 +432,26 @@ def build_parser() -> argparse.ArgumentParser:
 
 class _NamedOutput:
     """sys.stdout while main() runs a command: a write or flush that fails (the reader of a pipe gone: `report X |
-    head -0`; a full disk; `> /dev/full`) raises PluginError naming the stream, where before the one line said
-    "Broken pipe" or "No space left on device" naming nothing.  What is still buffered would fail again when the
-    interpreter flushes at exit ("Exception ignored ... BrokenPipeError", exit 120), so the descriptor is then
-    pointed at /dev/null: the exit status stays ours (2)."""
+    head -0`; a full disk; `> /dev/full`; a closed descriptor, `>&-`, where Python leaves sys.stdout None) raises
+    PluginError naming the stream, where before the one line said "Broken pipe" or "No space left on device"
+    naming nothing (and a closed one gave an AttributeError traceback, exit 1).  What is still buffered would fail
+    again when the interpreter flushes at exit ("Exception ignored ... BrokenPipeError", exit 120), so the
+    descriptor is then pointed at /dev/null: the exit status stays ours (2)."""
 
     def __init__(self, stream, name):
         self._stream, self._name = stream, name
 
     def write(self, text):
+        if self._stream is None:
+            raise PluginError(self._name, 'cannot be written: it is closed')
         try:
             return self._stream.write(text)
         except OSError as err:
             raise self._failed(err) from None
 
     def flush(self):
+        if self._stream is None:
+            return
         try:
             self._stream.flush()
         except OSError as err:
@@ -463,21 +470,74 @@ class _NamedOutput:
         return PluginError(self._name, f'cannot be written: {err.strerror or err}')
 
 
+class _ErrorOutput:
+    """sys.stderr while main() runs a command: what cannot be written there (closed: `2>&-`; full: `2>/dev/full`; a
+    pipe gone) is dropped, so that the exit status is still the documented one; before, the failed write of the
+    error line itself raised, and the exit status was 1 for bad input.  After a failure the descriptor is pointed
+    at /dev/null (see _NamedOutput: the interpreter's flush at exit would fail and make the status 120)."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text):
+        try:
+            return self._stream.write(text) if self._stream is not None else len(text)
+        except (OSError, ValueError):
+            self._drop()
+            return len(text)
+
+    def flush(self):
+        try:
+            if self._stream is not None:
+                self._stream.flush()
+        except (OSError, ValueError):
+            self._drop()
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+    def _drop(self):
+        try:
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, self._stream.fileno())
+            os.close(null)
+        except (OSError, ValueError):
+            pass
+
+
+def _standard_streams():
+    """Put the standard streams in the state main() relies on, returning (sys.stdout, sys.stderr) to restore.
+    A closed descriptor 0, 1 or 2 gets /dev/null (else the next file opened would take its number, and a child
+    process would write its output into that file); sys.stdout and sys.stderr are wrapped (_NamedOutput,
+    _ErrorOutput)."""
+    for descriptor in (0, 1, 2):
+        try:
+            os.fstat(descriptor)
+        except OSError:
+            null = os.open(os.devnull, os.O_RDWR)
+            if null != descriptor:
+                os.dup2(null, descriptor)
+                os.close(null)
+    saved = sys.stdout, sys.stderr
+    sys.stdout = _NamedOutput(sys.stdout, 'standard output')
+    sys.stderr = _ErrorOutput(sys.stderr)
+    return saved
+
+
 def _raise_terminated(signum, frame):
     raise Terminated(signum)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    args = build_parser().parse_args(argv)
+    streams = _standard_streams()  # the exit status is the documented one whatever they are
     # SIGTERM/SIGHUP become an exception, like SIGINT's KeyboardInterrupt, so every cleanup (the
     # add-needed temporary file above all) runs before the one-line message and exit 128+N; one that
     # arrives ignored (`nohup eb-pytorch-cuda test-suite ...`) stays ignored: the run outlives the logout
     previous = {signum: signal.signal(signum, _raise_terminated) for signum in (signal.SIGTERM, signal.SIGHUP)
                 if signal.getsignal(signum) != signal.SIG_IGN}
-    stdout = sys.stdout
-    sys.stdout = _NamedOutput(stdout, 'standard output')  # see _NamedOutput
     try:
         try:
+            args = build_parser().parse_args(argv)
             code = args.func(args)
             sys.stdout.flush()  # a write error at exit would name nothing: seen here, it names the stream
             return code
@@ -498,7 +558,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
               f'no file left half-written', file=sys.stderr)
         return 128 + err.signum
     finally:
-        sys.stdout = stdout
+        sys.stderr.flush()
+        sys.stdout, sys.stderr = streams
         for signum, handler in previous.items():
             signal.signal(signum, handler)
 

@@ -18,7 +18,8 @@ checked in CI):
     run/             running suites: plan (RunPlan, built once by build_plan: the environment, harness,
                      suites and pieces, call options, timeouts, GPU slots), executor (the protocol, execute),
                      here (HereExecutor, run_here: batches on this node), command (the runtest line, no
-                     shell), harness (run_test.py's serial lists and switches), discovery + selection_probe
+                     shell), shellwords (its words as shlex splits them, in linear time),
+                     harness (run_test.py's serial lists and switches), discovery + selection_probe
                      (the selection asked of the harness itself), calls (every call's options and
                      environment), launcher (how a call starts: real processes, or a test's), batches (one
                      run_test.py call of many suites), solo (a suite alone), store (the results of one build,
