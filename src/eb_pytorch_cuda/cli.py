@@ -69,7 +69,7 @@ def cmd_cudnn_catalog(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from eb_pytorch_cuda.eb import ecpolicy
     from eb_pytorch_cuda.testsuite import service
-    from eb_pytorch_cuda.testsuite.policy.judging import detect_context
+    from eb_pytorch_cuda.testsuite.results.scopes import detect_context
     from eb_pytorch_cuda.testsuite.policy.report import to_json, to_markdown, to_text
     from eb_pytorch_cuda.testsuite.policy.settings import TERMS_KEY, JudgedTerms
     from eb_pytorch_cuda.eb.ebsummary import load
@@ -168,7 +168,8 @@ def _suggest_policy(args, values, capabilities, carried=None):
         return None
     from eb_pytorch_cuda.eb import ebsummary, ecpolicy
     from eb_pytorch_cuda.testsuite.policy import suggest
-    scope = None if args.suggest_scope is None else suggest.validate_scope(args.suggest_scope, '--suggest-scope')
+    from eb_pytorch_cuda.testsuite.results.scopes import Scope
+    scope = None if args.suggest_scope is None else Scope.parse(args.suggest_scope, '--suggest-scope')
     runs = suggest.runs_from_paths(
         args.paths, lambda context: carried or ecpolicy.policy_from_values(values, context,
                                                                            args.easyconfig or 'policy',

@@ -39,7 +39,6 @@ except ImportError:  # EasyBuild 4.x
     def run_shell_cmd(cmd):
         return _run_cmd(cmd, log_all=True, simple=True)
 from easybuild.tools.modules import get_software_root
-from easybuild.tools.systemtools import get_cpu_architecture
 
 from eb_pytorch_cuda import cudnn
 from eb_pytorch_cuda.eb import hooks as easybuild_hooks
@@ -138,13 +137,8 @@ class EB_PyTorch(UpstreamPyTorch):
         extra_vars['max_failed_tests'][1] = ("Budget for failed tests NOT covered by known_test_failures "
                                              "(failed plus errored test cases; flaky ones see "
                                              "flaky_failures_consume_budget)")
-        extra_vars['excluded_tests'][1] = ("Test files to skip (run_test.py -x), as {scope: [files]}; scope '' "
-                                           "(all), a CPU family ("
-                                           f"{', '.join(map(repr, service.CPU_FAMILIES))}, "
-                                           "or EasyBuild's 'AArch64'/'POWER'), "
-                                           "an EESSI CPU target ('x86_64/intel/haswell', globs "
-                                           "allowed; from $EESSI_SOFTWARE_SUBDIR, else detected) or a CUDA compute "
-                                           "capability ('9.0')")
+        extra_vars['excluded_tests'][1] = ("Test files to skip (run_test.py -x), as {scope: [files]}; scope "
+                                           + service.SCOPE_HELP)
         # upstream's since easybuild-easyblocks 5.x (#4052); EasyBuild 4.9.4's EB_PyTorch has neither
         extra_vars.setdefault('allow_missing_failures', [service.SETTING_DEFAULTS['allow_missing_failures'],
                                                          "Pass although up to this many test suites failed "
@@ -193,7 +187,7 @@ class EB_PyTorch(UpstreamPyTorch):
     def _scope_context(self, settings, on_this_node=False):
         """Where the policy applies (service.scope_context: the GPUs the suites run on, else the build's)."""
         capabilities = build_option('cuda_compute_capabilities') or settings.cuda_compute_capabilities
-        return service.scope_context(capabilities, on_this_node, os.environ, aliases=(get_cpu_architecture(),),
+        return service.scope_context(capabilities, on_this_node, os.environ,
                                      progress=lambda message: print_msg(message, log=self.log))
 
     def _settings(self):

@@ -27,7 +27,7 @@ from eb_pytorch_cuda.testsuite.run.launcher import PROCESSES, Launcher
 from eb_pytorch_cuda.testsuite.run.plan import HERE_PIECE_SECONDS, PieceRule, RunRequest, here_piece_rule
 from eb_pytorch_cuda.testsuite.run.reruns import rerun_failures
 from eb_pytorch_cuda.errors import PluginError
-from eb_pytorch_cuda.testsuite.policy.judging import Policy, ScopeContext, Verdict, detect_context, judge
+from eb_pytorch_cuda.testsuite.policy.judging import Policy, Verdict, judge
 from eb_pytorch_cuda.testsuite.policy.report import RESULTS_JSON, RESULTS_MARKDOWN, to_json, to_markdown
 from eb_pytorch_cuda.testsuite.policy.settings import DEFAULT_SUITE_TIMEOUT, JUDGING, TestSettings, rule_timeout
 from eb_pytorch_cuda.testsuite.policy.settings import TERMS_KEY, DeviceTerms, JudgedTerms
@@ -43,7 +43,8 @@ from eb_pytorch_cuda.testsuite.run.gpus import gpu_compute_capabilities, gpu_vie
 from eb_pytorch_cuda.testsuite.run.node import this_node
 from eb_pytorch_cuda.testsuite.run.store import ResultStore
 from eb_pytorch_cuda.testsuite.policy import settings as _settings
-from eb_pytorch_cuda.testsuite.policy.judging import FAMILIES
+from eb_pytorch_cuda.testsuite.results import scopes as _scopes
+from eb_pytorch_cuda.testsuite.results.scopes import ScopeContext, detect_context
 from eb_pytorch_cuda.testsuite.policy.report import to_text
 from eb_pytorch_cuda.testsuite.run.command import with_test_options
 from eb_pytorch_cuda.testsuite.spread.worker import CLAIM_SECONDS
@@ -57,7 +58,7 @@ SETTING_DEFAULTS = _settings.DEFAULTS
 SETTING_NAMES = _settings.NAMES
 MAX_RERUNS = _settings.MAX_RERUNS
 TIMEOUT_RULE = _settings.TIMEOUT_RULE
-CPU_FAMILIES = FAMILIES  # the CPU families a scope of excluded_tests/known_test_failures may name
+SCOPE_HELP = _scopes.HELP  # what a scope of excluded_tests/known_test_failures may be, for the parameters' help
 # what the dry run says of a run: suites per run_test.py call, the XML switch, a Slurm job's claim
 BATCH_SIZE = calls.DEFAULT_BATCH_SIZE
 XML_VARIABLE = calls.XML_VARIABLE
@@ -251,7 +252,7 @@ def cuda_test_warnings(result: RunResult, mode: Optional[DeviceTestMode]) -> Tup
 
 
 def scope_context(built_capabilities: Sequence, on_this_node: bool, env: Mapping[str, str],
-                  target: Optional[str] = None, aliases: tuple = (),
+                  target: Optional[str] = None,
                   progress: Optional[Callable[[str], None]] = None) -> ScopeContext:
     """Where the policy applies.  on_this_node (the suites run here): the compute capabilities of the GPUs
     they run on, where nvidia-smi sees any, for a known failure scoped '8.0' was seen on such GPUs;
@@ -260,7 +261,7 @@ def scope_context(built_capabilities: Sequence, on_this_node: bool, env: Mapping
     if seen and progress:
         progress(f"policy scope: compute capabilities {', '.join(seen)} (the GPUs the suites run on; built for "
                  f"{', '.join(map(str, built_capabilities)) or 'none given'})")
-    return detect_context(seen or tuple(built_capabilities), target=target, aliases=aliases)
+    return detect_context(seen or tuple(built_capabilities), target=target)
 
 
 @dataclass(frozen=True)
