@@ -127,7 +127,7 @@ TIER_OF_MODULE = {
     'test_setup_script': 'real_tools', 'test_entry_points': 'real_eb',
     # the parts of unit modules that start the console script or a real process (issue 34, item 6)
     'test_field_policy': 'real_tools', 'test_report_escaping': 'real_tools', 'test_test_parameters': 'real_tools',
-    'test_report_policy': 'real_tools', 'test_nvidia_smi': 'real_tools',
+    'test_report_policy': 'real_tools', 'test_nvidia_smi': 'real_tools', 'test_gpu_triage': 'real_tools',
 }
 UNIT_MODULES = {'test_store_records', 'test_device_tests', 'test_easyblock_imports', 'test_module_map',
                 'test_cudnn_catalog', 'test_gpu_record', 'test_gpu_record_20261202',

@@ -23,7 +23,7 @@ from typing import Callable, Dict, Optional, Tuple
 
 from eb_pytorch_cuda.escape import printable_lines
 from eb_pytorch_cuda.testsuite.results.model import RunResult
-from eb_pytorch_cuda.testsuite.results.scopes import EVERYWHERE, Scope, ScopeContext, detect_context
+from eb_pytorch_cuda.testsuite.results.scopes import EVERYWHERE, Scope, ScopeContext
 from eb_pytorch_cuda.testsuite.policy.judging import Budget, KnownFailure, Policy, Verdict, judge
 from eb_pytorch_cuda.testsuite.results.saved import load_results, recorded_context
 
@@ -238,16 +238,16 @@ def suggest_runs(runs: list, scope: Optional[Scope] = None) -> tuple:
     return merged, verify(runs, merged)
 
 
-def runs_from_paths(paths: list, policy_for: Callable[[ScopeContext], Policy], target: Optional[str] = None,
-                    capabilities: tuple = (), load: Callable = load_results) -> list:
-    """The runs to suggest for: with target, all paths are one run for it (as `report` judges them); without,
-    each saved JSON result that recorded its target (the easyblock writes one per build) is a run of its own
-    and the other paths form one run for the detected target.  policy_for(context) gives each run its policy;
-    load reads a run's paths (report also reads EasyBuild's failure summary: eb.ebsummary.load)."""
-    given = detect_context(tuple(capabilities), target=target)
+def runs_from_paths(paths: list, policy_for: Callable[[ScopeContext], Policy], given: ScopeContext,
+                    recorded: bool = True, load: Callable = load_results) -> list:
+    """The runs to suggest for: where recorded, each saved JSON result that recorded where it ran (the easyblock
+    and test-suite write one per run) is a run of its own there and the other paths form one run in the given
+    context; else all paths are one run in it (as `report` judges them with --target).  policy_for(context)
+    gives each run its policy; load reads a run's paths (report also reads EasyBuild's failure summary:
+    eb.ebsummary.load)."""
     groups: dict = {}  # ScopeContext -> paths
     for path in paths:
-        context = None if target else recorded_context(path)
+        context = recorded_context(path) if recorded else None
         groups.setdefault(context or given, []).append(path)
     runs = []
     for context, group in groups.items():

@@ -258,6 +258,14 @@ def recorded_context(path: str) -> Optional[ScopeContext]:
     return ScopeContext.from_json(scope) if isinstance(scope, dict) else None
 
 
+def common_context(paths: Iterable[str]) -> Optional[ScopeContext]:
+    """Where the runs saved among paths ran, when each saved result that recorded it recorded the same: a report
+    judges them there (their known failures of compute capability 9.0 apply, wherever the report runs); None
+    when none recorded one, or they differ (each is then a run of its own for a suggestion)."""
+    found = {context for context in map(recorded_context, paths) if context is not None}
+    return found.pop() if len(found) == 1 else None
+
+
 def load_results(paths: Iterable[str], parsed: Optional[dict] = None) -> RunResult:
     """One RunResult from any mix of run_test.py logs, XML report directories and saved JSON results;
     parsed: {log path: its RunResult} of logs a caller has already read (not read again)."""
