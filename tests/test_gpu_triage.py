@@ -110,3 +110,18 @@ def test_the_eb_summary_of_the_failed_step_already_holds_the_suggestion():
     assert list(kept) == ['9.0'] and _suggested(done.stdout)[0] == kept
     assert json.loads(cli('report', os.path.join(record, 'pytorch-test-results-unpatched.json'), '--format', 'json',
                           '--max-failed-tests', '0').stdout)['scope']['compute_capabilities'] == ['9.0']
+
+
+def test_from_the_step_log_the_compute_capability_is_given_on_the_command_line():
+    """A console log records no scope: --cuda-compute-capabilities says which GPUs it ran on (without it the
+    entries go to this machine's CPU target).  Read by today's parser, the 2026-12-01 log names its 10 failures
+    (its results JSON, written by an older parser, also counted 20 retries of them unnamed)."""
+    log = os.path.join(VALIDATION, 'h200-2026-12-01-eb', 'unpatched', 'output-unpatched.log')
+    done = cli('report', log, '--suggest-policy', '--easyconfig', MAIN_EC, '--cuda-compute-capabilities', '9.0',
+               check_rc=1)
+    suggested, text = _suggested(done.stdout)
+    assert list(suggested) == ['9.0'] and len(suggested['9.0']) == 10
+    assert all(len(entry) == 2 and '::TestConvolutionNNDeviceTypeCUDA.' in entry[0] for entry in suggested['9.0'])
+    assert 'with these entries: PASS' in text
+    here = _suggested(cli('report', log, '--suggest-policy', '--easyconfig', MAIN_EC, check_rc=1).stdout)[0]
+    assert '9.0' not in here and len(here) == 1
