@@ -10,7 +10,8 @@ import pytest
 from helpers import run_main
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite import service
-from eb_pytorch_cuda.testsuite.policy.judging import Policy, detect_context, judge
+from eb_pytorch_cuda.testsuite.policy.judging import Policy, judge
+from eb_pytorch_cuda.testsuite.results.scopes import detect_context
 from eb_pytorch_cuda.testsuite.policy.report import to_text
 from eb_pytorch_cuda.testsuite.policy.settings import DeviceTerms, JudgedTerms, TestSettings
 from eb_pytorch_cuda.testsuite.results.cudatests import cuda_counts, is_cuda_test

@@ -286,6 +286,10 @@ def test_an_easyconfig_without_max_failed_tests_gets_upstreams_default(eb, tmp_p
                                              "digits, _ and - between / only"),
     ("known_test_failures = {'': [('../test_x::T.t', 'why')]}", "known_test_failures: entry ('../test_x::T.t', "
                                                                 "'why') in scope '': '../test_x' is not a test file"),
+    # a scope that could never apply excluded or excused nothing, without a word (results/scopes.Scope.parse)
+    ("excluded_tests = {'haswell': ['test_x']}", "excluded_tests: scope 'haswell' is not '', a CPU family"),
+    ("known_test_failures = {'sm_90': [('test_x', 'why')]}", "known_test_failures: scope 'sm_90' is not '', a CPU "
+                                                             "family"),
     # was: split into characters (14 warnings, then "refusing to add NEEDED ."), a TypeError traceback, the default
     ("cudnn_needed = {8: 'libcudnn_cnn_train.so.8'}", "cudnn_needed[8] must be a list of sonames such as"),
     ('cudnn_needed = 5', 'cudnn_needed must be a list of sonames such as'),

@@ -122,7 +122,7 @@ def test_one_list_of_parameters_feeds_the_reader_the_fingerprint_and_the_setting
     read = ecpolicy.read_settings(str(easyconfig))
     assert (read.max_failed_tests, read.rerun_failed_tests, read.parallel_test_suites, read.test_suite_timeout) == \
         (3, 2, 2, 900)
-    from eb_pytorch_cuda.testsuite.policy.judging import detect_context
+    from eb_pytorch_cuda.testsuite.results.scopes import detect_context
     context = detect_context((), cpu_family='x86_64', target='x86_64/generic')
     assert read.excluded(context) == ['test_x'] and read.policy(context).max_failed_tests == 3
     assert settings.TestSettings.from_values({}).policy(context, default_budget=10).max_failed_tests == 10

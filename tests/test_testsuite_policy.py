@@ -9,7 +9,8 @@ from pytorch_output import KNOWN
 from helpers import DATA, run_main
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite.results.logparse import parse_log_text
-from eb_pytorch_cuda.testsuite.policy.judging import (Policy, ScopeContext, excluded_tests, judge, known_failures)
+from eb_pytorch_cuda.testsuite.policy.judging import Policy, excluded_tests, judge, known_failures
+from eb_pytorch_cuda.testsuite.results.scopes import ScopeContext
 from eb_pytorch_cuda.testsuite.policy.suggest import budget_left
 
 HASWELL = ScopeContext('x86_64', 'x86_64/intel/haswell', ('8.0', '9.0'))

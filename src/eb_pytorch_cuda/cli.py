@@ -72,11 +72,11 @@ def cmd_cudnn_catalog(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from eb_pytorch_cuda.eb import ecpolicy
     from eb_pytorch_cuda.testsuite import service
-    from eb_pytorch_cuda.testsuite.policy.judging import detect_context
+    from eb_pytorch_cuda.testsuite.results.scopes import detect_context
     from eb_pytorch_cuda.testsuite.policy.report import to_json, to_markdown, to_text
     from eb_pytorch_cuda.testsuite.policy.settings import TERMS_KEY, JudgedTerms
     from eb_pytorch_cuda.eb.ebsummary import load
-    from eb_pytorch_cuda.testsuite.results.saved import mark_missing, read_expected_suites
+    from eb_pytorch_cuda.testsuite.results.saved import common_context, mark_missing, read_expected_suites
     if args.max_failed_tests is not None and args.max_failed_tests < 0:
         raise PluginError('--max-failed-tests', f'must be a non-negative integer, got {args.max_failed_tests}')
     expected = read_expected_suites(args.expected_suites) if args.expected_suites else []
@@ -84,7 +84,10 @@ def cmd_report(args: argparse.Namespace) -> int:
     values = ecpolicy.read_easyconfig(args.easyconfig) if args.easyconfig else {}
     capabilities = args.cuda_compute_capabilities.split(',') if args.cuda_compute_capabilities \
         else values.get('cuda_compute_capabilities') or ()
-    context = detect_context(capabilities, target=args.target)
+    # where the run ran: as the options say, else as its saved results recorded it, else this machine
+    given = bool(args.target or args.cuda_compute_capabilities)
+    here = detect_context(capabilities, target=args.target)
+    context = (None if given else common_context(args.paths)) or here
     ran = carried if not args.easyconfig else None  # judged again by the terms the results carry
     if ran is not None:
         policy, device = ran.policy(args.max_failed_tests), service.device_mode_of(ran.device_tests)
@@ -95,7 +98,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     result = load(args.paths)
     mark_missing(result, expected)
     verdict, _warnings = service.judged(result, policy, device)  # the warnings are the JSON's own
-    suggestion = _suggest_policy(args, values, capabilities, policy if ran is not None else None)
+    suggestion = _suggest_policy(args, values, here, not given, policy if ran is not None else None)
     if args.format == 'json':
         import dataclasses
         import json
@@ -162,21 +165,24 @@ def _terms_note(args, saved, carried, policy) -> Optional[str]:
     return f'terms: as judged by the build ({describe_policy(policy)})'
 
 
-def _suggest_policy(args, values, capabilities, carried=None):
+def _suggest_policy(args, values, given, recorded, carried=None):
     """report --suggest-policy: (easyconfig text, JSON data, runs) of the known_test_failures entries that would
     make each run pass, merged over runs (one per target); None without the option.  With several runs the
     exit status is theirs, each judged for its own target (the report above judges all inputs together).
-    carried: the policy the saved results carry (their entries' scopes already resolved), for every run."""
+    given: the context of the options (or this machine); recorded: a saved result that recorded where it ran is
+    a run there (suggest.runs_from_paths).  carried: the policy the saved results carry (their entries' scopes
+    already resolved), for every run."""
     if not (args.suggest_policy or args.suggest_scope is not None):
         return None
     from eb_pytorch_cuda.eb import ebsummary, ecpolicy
     from eb_pytorch_cuda.testsuite.policy import suggest
-    scope = None if args.suggest_scope is None else suggest.validate_scope(args.suggest_scope, '--suggest-scope')
+    from eb_pytorch_cuda.testsuite.results.scopes import Scope
+    scope = None if args.suggest_scope is None else Scope.parse(args.suggest_scope, '--suggest-scope')
     runs = suggest.runs_from_paths(
         args.paths, lambda context: carried or ecpolicy.policy_from_values(values, context,
                                                                            args.easyconfig or 'policy',
                                                                            args.max_failed_tests),
-        target=args.target, capabilities=capabilities, load=ebsummary.load)
+        given, recorded, load=ebsummary.load)
     merged, outcome = suggest.suggest_runs(runs, scope)
     return suggest.render(runs, merged, outcome), suggest.to_data(runs, merged, outcome), runs
 
@@ -342,11 +348,14 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument('--easyconfig', metavar='EC', help='take the policy (budget, known failures) from EC '
                                                            '(default: the terms a saved JSON result was judged by)')
     report.add_argument('--target', metavar='TARGET',
-                        help='CPU target for scoped entries (default: $EESSI_SOFTWARE_SUBDIR or detected)')
-    report.add_argument('--cuda-compute-capabilities', metavar='CC[,CC]', help='e.g. 8.0,9.0')
+                        help='CPU target for scoped entries (default: the one the saved JSON results recorded, '
+                             'else $EESSI_SOFTWARE_SUBDIR or detected)')
+    report.add_argument('--cuda-compute-capabilities', metavar='CC[,CC]',
+                        help="e.g. 8.0,9.0 (default: the GPUs' the saved JSON results recorded, else EC's)")
     report.add_argument('--suggest-policy', action='store_true',
                         help='print the known_test_failures entries that would make it pass (placeholder reasons); '
-                             'without --target each saved JSON result is a run of its own target, merged')
+                             'without --target or --cuda-compute-capabilities each saved JSON result is a run '
+                             'of its own target, merged')
     report.add_argument('--suggest-scope', metavar='SCOPE',
                         help="put every suggested entry in SCOPE ('', a family, a target, a compute capability) "
                              'instead of the scope of the runs that saw it')

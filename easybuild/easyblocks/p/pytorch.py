@@ -41,7 +41,6 @@ except ImportError:  # EasyBuild 4.x
     def run_shell_cmd(cmd):
         return _run_cmd(cmd, log_all=True, simple=True)
 from easybuild.tools.modules import get_software_root
-from easybuild.tools.systemtools import get_cpu_architecture
 
 from eb_pytorch_cuda import cudnn, docs_url
 from eb_pytorch_cuda.eb import hooks as easybuild_hooks
@@ -143,13 +142,8 @@ class EB_PyTorch(UpstreamPyTorch):
         extra_vars['max_failed_tests'][1] = ("Budget for failed tests NOT covered by known_test_failures "
                                              "(failed plus errored test cases; flaky ones see "
                                              "flaky_failures_consume_budget)")
-        extra_vars['excluded_tests'][1] = ("Test files to skip (run_test.py -x), as {scope: [files]}; scope '' "
-                                           "(all), a CPU family ("
-                                           f"{', '.join(map(repr, service.CPU_FAMILIES))}, "
-                                           "or EasyBuild's 'AArch64'/'POWER'), "
-                                           "an EESSI CPU target ('x86_64/intel/haswell', globs "
-                                           "allowed; from $EESSI_SOFTWARE_SUBDIR, else detected) or a CUDA compute "
-                                           "capability ('9.0')")
+        extra_vars['excluded_tests'][1] = ("Test files to skip (run_test.py -x), as {scope: [files]}; scope "
+                                           + service.SCOPE_HELP)
         # upstream's since easybuild-easyblocks 5.x (#4052); EasyBuild 4.9.4's EB_PyTorch has neither
         extra_vars.setdefault('allow_missing_failures', [service.SETTING_DEFAULTS['allow_missing_failures'],
                                                          "Pass although up to this many test suites failed "
@@ -240,7 +234,7 @@ class EB_PyTorch(UpstreamPyTorch):
             settings, command, env=dict(os.environ), output_dir=os.path.join(self.builddir, 'pytorch-test-output'),
             python=self.python_cmd, store=lambda _command: self._results_store(),
             source=self.cfg.path or 'known_test_failures', default_budget=ecpolicy.upstream_default_max_failed_tests(),
-            built_capabilities=build_option('cuda_compute_capabilities') or (), aliases=(get_cpu_architecture(),),
+            built_capabilities=build_option('cuda_compute_capabilities') or (),
             previous_results=self._previous_results(), build_dir=self.builddir)
 
     def test_step(self):

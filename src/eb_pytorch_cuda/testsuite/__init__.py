@@ -27,7 +27,7 @@ checked in CI):
                      device tests or upstream's SANDCASTLE=1), node (how many batches this node holds),
                      piece_times (the times file that splits a long suite into our pieces), reruns (one failed
                      test alone, once a run)
-    policy/          judging (scopes, known failures, the budget, the verdict), settings (the test
+    policy/          judging (known failures per scope, the budget, the verdict), settings (the test
                      parameters, one list), suggest (policy entries from failed runs), report (JSON, text,
                      Markdown)
     results/         model, grammar (every pattern that reads run_test.py's and its suites' output),
@@ -37,7 +37,8 @@ checked in CI):
                      testtimes (a long suite cut into shards), saved (results JSON: load, validate, merge),
                      records (the typed store record), cudatests (the tests that ran on a CUDA device,
                      from the XML), seconds (the one reader of a time), previous (the times in the previous
-                     results JSON)
+                     results JSON), scopes (Scope: a scope's kind, parsed once; ScopeContext: where a
+                     build runs)
 
 Every process the step starts goes through eb_pytorch_cuda.process (own group, dies with us).
 """

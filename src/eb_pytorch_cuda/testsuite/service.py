@@ -26,7 +26,7 @@ from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.escape import markdown_code, printable
 from eb_pytorch_cuda.leftovers import stop_leftovers
 from eb_pytorch_cuda.testsuite.policy import settings as _settings
-from eb_pytorch_cuda.testsuite.policy.judging import FAMILIES, Policy, ScopeContext, Verdict, detect_context, judge
+from eb_pytorch_cuda.testsuite.policy.judging import Policy, Verdict, judge
 from eb_pytorch_cuda.testsuite.policy.report import RESULTS_JSON, RESULTS_MARKDOWN, to_json, to_markdown, to_text
 from eb_pytorch_cuda.testsuite.policy.settings import DEFAULT_SUITE_TIMEOUT, JUDGING, TestSettings, rule_timeout
 from eb_pytorch_cuda.testsuite.policy.settings import TERMS_KEY, DeviceTerms, JudgedTerms
@@ -47,13 +47,15 @@ from eb_pytorch_cuda.testsuite.run.node import this_node
 from eb_pytorch_cuda.testsuite.run.plan import HERE_PIECE_SECONDS, RunRequest
 from eb_pytorch_cuda.testsuite.run.reruns import rerun_failures
 from eb_pytorch_cuda.testsuite.run.store import ResultStore
+from eb_pytorch_cuda.testsuite.results import scopes as _scopes
+from eb_pytorch_cuda.testsuite.results.scopes import ScopeContext, detect_context
 
 # the test step's easyconfig parameters (policy.settings: one list for all their readers), for extra_options
 SETTING_DEFAULTS = _settings.DEFAULTS
 SETTING_NAMES = _settings.NAMES
 MAX_RERUNS = _settings.MAX_RERUNS
 TIMEOUT_RULE = _settings.TIMEOUT_RULE
-CPU_FAMILIES = FAMILIES  # the CPU families a scope of excluded_tests/known_test_failures may name
+SCOPE_HELP = _scopes.HELP  # what a scope of excluded_tests/known_test_failures may be, for the parameters' help
 
 FLAG_VARIABLES = ('CFLAGS', 'CXXFLAGS', 'LDFLAGS', 'TORCH_CUDA_ARCH_LIST')
 Say = Callable[[str], None]
@@ -146,7 +148,7 @@ class StepInputs:
     they are known once the scope is); store: the results store of that command (a function for the same
     reason); env: the environment the suites start from; source: what names the policy in messages (the
     easyconfig); default_budget: max_failed_tests where the easyconfig sets none (the installed easyblocks');
-    built_capabilities, target, aliases: where the policy applies when no GPU decides it (scope_context);
+    built_capabilities, target: where the policy applies when no GPU decides it (scope_context);
     previous_results: the previous installation's results JSON (its times); kept: a kept run's result and
     its store, judged again without running a suite; build_dir: where a tested installation goes that other
     nodes must see."""
@@ -160,7 +162,6 @@ class StepInputs:
     default_budget: int = 0
     built_capabilities: Sequence[str] = ()
     target: Optional[str] = None
-    aliases: Tuple[str, ...] = ()
     previous_results: Optional[str] = None
     kept: Optional[Tuple[RunResult, ResultStore]] = None
     build_dir: Optional[str] = None
@@ -325,7 +326,7 @@ def cuda_test_warnings(result: RunResult, mode: Optional[DeviceTestMode]) -> Tup
 
 
 def scope_context(built_capabilities: Sequence, on_this_node: bool, env: Mapping[str, str],
-                  target: Optional[str] = None, aliases: tuple = (),
+                  target: Optional[str] = None,
                   progress: Optional[Callable[[str], None]] = None) -> ScopeContext:
     """Where the policy applies.  on_this_node (the suites run here): the compute capabilities of the GPUs
     they run on, where nvidia-smi sees any, for a known failure scoped '8.0' was seen on such GPUs;
@@ -334,7 +335,7 @@ def scope_context(built_capabilities: Sequence, on_this_node: bool, env: Mapping
     if seen and progress:
         progress(f"policy scope: compute capabilities {', '.join(seen)} (the GPUs the suites run on; built for "
                  f"{', '.join(map(str, built_capabilities)) or 'none given'})")
-    return detect_context(seen or tuple(built_capabilities), target=target, aliases=aliases)
+    return detect_context(seen or tuple(built_capabilities), target=target)
 
 
 def judged(result: RunResult, policy: Policy,
@@ -383,7 +384,7 @@ def step_terms(inputs: StepInputs, on_this_node: bool, say: Optional[Say] = None
     """The step's terms: where the policy applies (on_this_node: the suites run here, so its GPUs decide),
     the policy and the excluded tests in force there."""
     context = scope_context(inputs.built_capabilities or inputs.settings.cuda_compute_capabilities, on_this_node,
-                            inputs.env, inputs.target, inputs.aliases, say)
+                            inputs.env, inputs.target, say)
     policy = inputs.settings.policy(context, inputs.default_budget, inputs.source)
     return StepTerms(inputs.settings, policy, context, tuple(inputs.settings.excluded(context)))
 

@@ -10,8 +10,9 @@ from typing import Any, Dict, Optional, Sequence
 from eb_pytorch_cuda.escape import markdown_code, markdown_text, printable_lines
 
 from eb_pytorch_cuda.testsuite.results.cudatests import cuda_totals
-from eb_pytorch_cuda.testsuite.results.model import SUITE_FAILED, SUITE_PASSED, RunResult
-from eb_pytorch_cuda.testsuite.policy.judging import ScopeContext, Verdict
+from eb_pytorch_cuda.testsuite.results.model import SUITE_FAILED, SUITE_PASSED, RerunOutcome, RunResult
+from eb_pytorch_cuda.testsuite.results.scopes import ScopeContext
+from eb_pytorch_cuda.testsuite.policy.judging import Verdict
 from eb_pytorch_cuda.testsuite.results.saved import RESULT_FORMAT
 from eb_pytorch_cuda.testsuite.policy.suggest import for_verdict
 
@@ -51,8 +52,7 @@ def to_json(result: RunResult, verdict: Verdict, context: Optional[ScopeContext]
             'cuda_tests': cuda_totals(result),
             'input_notes': list(result.notes)}
     if context is not None:
-        data['scope'] = {'cpu_family': context.cpu_family, 'target': context.target,
-                         'compute_capabilities': list(context.compute_capabilities)}
+        data['scope'] = context.to_json()
     data.update(result.to_dict())
     return data
 
@@ -81,7 +81,7 @@ def to_text(result: RunResult, verdict: Verdict) -> str:
     for name, test in verdict.flaky:
         lines.append(f"  flaky (passed on rerun): {name}{'::' + test if test else ' (whole suite)'}")
     reproducible = [f'{s.name}::{t.test_id}' for s in result.suites.values() for t in s.failed_tests
-                    if t.rerun_outcome == 'reproducible']
+                    if t.rerun_outcome == RerunOutcome.REPRODUCIBLE]
     if reproducible:
         lines.append(f"  reproducible on rerun: {', '.join(sorted(reproducible)[:10])}"
                      + (f' and {len(reproducible) - 10} more' if len(reproducible) > 10 else ''))

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, Mapping, NoReturn, Optional, Tuple, Union
 
 from eb_pytorch_cuda.errors import PluginError
-from eb_pytorch_cuda.testsuite.policy.judging import (KnownFailure, Policy, ScopeContext, excluded_tests,
-                                                      known_failures, name_problem)
+from eb_pytorch_cuda.testsuite.policy.judging import KnownFailure, Policy, excluded_tests, known_failures, name_problem
 from eb_pytorch_cuda.testsuite.results.pieces import Piece
+from eb_pytorch_cuda.testsuite.results.scopes import Scope, ScopeContext
 
 DEFAULT_SUITE_TIMEOUT = 3 * 3600  # s a suite may run without a previous time: PyTorch's slowest take under 1 h
 TIMEOUT_FACTOR, LEAST_TIMEOUT = 4, 600  # else: 4x its time in the previous results, at least 10 minutes
@@ -118,10 +118,10 @@ class TestSettings:
         return cls(max_failed_tests=values.get('max_failed_tests'),
                    allow_missing_failures=value('allow_missing_failures'),
                    allow_extra_failures=value('allow_extra_failures'),
-                   known_test_failures=dict(value('known_test_failures')),
+                   known_test_failures=scoped(value('known_test_failures')),
                    flaky_failures_consume_budget=bool(value('flaky_failures_consume_budget')),
                    rerun_failed_tests=value('rerun_failed_tests'),
-                   excluded_tests=stripped_names(value('excluded_tests')),
+                   excluded_tests=scoped(stripped_names(value('excluded_tests'))),
                    test_suite_timeout=None if timeout in (None, '') else timeout,
                    parallel_test_suites=value('parallel_test_suites'),
                    test_suite_jobs=value('test_suite_jobs'),
@@ -177,6 +177,12 @@ def stripped_names(setting: Mapping[str, Iterable[str]]) -> Dict[str, list]:
     return {scope: [name.strip() for name in names] for scope, names in setting.items()}
 
 
+def scoped(setting: Mapping[str, Any]) -> Dict[Scope, Any]:
+    """A checked {scope: [...]} setting (check_values) with its scopes parsed once: the judge asks each Scope
+    where it applies."""
+    return {Scope.parse(scope): items for scope, items in setting.items()}
+
+
 def allowance(value: Union[bool, int]) -> Optional[int]:
     """Upstream's bool-or-count as a count: True is any number (None), False none (0)."""
     if value is True:
@@ -205,6 +211,10 @@ def _check_scopes(source, name, value, check_items):
     for scope, items in value.items():
         if not isinstance(scope, str):
             raise PluginError(source, f'{name}: scope {_shown(scope)} must be a string (\'\' for all)')
+        try:
+            Scope.parse(scope, source)
+        except PluginError as err:
+            raise PluginError(source, f'{name}: {err.problem}') from None
         check_items(scope, items)
 
 
