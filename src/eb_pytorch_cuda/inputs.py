@@ -28,6 +28,11 @@ def _refuse(path, mode):
     raise PluginError(path, f'is {file_kind(mode)}, not a regular file')
 
 
+def is_dangling(path: str) -> bool:
+    """path is a symbolic link to nothing (a missing target, or a loop)."""
+    return os.path.islink(path) and not os.path.exists(path)
+
+
 def open_regular(path: str) -> int:
     """Return a read-only descriptor (close-on-exec) of path, which must be a regular file (symlinks followed).
 
@@ -36,7 +41,7 @@ def open_regular(path: str) -> int:
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
-        raise PluginError(path, 'no such file') from None
+        raise PluginError(path, 'is a dangling symlink' if is_dangling(path) else 'no such file') from None
     except OSError as err:
         raise PluginError(path, f'cannot be read: {err.strerror}') from None
     if not stat.S_ISREG(mode):
