@@ -448,3 +448,16 @@ def test_a_refused_test_suite_creates_nothing(tmp_path, case):
     done = cli(*argv)
     assert done.returncode == 2 and len(_errors(done)) == 1 and 'Traceback' not in done.stderr, done.stderr
     assert not os.path.lexists(tmp_path / 'parent'), os.listdir(tmp_path / 'parent')  # was: .lock, .children
+
+
+def test_a_fifo_as_the_previous_results_is_refused_without_blocking(tmp_path):
+    """The results JSON a run leaves is the next run's previous results (its times: timeouts, pieces).  Before, a
+    FIFO there made `test-suite` wait in open() for a writer, forever."""
+    results = tmp_path / 'results'
+    results.mkdir()
+    previous = results / 'pytorch-test-results.json'
+    os.mkfifo(previous)
+    done = cli(*_suite_argv(results), timeout=120)  # a hang fails the test
+    assert done.returncode == 2 and _errors(done) == [
+        f'eb-pytorch-cuda: error: {previous}: is a FIFO (named pipe), not a regular file'], done.stderr
+    assert os.listdir(results) == ['pytorch-test-results.json']  # refused before the lock or anything else
