@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from eb_pytorch_cuda import process
+from eb_pytorch_cuda.inputs import remove_made
 from eb_pytorch_cuda.leftovers import stop_leftovers
 from eb_pytorch_cuda.testsuite.run import calls
 from eb_pytorch_cuda.testsuite.run import discovery
@@ -412,20 +413,12 @@ def check_inputs(source: str, python: str) -> str:
     return test_dir
 
 
-def make_results_dir(results_dir: str) -> None:
-    """Create results_dir (and its parents); PluginError naming it when it cannot be (`--results /dev/full`:
-    "is a character device, not a directory", where os.makedirs says only "File exists")."""
-    from eb_pytorch_cuda.inputs import file_kind
-    try:
-        os.makedirs(results_dir, exist_ok=True)
-    except FileExistsError:
-        try:
-            kind = file_kind(os.stat(results_dir).st_mode)
-        except OSError:
-            kind = 'a symbolic link to nothing'
-        raise PluginError(results_dir, f'is {kind}, not a directory') from None
-    except OSError as err:
-        raise PluginError(results_dir, f'cannot be created: {err.strerror}') from None
+def make_results_dir(results_dir: str) -> List[str]:
+    """Create results_dir (and its parents); return the directories this call created (inputs.make_directory);
+    PluginError naming it when it cannot be (`--results /dev/full`: "is a character device, not a directory",
+    a dangling symlink: "is a dangling symlink", where os.makedirs says only "File exists")."""
+    from eb_pytorch_cuda.inputs import make_directory
+    return make_directory(results_dir)
 
 
 def store_for(results_dir: str, source: str, python: str, argv: Sequence[str],
@@ -495,8 +488,7 @@ def test_source_tree(source: str, python: str, results_dir: str, command: TestCo
     check_inputs(source, python)
     discovery.check_command(command)  # every refusal of the inputs before anything is created
     python = os.path.abspath(python)
-    created = not os.path.lexists(results_dir)
-    make_results_dir(results_dir)
+    made = make_results_dir(results_dir)
     store = store_for(results_dir, source, python, command.argv, command.env)
     step = TestStep(command, dict(os.environ, **command.env), os.path.join(results_dir, 'output'), python,
                     os.path.join(results_dir, RESULTS_JSON))
@@ -504,7 +496,8 @@ def test_source_tree(source: str, python: str, results_dir: str, command: TestCo
         return run_and_judge(step, store, terms, progress=progress, device_tests=device_tests)
     except PluginError:
         # refused before any suite was stored (the harness's own dry run failed: a torch that does not import):
-        # the directory this call made, with only its lock and registry in it, goes again
-        if created and not os.path.exists(store.path):
-            shutil.rmtree(results_dir, ignore_errors=True)
+        # every directory this call made (--results a/new/deep: new/ too), with only its lock and registry in it,
+        # goes again
+        if made and not os.path.exists(store.path):
+            remove_made(made, with_contents=True)
         raise

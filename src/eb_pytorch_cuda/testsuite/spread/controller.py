@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Callable, Dict, Mapping, Optional, Sequence
 
+from eb_pytorch_cuda.inputs import make_directory
 from eb_pytorch_cuda.testsuite.results import pieces, previous
 from eb_pytorch_cuda.testsuite.spread import slurm
 from eb_pytorch_cuda.testsuite.run.plan import PieceRule, RunPlan, RunRequest
@@ -129,7 +130,7 @@ def run_spread(plan: RunPlan, units: Sequence[str], store: ResultStore, *, jobs:
         'max_claim': max(1, len(todo) // (2 * max(1, int(jobs)) * parallel)),
         'expected_seconds': {key: plan.expected[key] for key in todo if key in plan.expected}}
     queue.create(spec, todo)
-    os.makedirs(plan.output_dir, exist_ok=True)
+    make_directory(plan.output_dir)  # a dangling symlink there is named so, not "File exists"
     reader = RecordReader(queue, progress)  # a worker's line that is no record is named, then set aside
     failed = [sum(1 for record in done.values() if record.suite.status != SUITE_PASSED)]
 
