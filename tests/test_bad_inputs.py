@@ -514,3 +514,50 @@ def test_a_pretestopts_word_over_the_kernels_limit_is_refused_at_once(tmp_path):
                                        f'bytes'), done.stderr
     assert 'MAX_ARG_STRLEN' in done.stderr and len(done.stderr) < 400
     assert not os.path.lexists(results)
+
+
+def test_a_fifo_as_the_previous_results_is_refused_without_blocking(tmp_path):
+    """The results JSON a run leaves is the next run's previous results (its times: timeouts, pieces).  Before, a
+    FIFO there made `test-suite` wait in open() for a writer, forever."""
+    results = tmp_path / 'results'
+    results.mkdir()
+    previous = results / 'pytorch-test-results.json'
+    os.mkfifo(previous)
+    done = cli(*_suite_argv(results), timeout=120)  # a hang fails the test
+    assert done.returncode == 2 and _errors(done) == [
+        f'eb-pytorch-cuda: error: {previous}: is a FIFO (named pipe), not a regular file'], done.stderr
+    assert os.listdir(results) == ['pytorch-test-results.json']  # refused before the lock or anything else
+
+
+@pytest.mark.parametrize('name', ['output', 'results.jsonl.lock', 'results.jsonl.children'])
+def test_a_dangling_link_in_the_results_directory_is_named(tmp_path, name):
+    """Before: `<results>/output: File exists`; the lock was created where the link pointed, outside the results
+    directory; the registry was "no such file"."""
+    results = tmp_path / 'results'
+    results.mkdir()
+    (results / name).symlink_to(tmp_path / 'elsewhere')
+    done = cli(*_suite_argv(results), timeout=300)
+    assert done.returncode == 2 and len(_errors(done)) == 1, done.stderr
+    assert _errors(done)[0].startswith(f'eb-pytorch-cuda: error: {results / name}: is a dangling symlink'), done.stderr
+    assert not (tmp_path / 'elsewhere').exists()
+
+
+def test_a_refusal_removes_every_directory_it_made_for_a_deep_results_path(tmp_path):
+    """A harness whose dry run fails (its run_test.py exits at once) is refused after the results directory was
+    made: every directory this call made goes again, and only those.  Before, `x` was removed and `deep/` and
+    `deep/new/` stayed."""
+    source = tmp_path / 'src'
+    (source / 'test').mkdir(parents=True)
+    (source / 'test' / 'run_test.py').write_text('import sys\nsys.exit("this harness cannot even list its suites")\n')
+    (tmp_path / 'a').mkdir()
+    results = tmp_path / 'a' / 'deep' / 'new' / 'x'
+    import sys
+    done = cli('test-suite', source, '--python', sys.executable, '--results', results, timeout=300)
+    assert done.returncode == 2 and len(_errors(done)) == 1 and 'Traceback' not in done.stderr, done.stderr
+    assert os.listdir(tmp_path / 'a') == []
+    # a directory that was there stays, with what is in it
+    (tmp_path / 'a' / 'deep').mkdir()
+    (tmp_path / 'a' / 'deep' / 'kept').write_text('')
+    done = cli('test-suite', source, '--python', sys.executable, '--results', results, timeout=300)
+    assert done.returncode == 2 and len(_errors(done)) == 1, done.stderr
+    assert os.listdir(tmp_path / 'a' / 'deep') == ['kept']

@@ -88,3 +88,34 @@ def test_our_times_file_is_emptied_when_nothing_is_cut_unwritable_is_said(harnes
     assert [line for line in lines if line.startswith('not splitting long suites: ')] == [
         f"not splitting long suites: {blocked.parent / '.additional_ci_files' / 'test-times.json'} cannot be "
         "written: File exists: suites run whole"], lines
+
+
+def test_a_fifo_as_the_times_file_is_refused_without_blocking(harness26, tmp_path):
+    """The harness opens its times file at every start (run_test.py's load_test_file_times, its dry run too), and
+    so does the plan when it cuts pieces: a FIFO there made `test-suite --parallel 2` with previous results wait on
+    it for ever, no suite run.  Now it is refused before the harness is first asked, and our own reader of it does
+    not block either."""
+    import subprocess
+    import sys
+    from helpers import module_env
+    from eb_pytorch_cuda.testsuite.run import piece_times
+    from eb_pytorch_cuda.testsuite.run.harness import harness_of
+    from eb_pytorch_cuda.testsuite.results.pieces import Piece
+    test_dir = _tree(tmp_path / 'src')
+    times = tmp_path / 'src' / '.additional_ci_files' / 'test-times.json'
+    times.parent.mkdir()
+    os.mkfifo(times)
+    results = tmp_path / 'results'
+    results.mkdir()
+    (results / 'pytorch-test-results.json').write_text(json.dumps({'suite_seconds': PREVIOUS}))
+    done = subprocess.run([sys.executable, '-m', 'eb_pytorch_cuda', 'test-suite', str(tmp_path / 'src'), '--python',
+                           REAL_PYTHON, '--results', str(results), '--parallel', '2', '--runtest',
+                           'cd test && %(python)s run_test.py -i ' + ' '.join(SUITES)],
+                          env=module_env(), capture_output=True, text=True, timeout=120)  # a hang fails the test
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines()[-1] == (
+        f'eb-pytorch-cuda: error: {times}: is a FIFO (named pipe), not a regular file (run_test.py opens it at its '
+        f'start and would wait on it, or fail)'), done.stderr
+    assert 'Traceback' not in done.stderr and not os.path.exists(test_dir / 'test-reports')
+    why = piece_times.write_times(str(test_dir), harness_of(str(test_dir)), [Piece('test_native_functions', 1, 2)])
+    assert why == f'{times}: is a FIFO (named pipe), not a regular file: suites run whole'

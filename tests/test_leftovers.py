@@ -194,3 +194,68 @@ def _is_sleep(pid):
             return handle.read().split(b'\0')[0] == b'sleep'
     except OSError:
         return False
+
+
+def test_a_registry_that_links_to_another_runs_is_refused_and_that_run_is_untouched(tmp_path, tree):
+    """Run B's live group, started as a run starts one (recorded in B's registry, marked with B's token); run A's
+    registry a symbolic link to B's.  Before, A read it as its own (the token is the registry's real path: B's) and
+    stopped B's group, whose suite then ended as a wrong FAIL."""
+    (tmp_path / 'B').mkdir()
+    theirs = tmp_path / 'B' / 'results.jsonl.children'
+    with process.recorded_in(str(theirs)):
+        child = process.start(['sleep', '600'])
+    try:
+        members = process.group_members(child.pid)
+        recorded = theirs.read_text()
+        (tmp_path / 'results').mkdir()
+        ours = tmp_path / 'results' / 'results.jsonl.children'
+        ours.symlink_to(theirs)
+        code, err = _test_suite(tmp_path, tree, timeout=120)
+        assert code == 2, err
+        assert err.strip().splitlines()[-1] == (f"eb-pytorch-cuda: error: {ours}: is a symbolic link (to {theirs}), "
+                                                f"not this store's own regular file (remove it)"), err
+        assert 'stopped process group' not in err and 'Traceback' not in err
+        assert all(running(pid) for pid in members)  # B untouched: its group, its registry
+        assert theirs.read_text() == recorded and ours.is_symlink()
+        ours.unlink()
+        ours.symlink_to(tmp_path / 'nothing')
+        with pytest.raises(PluginError, match="is a dangling symlink, not this store's own regular file"):
+            leftovers.read_registry(str(ours))
+    finally:
+        child.stop()
+
+
+def test_a_registry_of_100000_lines_is_read_in_bounded_work(tmp_path):
+    """100,000 valid-looking lines naming no running group (1.2 MB), then a live group of this store's and a line
+    that is none: the last KEPT_LINES lines are read, the rest set aside with one note, /proc read once.  Before,
+    one scan of /proc per line: the run started after 190 s (issue 50's measurement)."""
+    registry = str(tmp_path / 's.jsonl.children')
+    with open(registry, 'w') as handle:
+        handle.writelines(f'{4_000_000 - index} {index}\n' for index in range(100_000))
+    with process.recorded_in(registry):
+        child = process.start(['sleep', '600'])
+    with open(registry, 'a') as handle:
+        handle.write('x y\n')
+    try:
+        members = process.group_members(child.pid)
+        started = time.monotonic()
+        done = leftovers.stop_leftovers(registry)
+        seconds = time.monotonic() - started
+        assert done.stopped == [child.pid] and none_left(members, 5)
+        unread = 100_002 - leftovers.KEPT_LINES
+        assert done.notes[0] == (f'{registry}: lines 1 to {unread} set aside unread: more than a run records after '
+                                 f'the groups it can have left running (only the last {leftovers.KEPT_LINES} lines '
+                                 f'are read)')
+        assert done.notes[-1].startswith(f"{registry}: line 100002: 'x y' is not '<pgid> <start time>'")
+        assert seconds < 10 + process.GRACE_SECONDS, seconds  # the stop itself may take its grace period
+        assert not os.path.exists(registry)
+    finally:
+        child.stop()
+
+
+def test_the_notes_of_a_registry_are_bounded(tmp_path):
+    registry = tmp_path / 'r.jsonl.children'
+    registry.write_text('garbage\n' * 5000)
+    done = leftovers.stop_leftovers(str(registry))
+    assert len(done.notes) == leftovers.NOTES_SHOWN + 1
+    assert done.notes[-1] == f'{registry}: {5000 - leftovers.NOTES_SHOWN} more line(s) set aside or left alone'

@@ -66,6 +66,47 @@ def test_values_read_in_the_child_arrive_as_written(tmp_path):
                                                 'excluded_tests': {'': ('test_a',)}, 'rerun_failed_tests': 10}
 
 
+# an easyconfig that starts a daemon: a child that calls setsid() (its own session and group) and sleeps, holding
+# the reading process's result pipe; then the easyconfig goes on (its values are read) or hangs itself
+DAEMON = '''import os, time
+pid = os.fork()
+if pid == 0:
+    os.setsid()
+    time.sleep(600)
+    os._exit(0)
+fd = os.open({pidfile!r}, os.O_WRONLY | os.O_CREAT)  # (an open file object is no value EasyBuild can copy)
+os.write(fd, str(pid).encode())
+os.close(fd)
+{rest}
+'''
+
+
+@pytest.mark.parametrize('rest', ['max_failed_tests = 3', 'time.sleep(600)'])
+def test_an_easyconfig_daemon_is_stopped_with_the_reading_process(tmp_path, rest):
+    """Before, the daemon left the reader's group, so stopping the group at the bound left it running under PID 1
+    (and its hold on the result pipe made even an easyconfig that ends wait for the bound).  The supervisor is now
+    its subreaper and stops every descendant: the values are read, or the bound is reached, and the daemon is gone
+    either way.  The bound is set to 15 s here (READ_SECONDS: 300)."""
+    import os
+    import signal
+    from eb_pytorch_cuda.eb.ecpolicy import read_easyconfig
+    from eb_pytorch_cuda.errors import PluginError
+    from procs import none_left, running
+    pidfile = tmp_path / 'daemon.pid'
+    easyconfig = _easyconfig(tmp_path, DAEMON.format(pidfile=str(pidfile), rest=rest))
+    try:
+        if rest.startswith('time.sleep'):
+            with pytest.raises(PluginError, match=r'is not a readable easyconfig \(still not read after 15 s\)'):
+                read_easyconfig(str(easyconfig), timeout=15)
+        else:
+            assert read_easyconfig(str(easyconfig), timeout=15) == {'max_failed_tests': 3}
+        daemon = int(pidfile.read_text())
+        assert none_left([daemon], 5), f'the daemon {daemon} still runs'
+    finally:
+        if pidfile.exists() and running(int(pidfile.read_text())):
+            os.kill(int(pidfile.read_text()), signal.SIGKILL)
+
+
 def test_test_suite_with_an_easyconfig_that_exits_runs_nothing(tmp_path, source):
     results = tmp_path / 'results'
     easyconfig = _easyconfig(tmp_path, 'import os\nos._exit(0)')

@@ -8,7 +8,9 @@ checked again on the descriptor (the name could have been replaced in between). 
 """
 
 import os
+import shutil
 import stat
+from typing import List
 
 from eb_pytorch_cuda.errors import PluginError
 
@@ -28,6 +30,11 @@ def _refuse(path, mode):
     raise PluginError(path, f'is {file_kind(mode)}, not a regular file')
 
 
+def is_dangling(path: str) -> bool:
+    """path is a symbolic link to nothing (a missing target, or a loop)."""
+    return os.path.islink(path) and not os.path.exists(path)
+
+
 def open_regular(path: str) -> int:
     """Return a read-only descriptor (close-on-exec) of path, which must be a regular file (symlinks followed).
 
@@ -36,7 +43,7 @@ def open_regular(path: str) -> int:
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
-        raise PluginError(path, 'no such file') from None
+        raise PluginError(path, 'is a dangling symlink' if is_dangling(path) else 'no such file') from None
     except OSError as err:
         raise PluginError(path, f'cannot be read: {err.strerror}') from None
     if not stat.S_ISREG(mode):
@@ -88,3 +95,55 @@ def write_atomically(path: str, text: str) -> None:
         except OSError:
             pass
         raise PluginError(path, f'cannot be written: {err.strerror}') from None
+
+
+def make_directory(path: str) -> List[str]:
+    """Create the directory path and its missing parents; return those this call created, outermost first (so a
+    caller that refuses afterwards can remove exactly what it made: remove_made).
+
+    PluginError naming the path (or the part of it) that is in the way: "is a dangling symlink", "is a character
+    device, not a directory" (os.makedirs says only "File exists" for both), or why it cannot be created."""
+    path = os.path.abspath(path)
+    missing = []
+    part = path
+    while not os.path.lexists(part) and os.path.dirname(part) != part:
+        missing.append(part)
+        part = os.path.dirname(part)
+    if not os.path.isdir(part):
+        if is_dangling(part):
+            raise PluginError(part, 'is a dangling symlink')
+        try:
+            kind = file_kind(os.stat(part).st_mode)
+        except OSError as err:
+            raise PluginError(part, f'cannot be read: {err.strerror}') from None
+        raise PluginError(part, f'is {kind}, not a directory')
+    made: List[str] = []
+    for directory in reversed(missing):
+        try:
+            os.mkdir(directory)
+        except FileExistsError:  # made meanwhile by someone else: theirs, used as it is
+            if not os.path.isdir(directory):
+                remove_made(made)
+                raise PluginError(directory, 'is a dangling symlink' if is_dangling(directory)
+                                  else 'is not a directory') from None
+            continue
+        except OSError as err:
+            remove_made(made)
+            raise PluginError(directory, f'cannot be created: {err.strerror}') from None
+        made.append(directory)
+    return made
+
+
+def remove_made(made: List[str], with_contents: bool = False) -> None:
+    """Remove the directories make_directory created (its list), innermost first, each only if it is empty by
+    then (with_contents: the innermost with what is in it, all of it this call's), so what another process put
+    there meanwhile stays, and so do the directories above it."""
+    if made and with_contents:
+        shutil.rmtree(made[-1], ignore_errors=True)
+    for directory in reversed(made):
+        try:
+            os.rmdir(directory)
+        except FileNotFoundError:
+            continue
+        except OSError:
+            return

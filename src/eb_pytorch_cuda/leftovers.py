@@ -19,22 +19,33 @@ one of its running members, in session and group pgid,
 What is never signalled: group 0 (killpg(0) is the caller's own group), 1, our own group and session
 (process.never_signalled).  A line that is not '<pgid> <start time>' as a run writes it (garbage, leading
 zeros, a 20-million-digit number, a pgid above the kernel's PID_MAX_LIMIT) is set aside with a note, and so
-is a running group without the proof (left alone).  The registry must be a regular file: a FIFO, a device
-or a directory there is refused (PluginError) without blocking, before anything is stopped or removed.
+is a running group without the proof (left alone).  The registry must be this store's own regular file: a
+symbolic link (to another run's registry, whose groups would then carry the token of the link's target: its own
+run's, stopped as "ours"), a FIFO, a device or a directory there is refused (PluginError) without blocking, before
+anything is stopped or removed.
+
+The work is bounded whatever the file holds: only its last KEPT_LINES lines are read (a killed run's groups that
+can still run are among the last it recorded: it records each as it starts, runs at most its slots' batches and
+pieces at once, a few thousand groups in all before its reruns, which run one at a time; the lines before are
+counted, not read, and set aside with one note), at most NOTES_SHOWN notes name a line (one more counts the rest),
+and the running groups are read from /proc once (process.running_groups), not once per line.
 """
 
 import os
 import re
 from dataclasses import dataclass, field
-from typing import BinaryIO, Iterator, List, Optional, Tuple
+from itertools import islice
+from typing import BinaryIO, Dict, Iterator, List, Optional, Tuple
 
 from eb_pytorch_cuda import process
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.escape import printable
-from eb_pytorch_cuda.inputs import open_regular
+from eb_pytorch_cuda.inputs import is_dangling, open_regular
 
 PID_MAX_LIMIT = 4194304  # the kernel's largest pid_max (include/linux/threads.h, 64-bit): no pgid is above it
 LONGEST_LINE = 64  # bytes: '<pgid> <start time>' is at most 7 + 1 + 20; a longer line is read past, not kept
+KEPT_LINES = 10000  # the last lines read (module doc): the rest of a longer registry is set aside with one note
+NOTES_SHOWN = 20  # notes naming a set-aside line; one more says how many others were set aside
 _LINE = re.compile(rb'(0|[1-9][0-9]{0,6}) (0|[1-9][0-9]{0,19})')
 
 
@@ -72,36 +83,86 @@ def _lines(handle: BinaryIO) -> Iterator[Tuple[int, Optional[bytes]]]:
             yield number, line.rstrip(b'\n')
 
 
+def _open_own(registry: str) -> int:
+    """A descriptor of registry, which must be this store's own regular file: a symbolic link there (to another
+    store's registry, or to nothing) is refused, and so is anything inputs.open_regular refuses."""
+    if os.path.islink(registry):
+        target = printable(os.readlink(registry))[:200]
+        problem = 'is a dangling symlink' if is_dangling(registry) else f'is a symbolic link (to {target})'
+        raise PluginError(registry, f"{problem}, not this store's own regular file (remove it)")
+    return open_regular(registry)
+
+
+def _tail(fd: int) -> Tuple[int, int]:
+    """(offset, lines before it) of the first of the file's last KEPT_LINES lines: the file read from its end in
+    large pieces (newlines counted, never a line held), so a registry of any size costs one pass at bytes.count's
+    speed, and the lines read one by one are at most KEPT_LINES."""
+    size = os.fstat(fd).st_size
+    if size == 0:
+        return 0, 0
+    wanted = KEPT_LINES + (os.pread(fd, 1, size - 1) == b'\n')  # the newline after the start of the last lines
+    seen, start, end = 0, 0, size
+    found = False
+    while end > 0:
+        begin = max(0, end - (1 << 20))
+        chunk = os.pread(fd, end - begin, begin)
+        count = chunk.count(b'\n')
+        if not found and seen + count >= wanted:
+            index = len(chunk)
+            for _ in range(wanted - seen):
+                index = chunk.rindex(b'\n', 0, index)
+            start, found = begin + index + 1, True
+        seen += count
+        end = begin
+    return (start, seen - wanted + 1) if found else (0, 0)
+
+
 def read_registry(registry: str) -> Tuple[List[Entry], List[str]]:
-    """(entries, notes) of registry: every line that is '<pgid> <start time>' as a run writes it; a note naming
-    the file and the line for each other one (an empty line, a last line cut short by a kill: skipped quietly).
-    No file: nothing.  PluginError naming the file when it is not a regular file or cannot be read (opened
-    without blocking, inputs.open_regular)."""
+    """(entries, notes) of registry: every line of its last KEPT_LINES that is '<pgid> <start time>' as a run
+    writes it; a note naming the file and the line for each other one (an empty line, a last line cut short by a
+    kill: skipped quietly), and one for the lines before the last KEPT_LINES.  No file: nothing.  PluginError
+    naming the file when it is not this store's own regular file or cannot be read (opened without blocking,
+    _open_own)."""
     if not os.path.lexists(registry):
         return [], []
-    entries, notes = [], []
-    with os.fdopen(open_regular(registry), 'rb') as handle:
+    entries: List[Entry] = []
+    notes: List[str] = []
+    with os.fdopen(_open_own(registry), 'rb') as handle:
         try:
-            for number, line in _lines(handle):
-                where = f'{registry}: line {number}'
-                if line is None:
-                    notes.append(f'{where}: longer than {LONGEST_LINE} bytes, not a registry line; set aside')
-                    continue
-                match = _LINE.fullmatch(line)
-                if match is None:
-                    if line.strip():
-                        shown = printable(line[:40].decode('ascii', 'replace'))
-                        notes.append(f"{where}: '{shown}' is not '<pgid> <start time>' as a run writes it "
-                                     f"(decimal, no leading zeros); set aside")
-                    continue
-                pgid = int(match.group(1))
-                if pgid > PID_MAX_LIMIT:
-                    notes.append(f'{where}: {pgid} is no process group id (above {PID_MAX_LIMIT}); set aside')
-                    continue
-                entries.append(Entry(pgid, int(match.group(2)), number))
+            start, before = _tail(handle.fileno())
+            handle.seek(start)
+            lines = list(islice(_lines(handle), KEPT_LINES))  # (a file that grows meanwhile: not past these)
         except OSError as err:
             raise PluginError(registry, f'cannot be read: {err.strerror}') from None
+    for number, line in lines:
+        number += before
+        where = f'{registry}: line {number}'
+        if line is None:
+            notes.append(f'{where}: longer than {LONGEST_LINE} bytes, not a registry line; set aside')
+            continue
+        match = _LINE.fullmatch(line)
+        if match is None:
+            if line.strip():
+                shown = printable(line[:40].decode('ascii', 'replace'))
+                notes.append(f"{where}: '{shown}' is not '<pgid> <start time>' as a run writes it "
+                             f"(decimal, no leading zeros); set aside")
+            continue
+        pgid = int(match.group(1))
+        if pgid > PID_MAX_LIMIT:
+            notes.append(f'{where}: {pgid} is no process group id (above {PID_MAX_LIMIT}); set aside')
+            continue
+        entries.append(Entry(pgid, int(match.group(2)), number))
+    if before:
+        notes.insert(0, f'{registry}: lines 1 to {before} set aside unread: more than a run records after the '
+                        f'groups it can have left running (only the last {KEPT_LINES} lines are read)')
     return entries, notes
+
+
+def _shown(registry: str, notes: List[str]) -> List[str]:
+    """The first NOTES_SHOWN notes, and one that counts the others."""
+    if len(notes) <= NOTES_SHOWN:
+        return notes
+    return notes[:NOTES_SHOWN] + [f'{registry}: {len(notes) - NOTES_SHOWN} more line(s) set aside or left alone']
 
 
 def _stat(pid: int) -> Optional[Tuple[int, int, int]]:
@@ -126,10 +187,11 @@ def _mark(pid: int) -> Optional[bytes]:
     return next((entry[len(prefix):] for entry in environ.split(b'\0') if entry.startswith(prefix)), None)
 
 
-def proven_ours(entry: Entry, token: str) -> bool:
-    """The kernel shows group entry.pgid is the one a run of the store with this token started (module doc)."""
+def proven_ours(entry: Entry, token: str, members: Optional[List[int]] = None) -> bool:
+    """The kernel shows group entry.pgid is the one a run of the store with this token started (module doc);
+    members: the group's running processes, where the caller has read them (process.running_groups)."""
     member_mark = f'{token} {entry.pgid} {entry.started}'.encode()
-    for pid in process.group_members(entry.pgid):
+    for pid in process.group_members(entry.pgid) if members is None else members:
         found = _stat(pid)
         if found is None or found[:2] != (entry.pgid, entry.pgid):
             continue
@@ -144,11 +206,13 @@ def proven_ours(entry: Entry, token: str) -> bool:
 
 def stop_leftovers(registry: str) -> Leftovers:
     """Stop each group registry names that a run of this store started and left running (proven_ours), then
-    remove the registry; the notes say which lines were set aside and which running groups were left alone.
+    remove the registry; the notes say which lines were set aside and which running groups were left alone (the
+    first NOTES_SHOWN, and one more that counts the rest).
     Called by the next run on the store, holding its lock, before it starts anything."""
     entries, notes = read_registry(registry)
     done = Leftovers(notes=notes)
     token = process.store_token(registry)
+    running: Dict[int, List[int]] = process.running_groups() if entries else {}  # one scan of /proc for all lines
     seen = set()
     for entry in entries:
         if (entry.pgid, entry.started) in seen:
@@ -158,15 +222,16 @@ def stop_leftovers(registry: str) -> Leftovers:
         why = process.never_signalled(entry.pgid)
         if why:
             done.notes.append(f'{where}: {why}; set aside')
-        elif not process.group_members(entry.pgid):
+        elif entry.pgid not in running:
             continue  # ended, as recorded groups normally have
-        elif not proven_ours(entry, token):
+        elif not proven_ours(entry, token, running[entry.pgid]):
             done.notes.append(f'{where}: process group {entry.pgid} runs, but nothing in it shows a run of '
                               f'this store started it (the supervisor of pid {entry.pgid} started at '
                               f'{entry.started}, or its commands); left alone')
         else:
             process.stop_group(entry.pgid)
             done.stopped.append(entry.pgid)
+    done.notes = _shown(registry, done.notes)
     try:
         os.unlink(registry)
     except FileNotFoundError:

@@ -9,9 +9,13 @@ and they outlive it.  So each child is started through a supervisor, a small `py
 - asks the kernel for SIGTERM when its parent thread dies (PR_SET_PDEATHSIG), and checks that the parent
   did not die before it asked (it exits 125 then);
 - leads a new session and process group, runs the command as its only child, and waits for it;
+- is the child subreaper of what the command starts (PR_SET_CHILD_SUBREAPER): a descendant that leaves the
+  group (a daemon: fork, setsid(), its parent ends) is reparented to it, not to init, and stays its descendant;
 - on SIGTERM, SIGINT or SIGHUP (ours, the kernel's parent-death signal, or a killpg of its group) sends
-  SIGTERM to every other member of its group, waits up to a grace period, then SIGKILLs what is left;
-- after the command ends by itself, stops what the command left behind in the group the same way;
+  SIGTERM to every other member of its group and every descendant, waits up to a grace period, then SIGKILLs
+  what is left;
+- after the command ends by itself, stops what the command left behind (in the group, or below it) the same
+  way, reaping the orphans it became the parent of as they end;
 - ends with the command's own status (its exit code, or the same signal), so callers read it as if the
   command had been started directly.
 
@@ -31,7 +35,6 @@ a `test-suite` or `eb` that is told to stop leaves nothing running when it exits
 import contextlib
 import errno
 import hashlib
-import inspect
 import os
 import shutil
 import signal
@@ -53,8 +56,8 @@ STOPPING_SIGNALS = (signal.SIGINT,) + TERMINATING_SIGNALS
 MARK_VARIABLE = 'EB_PYTORCH_CUDA_GROUP'
 
 
-# the one scan of a group in /proc: used here, and its source is compiled into the supervisor program (which
-# must stand alone: python -I -S -c), so both sides agree on what "still running" means
+# the one scan of a group in /proc; the supervisor's members() (its program must stand alone: python -I -S -c)
+# applies the same rule, so both sides agree on what "still running" means
 def group_members(pgid: int) -> List[int]:
     """Processes of group pgid that still run (a zombie has ended: only its exit status is left)."""
     found = []
@@ -71,11 +74,32 @@ def group_members(pgid: int) -> List[int]:
     return found
 
 
+def running_groups() -> Dict[int, List[int]]:
+    """{process group: its processes that still run} of every group, in one scan of /proc (group_members' rule:
+    a zombie has ended), for a caller that asks about many groups at once (eb_pytorch_cuda.leftovers)."""
+    found: Dict[int, List[int]] = {}
+    for name in os.listdir('/proc'):
+        if name.isdigit():
+            try:
+                with open('/proc/' + name + '/stat', 'rb') as handle:
+                    stat = handle.read()
+            except OSError:
+                continue
+            fields = stat[stat.rindex(b')') + 2:].split()
+            if fields[0] != b'Z':
+                found.setdefault(int(fields[2]), []).append(int(name))
+    return found
+
+
 _SUPERVISOR = r'''
 import ctypes, os, resource, signal, sys, time
-ctypes.CDLL(None).prctl(1, int(signal.SIGTERM), 0, 0, 0)  # PR_SET_PDEATHSIG
+libc = ctypes.CDLL(None)
+libc.prctl(1, int(signal.SIGTERM), 0, 0, 0)  # PR_SET_PDEATHSIG
 if os.getppid() != int(sys.argv[1]):
     os._exit(125)  # the parent died before the request: nobody would stop us
+# PR_SET_CHILD_SUBREAPER: a descendant orphaned by its parent's end (a daemon that forked, called setsid() and
+# left its group) becomes our child, not init's, so that the descendants below are all of what the command started
+libc.prctl(36, 1, 0, 0, 0)
 grace, me = float(sys.argv[2]), os.getpid()
 STOPPING = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 if MARK in os.environ:  # a recorded group: the command carries the proof of whose it is (leftovers.py)
@@ -84,7 +108,27 @@ if MARK in os.environ:  # a recorded group: the command carries the proof of who
     os.environ[MARK] = '%s %d %s' % (os.environ[MARK], me, stat[stat.rindex(b')') + 2:].split()[19].decode())
 
 def members():
-    return [pid for pid in group_members(me) if pid != me]
+    """Our group's other running members and every running descendant (whatever its group or session)."""
+    children, found = {}, set()
+    for name in os.listdir('/proc'):
+        if name.isdigit():
+            try:
+                with open('/proc/' + name + '/stat', 'rb') as handle:
+                    stat = handle.read()
+            except OSError:
+                continue
+            fields = stat[stat.rindex(b')') + 2:].split()
+            if fields[0] != b'Z':
+                children.setdefault(int(fields[1]), []).append(int(name))
+                if int(fields[2]) == me:
+                    found.add(int(name))
+    below = list(children.get(me, ()))
+    while below:
+        pid = below.pop()
+        found.add(pid)
+        below.extend(children.get(pid, ()))
+    found.discard(me)
+    return sorted(found)
 
 def signal_members(signum):
     for pid in members():
@@ -108,8 +152,13 @@ def stop_group():
         if not members():
             return
         time.sleep(0.05)
-    signal_members(signal.SIGKILL)
-    reap()
+    deadline = time.monotonic() + 30
+    while True:  # again while any is left: one may have forked between the scan and its kill
+        signal_members(signal.SIGKILL)
+        reap()
+        if not members() or time.monotonic() > deadline:
+            return
+        time.sleep(0.05)
 
 def end_like(status):
     if os.WIFSIGNALED(status):  # the same signal, so the caller reads it as the command's own death
@@ -142,21 +191,21 @@ if child == 0:
         os.write(2, ('cannot run %s: %s\n' % (sys.argv[3], err.strerror)).encode())
         os._exit(127)
 signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPPING)
-while True:
+while True:  # any child: the orphans we became the parent of are reaped as they end, not kept as zombies
     try:
-        _, status = os.waitpid(child, 0)
-        break
+        pid, status = os.waitpid(-1, 0)
     except ChildProcessError:
         status = 127 << 8
         break
+    if pid == child:
+        break
 for signum in STOPPING:
     signal.signal(signum, signal.SIG_IGN)
-stop_group()  # what the command left running in its group (pool workers, resource tracker)
+stop_group()  # what the command left running in its group or below it (pool workers, resource tracker, daemons)
 end_like(status)
 '''
 
-_SUPERVISOR = (inspect.getsource(group_members).replace(' -> List[int]', '').replace(': int', '')
-               + f'MARK = {MARK_VARIABLE!r}\n' + _SUPERVISOR)
+_SUPERVISOR = f'MARK = {MARK_VARIABLE!r}\n' + _SUPERVISOR
 _SUPERVISOR_ARGV = [b'-I', b'-S', b'-c', _SUPERVISOR.encode()]  # what follows the Python in its command line
 
 _live: set = set()
@@ -182,14 +231,15 @@ def store_token(registry: str) -> str:
 
 def _record(pgid: int) -> None:
     """Append '<pgid> <start time>' to the active registry: one write of one short line, whole or absent.
-    Opened without blocking and checked to be a regular file (a FIFO there would hang the start)."""
+    Opened without blocking and checked to be a regular file (a FIFO there would hang the start), never through a
+    symbolic link (another store's registry: eb_pytorch_cuda.leftovers)."""
     started = _start_time(pgid)
     if not _registry or started is None:
         return  # nothing records, or the supervisor is gone already (reaped: its group has ended)
     path = _registry[-1][0]
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC,
-                     0o644)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+                     | os.O_NOFOLLOW, 0o644)
     except OSError as err:
         raise PluginError(path, f'cannot be written: {err.strerror}') from None
     try:

@@ -27,29 +27,30 @@ def upstream_default_max_failed_tests():
 READ_SECONDS = 300  # an easyconfig still being read after this long never finishes (EasyBuild's parse: < 5 s)
 
 
-def read_easyconfig(path):
+def read_easyconfig(path, timeout: float = READ_SECONDS):
     """{parameter: value} of the test step's parameters (settings.NAMES) set in the easyconfig at path, each
-    checked by type and range (settings.check_values).
+    checked by type and range (settings.check_values); an easyconfig still not read after timeout seconds is bad
+    input, and its reading process is stopped with all it started (process: daemons that left its group too).
 
     The easyconfig is Python, run as `eb` runs it, in a child process (eb/ecread says why): whatever it
     does, sys.exit(), os._exit(0), a raise of KeyboardInterrupt or a kill of its own process included, is
     bad input (PluginError naming the file), never an exit status of ours that a script would read as a
     verdict.  A real SIGINT/SIGTERM reaches this process and stops the child with it.
     """
-    found = _parsed(path, settings.NAMES)
+    found = _parsed(path, settings.NAMES, timeout)
     settings.check_values(found, str(path))
     return found
 
 
-def _parsed(path, names: Sequence[str]) -> Dict[str, Any]:
+def _parsed(path, names: Sequence[str], timeout: float = READ_SECONDS) -> Dict[str, Any]:
     """The parameters of names that the easyconfig at path sets, untemplated (EasyBuild's own parser, in a child:
     eb/ecread); PluginError naming the file for whatever the easyconfig's Python does instead."""
     os.close(open_regular(str(path)))  # "no such file" (EasyBuild's parser says "Failed to determine get function")
     argv = [sys.executable, '-c', ecread.CODE, json.dumps(sys.path), str(path), *names]
     try:
-        done = process.capture(argv, timeout=READ_SECONDS, stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        done = process.capture(argv, timeout=timeout, stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
-        raise PluginError(path, f'is not a readable easyconfig (still not read after {READ_SECONDS} s)') from None
+        raise PluginError(path, f'is not a readable easyconfig (still not read after {timeout:g} s)') from None
     return _values(path, done)
 
 

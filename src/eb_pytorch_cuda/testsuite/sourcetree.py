@@ -7,14 +7,14 @@ import dataclasses
 import hashlib
 import json
 import os
-import shutil
 import subprocess
 import sys
-from typing import Dict, Optional, Sequence
+from typing import Dict, List, Optional, Sequence
 
 from eb_pytorch_cuda import process
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.escape import printable
+from eb_pytorch_cuda.inputs import make_directory, remove_made
 from eb_pytorch_cuda.testsuite.run import discovery
 from eb_pytorch_cuda.testsuite.run.command import TestCommand
 from eb_pytorch_cuda.testsuite.run.store import ResultStore
@@ -63,20 +63,11 @@ def check_inputs(source: str, python: str) -> str:
     return test_dir
 
 
-def make_results_dir(results_dir: str) -> None:
-    """Create results_dir (and its parents); PluginError naming it when it cannot be (`--results /dev/full`:
-    "is a character device, not a directory", where os.makedirs says only "File exists")."""
-    from eb_pytorch_cuda.inputs import file_kind
-    try:
-        os.makedirs(results_dir, exist_ok=True)
-    except FileExistsError:
-        try:
-            kind = file_kind(os.stat(results_dir).st_mode)
-        except OSError:
-            kind = 'a symbolic link to nothing'
-        raise PluginError(results_dir, f'is {kind}, not a directory') from None
-    except OSError as err:
-        raise PluginError(results_dir, f'cannot be created: {err.strerror}') from None
+def make_results_dir(results_dir: str) -> List[str]:
+    """Create results_dir (and its parents); return the directories this call created (inputs.make_directory);
+    PluginError naming it when it cannot be (`--results /dev/full`: "is a character device, not a directory",
+    a dangling symlink: "is a dangling symlink", where os.makedirs says only "File exists")."""
+    return make_directory(results_dir)
 
 
 def store_for(results_dir: str, source: str, python: str, argv: Sequence[str],
@@ -122,17 +113,20 @@ def test_source_tree(source: str, results_dir: str, inputs: StepInputs, host: Op
     before any suite was stored (the harness's own dry run failed: a torch that does not import) removes the
     directory this call made."""
     check_inputs(source, inputs.python)
-    created = not os.path.lexists(results_dir)
-    stores = []
+    made: List[str] = []
+    stores: List[ResultStore] = []
 
     def store_of(command: TestCommand) -> ResultStore:
-        discovery.check_command(command)
-        make_results_dir(results_dir)
+        discovery.check_command(command)  # every refusal of the inputs before anything is created
+        made.extend(make_results_dir(results_dir))
         stores.append(store_for(results_dir, source, inputs.python, command.argv, command.env))
         return stores[-1]
     try:
         return run_step(dataclasses.replace(inputs, store=store_of), host or TerminalHost(inputs.python))
     except PluginError:
-        if created and stores and not os.path.exists(stores[-1].path):
-            shutil.rmtree(results_dir, ignore_errors=True)
+        # refused before any suite was stored (the harness's own dry run failed: a torch that does not import):
+        # every directory this call made (--results a/new/deep: new/ too), with only its lock and registry in it,
+        # goes again
+        if made and stores and not os.path.exists(stores[-1].path):
+            remove_made(made, with_contents=True)
         raise

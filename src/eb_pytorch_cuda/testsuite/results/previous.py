@@ -1,15 +1,18 @@
 """The times in a previous installation's results JSON, read to plan a run: suites' and tests' seconds.
 
 The file is the previous build's, read to set timeouts (service.suite_timeouts), order and split a spread
-(spread.controller), never trusted to be ours: a file that cannot be read or is no JSON object gives no times;
-in one that is, each time goes through the one number reader (results.seconds), and what is not a time
-(1e999, a 401-digit integer, NaN, -5, a string) is left out with a note naming the file and the place.
+(spread.controller), never trusted to be ours: a file that is no JSON object gives no times, one that is no
+regular file (a FIFO, a directory) or cannot be read is refused in one line; in one that is, each time goes
+through the one number reader (results.seconds), and what is not a time (1e999, a 401-digit integer, NaN, -5, a
+string) is left out with a note naming the file and the place.
 """
 
 import json
 from dataclasses import dataclass, field
+import os
 from typing import Callable, Dict, List, Mapping, Optional
 
+from eb_pytorch_cuda.inputs import read_bytes
 from eb_pytorch_cuda.testsuite.results.seconds import NotSeconds, seconds_of
 
 Notice = Callable[[str], None]
@@ -20,13 +23,15 @@ def _quiet(note: str) -> None:
 
 
 def load(path: Optional[str]) -> dict:
-    """The JSON object in path, {} without a path or when it cannot be read or is not an object."""
-    if not path:
+    """The JSON object in path, {} without a path or a file there, or when it is no JSON object; PluginError
+    naming the file when it is not a regular file (a FIFO there would block the open until a writer came) or
+    cannot be read: opened without blocking (inputs.read_bytes), before anything of the run is created."""
+    if not path or not os.path.lexists(path):
         return {}
+    raw = read_bytes(path)
     try:
-        with open(path, 'rb') as handle:
-            data = json.loads(handle.read())
-    except (OSError, ValueError, RecursionError):
+        data = json.loads(raw)
+    except (ValueError, RecursionError):
         return {}
     return data if isinstance(data, dict) else {}
 

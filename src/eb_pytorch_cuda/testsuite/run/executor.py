@@ -9,10 +9,10 @@ run on (its GPUs probed for the scope and the CUDA device tests, its CPUs and me
 installation goes, how long suites are cut into pieces, what the dry run says, and what is cleaned up after.
 """
 
-import os
 from dataclasses import replace
 from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, Tuple
 
+from eb_pytorch_cuda.inputs import make_directory
 from eb_pytorch_cuda.testsuite.results.model import RunResult
 from eb_pytorch_cuda.testsuite.results.pieces import with_merged
 from eb_pytorch_cuda.testsuite.results.previous import History
@@ -63,6 +63,6 @@ def execute(executor: Executor, request: RunRequest, store: ResultStore,
     if request.pieces is not None and not request.done:  # suites or pieces already stored are not cut again
         request = replace(request, done=frozenset(with_merged(store.finished())))  # a suite all of whose pieces are
     plan = build_plan(request, progress)
-    os.makedirs(plan.output_dir, exist_ok=True)  # every executor's runs write their output there
+    make_directory(plan.output_dir)  # every executor's runs write their output there (a dangling link: named)
     executor.run(plan, plan.units, store)
     return plan, store.result(list(plan.suites))

@@ -15,6 +15,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
 
+from eb_pytorch_cuda.inputs import make_directory
 from eb_pytorch_cuda.testsuite.results.model import SUITE_PASSED
 from eb_pytorch_cuda.testsuite.results.pieces import Piece, with_merged
 from eb_pytorch_cuda.testsuite.results.previous import History
@@ -131,7 +132,7 @@ def run_here(plan: RunPlan, units: Sequence[str], store: ResultStore, *,
         progress(f'resuming: {len(measured)} suite(s) already measured for this build, {len(todo)} to run')
     tally = _Tally(store, len(measured) + len(todo), len(measured),
                    sum(1 for record in measured.values() if record.suite.status != SUITE_PASSED), progress)
-    os.makedirs(plan.output_dir, exist_ok=True)
+    make_directory(plan.output_dir)  # a dangling symlink there is named so, not "File exists"
     share = _GpuShare(plan.gpus)
 
     def one(batch: List[str], alone: bool = False) -> None:

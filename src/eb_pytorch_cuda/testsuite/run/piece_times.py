@@ -15,7 +15,7 @@ import os
 from typing import Iterable, Optional
 
 from eb_pytorch_cuda.errors import PluginError
-from eb_pytorch_cuda.inputs import write_atomically
+from eb_pytorch_cuda.inputs import read_bytes, require_regular, write_atomically
 from eb_pytorch_cuda.testsuite.results.pieces import Piece
 from eb_pytorch_cuda.testsuite.run.harness import Harness
 
@@ -29,6 +29,33 @@ def times_path(test_dir: str, harness: Harness) -> Optional[str]:
     return os.path.join(os.path.dirname(os.path.abspath(test_dir)), harness.times_file)
 
 
+def check_times_file(test_dir: str, harness: Harness) -> None:
+    """PluginError naming the times file when what is there is no regular file: the harness opens it at every
+    start (run_test.py's load_test_file_times, its dry run too), and a FIFO makes that open, and ours, wait for a
+    writer forever.  Checked without blocking (inputs.require_regular) before the harness is first asked."""
+    path = times_path(test_dir, harness)
+    if path is None or not os.path.exists(path):
+        return  # none (a dangling link too: the harness tests os.path.exists, and shards round robin)
+    try:
+        require_regular(path)
+    except PluginError as err:
+        raise PluginError(path, f'{err.problem} (run_test.py opens it at its start and would wait on it, or fail)') \
+            from None
+
+
+def _not_ours(path: str) -> Optional[str]:
+    """Why the times file at path is not one this plugin wrote (None: it is ours), read without blocking."""
+    try:
+        data = json.loads(read_bytes(path))
+    except PluginError as err:
+        return str(err)
+    except (ValueError, RecursionError):
+        data = None
+    if isinstance(data, dict) and MARK in data:
+        return None
+    return f'{path} exists and was not written by this plugin'
+
+
 def write_times(test_dir: str, harness: Harness, pieces: Iterable[Piece]) -> Optional[str]:
     """Write the times file for the split suites among pieces; return why splitting is not possible
     (the harness cannot, or a times file of someone else's is there), None once written."""
@@ -36,14 +63,10 @@ def write_times(test_dir: str, harness: Harness, pieces: Iterable[Piece]) -> Opt
     if path is None:
         return f'{harness.path} cannot split a suite into pytest shards (no test-times sharding in its tree)'
     counts = {piece.suite: piece.count for piece in pieces if not piece.whole}
-    if os.path.exists(path):
-        try:
-            with open(path) as handle:
-                ours = MARK in json.load(handle)
-        except (OSError, ValueError, TypeError):
-            ours = False
-        if not ours:
-            return f'{path} exists and was not written by this plugin: suites run whole'
+    if os.path.lexists(path):
+        why = _not_ours(path)
+        if why:
+            return f'{why}: suites run whole'
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         write_atomically(path, json.dumps({MARK: True, 'default': {'default': {
@@ -59,12 +82,6 @@ def clear_times(test_dir: str, harness: Harness) -> None:
     """Empty a times file of ours an earlier run left (its counts would still have the harness shard those suites
     in a run that cuts none); a file of anyone else's, or none, is left alone, and so is one we cannot write."""
     path = times_path(test_dir, harness)
-    if path is None or not os.path.exists(path):
+    if path is None or not os.path.lexists(path) or _not_ours(path):
         return
-    try:
-        with open(path) as handle:
-            ours = MARK in json.load(handle)
-    except (OSError, ValueError, TypeError):
-        return
-    if ours:
-        write_times(test_dir, harness, [])
+    write_times(test_dir, harness, [])

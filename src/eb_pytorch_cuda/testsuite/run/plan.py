@@ -130,6 +130,7 @@ def build_plan(request: RunRequest, progress: Optional[Callable[[str], None]] = 
     command = request.command
     env = harness_environment(request.environ, command)
     harness = harness_of(command.cwd)
+    piece_times.check_times_file(command.cwd, harness)  # the harness opens it at its start: a FIFO would hang it
     if request.units is None:
         selection = discovery.select(command, env)
         suites = selection.suites

@@ -18,7 +18,7 @@ from dataclasses import replace
 from typing import Callable, Dict, List, Iterator, Optional, Sequence, Tuple
 
 from eb_pytorch_cuda.errors import PluginError
-from eb_pytorch_cuda.inputs import file_kind, read_bytes, write_atomically
+from eb_pytorch_cuda.inputs import file_kind, is_dangling, read_bytes, write_atomically
 from eb_pytorch_cuda.testsuite.results.model import RunResult
 from eb_pytorch_cuda.testsuite.results.pieces import key_of, record_problem, with_merged
 from eb_pytorch_cuda.testsuite.results.records import OPTIONAL_TYPES, TIME_KEYS, StoreRecord
@@ -120,6 +120,8 @@ class ResultStore:
         """Hold this store's lock (flock on <path>.lock, released when the run ends or dies) for a run;
         PluginError naming the results directory when another run holds it: two runs on one store would
         both run every suite and count each other's XML reports."""
+        if is_dangling(self.lock_path):  # O_CREAT would create its target, wherever it points
+            raise PluginError(self.lock_path, 'is a dangling symlink (remove it)')
         try:  # non-blocking: a FIFO there must not wait for a writer (O_RDWR would not, O_NONBLOCK says so)
             fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY, 0o644)
         except OSError as err:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 from eb_pytorch_cuda.errors import PluginError
+from eb_pytorch_cuda.inputs import make_directory
 from eb_pytorch_cuda.testsuite.results import pieces, previous
 from eb_pytorch_cuda.testsuite.spread import slurm
 from eb_pytorch_cuda.testsuite.spread.worker import CLAIM_SECONDS
@@ -143,7 +144,7 @@ def run_spread(plan: RunPlan, units: Sequence[str], store: ResultStore, *, jobs:
     if plan.request.job_devices is not None:  # each job decides the CUDA device tests on its own node
         spec['cuda_device_tests'] = plan.request.job_devices.to_json()
     queue.create(spec, todo)
-    os.makedirs(plan.output_dir, exist_ok=True)
+    make_directory(plan.output_dir)  # a dangling symlink there is named so, not "File exists"
     reader = RecordReader(queue, progress)  # a worker's line that is no record is named, then set aside
     failed = [sum(1 for record in done.values() if record.suite.status != SUITE_PASSED)]
 
