@@ -26,15 +26,15 @@ checked in CI):
                      test alone, once a run)
     policy/          judging (scopes, known failures, the budget, the verdict), settings (the test
                      parameters, one list), suggest (policy entries from failed runs), report (JSON, text,
-                     Markdown)
+                     Markdown), timechart (the slowest suites, the per-suite time chart)
     results/         model, grammar (every pattern that reads run_test.py's and its suites' output),
                      logparse (console logs, streamed), xmlparse (JUnit XML), reportdirs (the
                      test-reports layout; each attempt's own report directory), splitting (a batch's
                      output per suite), outcome (one suite's result from its log and XML), pieces and
                      testtimes (a long suite cut into shards), saved (results JSON: load, validate, merge),
                      records (the typed store record), cudatests (the tests that ran on a CUDA device,
-                     from the XML), seconds (the one reader of a time), previous (the times in the previous
-                     results JSON)
+                     from the XML), seconds (the one reader of a time, and how one is shown), previous (the
+                     times in the previous results JSON)
 
 Every process the step starts goes through eb_pytorch_cuda.process (own group, dies with us).
 """

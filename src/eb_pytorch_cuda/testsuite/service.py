@@ -45,6 +45,7 @@ from eb_pytorch_cuda.testsuite.run.store import ResultStore
 from eb_pytorch_cuda.testsuite.policy import settings as _settings
 from eb_pytorch_cuda.testsuite.policy.judging import FAMILIES
 from eb_pytorch_cuda.testsuite.policy.report import to_text
+from eb_pytorch_cuda.testsuite.policy.timechart import TIME_CHART, svg_chart
 from eb_pytorch_cuda.testsuite.run.command import with_test_options
 from eb_pytorch_cuda.testsuite.spread.worker import CLAIM_SECONDS
 
@@ -355,8 +356,9 @@ def judge_kept(result: RunResult, policy: Policy, context: ScopeContext,
 
 
 def report_texts(outcome: StepOutcome, title: str = 'PyTorch test suite') -> Dict[str, str]:
-    """{file name: text} of the two reports, the same for the easyblock and `test-suite`: the JSON (with the
-    scope and the store's notes; `eb-pytorch-cuda report` reads it back) and the Markdown summary."""
+    """{file name: text} of the reports, the same for the easyblock and `test-suite`: the JSON (with the
+    scope and the store's notes; `eb-pytorch-cuda report` reads it back) and the Markdown summary, and where
+    matplotlib is installed the time chart it shows (policy/timechart)."""
     data = to_json(outcome.result, outcome.verdict, outcome.context)
     data['notes'] = outcome.notes
     if outcome.test_seconds:
@@ -368,10 +370,12 @@ def report_texts(outcome: StepOutcome, title: str = 'PyTorch test suite') -> Dic
     data['warnings'] = list(outcome.warnings)
     if outcome.terms is not None:
         data[TERMS_KEY] = outcome.terms.to_dict()  # `report` judges the JSON again by them (settings.terms_of)
+    chart = svg_chart(outcome.result)
     markdown = to_markdown(outcome.result, outcome.verdict, title=title, context=outcome.context,
                            device_tests=outcome.device_tests.describe() if outcome.device_tests else None,
-                           warnings=outcome.warnings)
-    return {RESULTS_JSON: json.dumps(data, indent=1, allow_nan=False) + '\n', RESULTS_MARKDOWN: markdown}
+                           warnings=outcome.warnings, chart_image=TIME_CHART if chart else None)
+    return {RESULTS_JSON: json.dumps(data, indent=1, allow_nan=False) + '\n', RESULTS_MARKDOWN: markdown,
+            **({TIME_CHART: chart} if chart else {})}
 
 
 def finish(store: ResultStore, jobs: int = 1) -> None:
