@@ -22,6 +22,7 @@ from eb_pytorch_cuda.leftovers import stop_leftovers
 from eb_pytorch_cuda.testsuite.run import calls
 from eb_pytorch_cuda.testsuite.run import discovery
 from eb_pytorch_cuda.testsuite.run.executor import Executor, execute
+from eb_pytorch_cuda.testsuite.run.heartbeat import settings_of as heartbeat_of
 from eb_pytorch_cuda.testsuite.run.here import HereExecutor
 from eb_pytorch_cuda.testsuite.run.launcher import PROCESSES, Launcher
 from eb_pytorch_cuda.testsuite.run.plan import HERE_PIECE_SECONDS, PieceRule, RunRequest, here_piece_rule
@@ -306,7 +307,8 @@ def run_and_judge(step: TestStep, store: ResultStore, terms: StepTerms, *,
     slots = batch_slots(settings.parallel_test_suites, env, device_tests, progress)
     request = RunRequest(command, env, step.output_dir, step.python, timeouts, slots, settings.rerun_failed_tests,
                          step.batch_size or BATCH_SIZE,
-                         pieces=here_pieces(step.previous_results, slots, progress) if jobs <= 1 else None)
+                         pieces=here_pieces(step.previous_results, slots, progress) if jobs <= 1 else None,
+                         heartbeat=heartbeat_of(settings.test_suite_heartbeat, step.previous_results))
     spread = spread_options(step.previous_results, step.tested_installation, progress) if jobs > 1 else None
     result = run_suites(request, store, jobs=jobs, spread=spread, progress=progress)
     verdict, warnings = judged(result, terms.policy, device_tests)

@@ -18,6 +18,7 @@ from eb_pytorch_cuda.testsuite.run import calls, discovery, piece_times
 from eb_pytorch_cuda.testsuite.run.command import TestCommand, harness_environment
 from eb_pytorch_cuda.testsuite.run.gpus import slot_gpus
 from eb_pytorch_cuda.testsuite.run.harness import Harness, harness_of
+from eb_pytorch_cuda.testsuite.run.heartbeat import HeartbeatSettings
 from eb_pytorch_cuda.testsuite.run.node import threads_per_suite, usable_cpus
 
 
@@ -54,7 +55,8 @@ class RunRequest:
     piece key: s, '': every other}), the calls at a time, the reruns of a failed test, the suites per call.
     units (suite or piece keys) given: run those, nothing is discovered (a Slurm job, a test); serial: keys
     the harness runs alone besides its own lists; pieces: cut long suites (a spread run); done: keys already
-    measured (not cut, their times files not written)."""
+    measured (not cut, their times files not written); heartbeat: how often the run says what runs
+    (run/heartbeat)."""
     command: TestCommand
     environ: Mapping[str, str]
     output_dir: str
@@ -67,6 +69,7 @@ class RunRequest:
     serial: FrozenSet[str] = frozenset()
     pieces: Optional[PieceRule] = None
     done: FrozenSet[str] = frozenset()
+    heartbeat: HeartbeatSettings = HeartbeatSettings()
 
 
 @dataclass(frozen=True)
@@ -94,6 +97,7 @@ class RunPlan:
     gpus: Tuple[str, ...]
     reruns: int
     batch_size: int
+    heartbeat: HeartbeatSettings = HeartbeatSettings()  # how often the run says what runs (run/heartbeat)
 
     def timeout_for(self, key: str) -> float:
         """A suite's or piece's timeout: its own, else its suite's, else the default (policy.settings.timeout_of)."""
@@ -151,7 +155,7 @@ def build_plan(request: RunRequest, progress: Optional[Callable[[str], None]] = 
                    tuple(calls.batch_options(harness, safe)),
                    timeouts, expected,
                    request.output_dir, request.python, parallel, tuple(slot_gpus(env, parallel)), int(request.reruns),
-                   request.batch_size)
+                   request.batch_size, request.heartbeat)
 
 
 def suite_threads(env: Mapping[str, str], parallel: int, pool_size: int, cpus: int) -> Optional[str]:

@@ -24,6 +24,7 @@ from typing import Callable, Dict, Mapping, Optional, Sequence
 
 from eb_pytorch_cuda.testsuite.results import pieces, previous
 from eb_pytorch_cuda.testsuite.spread import slurm
+from eb_pytorch_cuda.testsuite.run.heartbeat import Heartbeat
 from eb_pytorch_cuda.testsuite.run.plan import PieceRule, RunPlan, RunRequest
 from eb_pytorch_cuda.testsuite.run.store import ResultStore
 from eb_pytorch_cuda.testsuite.results.records import StoreRecord
@@ -152,9 +153,10 @@ def run_spread(plan: RunPlan, units: Sequence[str], store: ResultStore, *, jobs:
         progress(f"running {len(left)} suites on {len(pool.live)} Slurm job(s) ({asked}; {parallel} "
                  f"at a time per job): {' '.join(command.argv)} -i <suites> in {command.cwd}; queue {queue.directory}; "
                  f"results kept in {store.path}")
+        heartbeat = Heartbeat(plan.heartbeat, units, progress, done, plan.expected)
         try:
             _wait(queue, pool, list(dict.fromkeys([suite for suite in suites if suite in done] + list(units))), done,
-                  failed, collect, progress, options.poll)
+                  failed, collect, progress, options.poll, heartbeat)
         finally:
             pool.finish()
 
@@ -167,8 +169,9 @@ def _never_finished(key: str, attempts: int) -> StoreRecord:
     return pieces.mark(StoreRecord(suite=result), piece)  # no notes: none was recorded
 
 
-def _wait(queue, pool, suites, done, failed, collect, progress, poll):
-    """Until every suite has an outcome: collect outcomes, replace dead jobs, print progress on change."""
+def _wait(queue, pool, suites, done, failed, collect, progress, poll, heartbeat):
+    """Until every suite has an outcome: collect outcomes, replace dead jobs, print progress on change, and the
+    heartbeat's line (run/heartbeat: the live jobs' claims, since this loop first saw them) when it is due."""
     shown = None
     while True:
         collect()
@@ -183,6 +186,8 @@ def _wait(queue, pool, suites, done, failed, collect, progress, poll):
             collect()
         unfinished = [suite for suite in suites if suite not in done]
         running = queue.running()
+        heartbeat.running_now(running, done)
+        heartbeat.beat()
         died = pool.check(sum(1 for suite in unfinished if suite not in running))
         for job in died:
             lost = [suite for suite, (_, holder) in queue.claims(done).items()
