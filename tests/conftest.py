@@ -129,6 +129,7 @@ TIER_OF_MODULE = {
     # the parts of unit modules that start the console script or a real process
     'test_field_policy': 'real_tools', 'test_report_escaping': 'real_tools', 'test_test_parameters': 'real_tools',
     'test_report_policy': 'real_tools', 'test_nvidia_smi': 'real_tools', 'test_gpu_triage': 'real_tools',
+    'test_heartbeat': 'real_tools', 'test_heartbeat_real': 'real_harness',
 }
 UNIT_MODULES = {'test_store_records', 'test_device_tests', 'test_easyblock_imports', 'test_module_map',
                 'test_cudnn_catalog', 'test_gpu_record', 'test_gpu_records', 'test_gpu_bench_records',
@@ -137,7 +138,7 @@ UNIT_MODULES = {'test_store_records', 'test_device_tests', 'test_easyblock_impor
                 'test_results_parsing', 'test_testsuite_policy', 'test_upstream_corpus', 'test_xml_encodings',
                 'test_report_plain26', 'test_unit_tier_pure', 'test_docstring_names',
                 'test_batch_logic', 'test_cuda_visible_devices', 'test_config_plan', 'test_project_metadata',
-                'test_cli_help', 'test_command_words', 'test_scopes'}
+                'test_cli_help', 'test_command_words', 'test_scopes', 'test_heartbeat_line', 'test_timechart'}
 TIERS = ('unit', 'real_tools', 'real_eb', 'slurm', 'real_harness')
 
 

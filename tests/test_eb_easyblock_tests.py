@@ -40,7 +40,8 @@ def test_known_and_flaky_failures_pass_and_reports_land_in_the_installation(eb):
     done, out = run(eb)
     assert done.returncode == 0, out
     # progress on the console
-    assert re.search(r'== suite 5/5: test_known_failure failed \(2 suite\(s\) failed so far\)', out)
+    assert re.search(r'== suite 5/5: test_known_failure failed in \S+ \(2 suite\(s\) failed so far; \S+ into the '
+                     r'run\)', out)
     assert 'rerun of test_flaky::TestFlaky.test_sometimes: flaky' in out
     assert 'rerun of test_known_failure::TestKnown.test_always_fails: reproducible' in out
     assert 'known: 1, unknown: 0 (budget 0), flaky: 1' in out and '== verdict: PASS' in out

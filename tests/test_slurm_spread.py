@@ -505,3 +505,21 @@ def test_a_worker_whose_slot_breaks_stops_claiming_and_says_so_in_one_line(tmp_p
     queue = SuiteQueue(queue_dir)
     assert queue.done() == set() and len(queue.claims()) == 1  # one claim made, then none
     assert worker.main([queue_dir]) == 2  # the command's exit: non-zero, one line
+
+
+def test_a_spread_runs_heartbeat_names_the_claimed_suite_with_its_time(slurm, tmp_path):
+    """The waiting loop of a spread run says the heartbeat's line (run/heartbeat) with what the live jobs hold:
+    a stand-in suite that sleeps 10 s, in one job, with the heartbeat every 2 s and a look at the queue every s."""
+    from eb_pytorch_cuda.testsuite.run.heartbeat import HeartbeatSettings
+    test_dir = _tree(tmp_path / 'beat', sleepers=1, seconds=10, keep=())
+    store = ResultStore(str(tmp_path / 'beat-results' / 'r.jsonl'), 'build-a')
+    lines = []
+    spread = controller.SpreadOptions(shared_paths=[str(tmp_path)], slurm_settings={'cpus_per_job': 1}, poll=1)
+    request = RunRequest(_command(test_dir), dict(os.environ), str(tmp_path / 'beat-out'), sys.executable,
+                         _timeouts(), heartbeat=HeartbeatSettings(2))
+    result = execute(controller.SlurmExecutor(1, spread, lines.append), request, store)[1]
+    assert result.suites['test_sleep_0'].status == 'passed'
+    beats = [line for line in lines if line.startswith('still running after ') and 'test_sleep_0 (' in line]
+    assert len(beats) >= 3, lines
+    assert all(line.endswith('/2 suites done; no ETA (no previous results)') for line in beats), beats  # and c10d's
+    controller.remove_queue(store)

@@ -19,7 +19,7 @@ from eb_pytorch_cuda.clihelp import about, main_epilog
 from eb_pytorch_cuda.cudnn import CATALOG, DEFAULT_NEEDED, ENV_VARIABLE
 from eb_pytorch_cuda.errors import PluginError, Terminated
 from eb_pytorch_cuda.escape import printable
-from eb_pytorch_cuda.testsuite.policy.settings import MAX_RERUNS, TIMEOUT_RULE
+from eb_pytorch_cuda.testsuite.policy.settings import DEFAULT_HEARTBEAT, MAX_RERUNS, TIMEOUT_RULE
 
 PROG = 'eb-pytorch-cuda'
 
@@ -217,7 +217,8 @@ def _test_suite_inputs(args: argparse.Namespace):
     from eb_pytorch_cuda.testsuite.policy.settings import TestSettings, check_option
     for option, value, minimum, maximum in (('--timeout', args.timeout, 1, None),
                                             ('--parallel', args.parallel, 1, None),
-                                            ('--rerun', args.rerun, 0, MAX_RERUNS), ('--jobs', args.jobs, 1, None)):
+                                            ('--rerun', args.rerun, 0, MAX_RERUNS), ('--jobs', args.jobs, 1, None),
+                                            ('--heartbeat', args.heartbeat, 1, None)):
         check_option(option, value, minimum, maximum)  # 0 or -1 is refused, not replaced by the easyconfig's
     settings = ecpolicy.read_settings(args.easyconfig) if args.easyconfig else TestSettings()
     modes: Dict[str, Union[bool, str]] = {'auto': 'auto', 'true': True, 'false': False}
@@ -226,6 +227,7 @@ def _test_suite_inputs(args: argparse.Namespace):
         test_suite_timeout=args.timeout or settings.test_suite_timeout,
         rerun_failed_tests=settings.rerun_failed_tests if args.rerun is None else args.rerun,
         test_suite_jobs=args.jobs or settings.test_suite_jobs,
+        test_suite_heartbeat=args.heartbeat or settings.test_suite_heartbeat,
         cuda_device_tests=modes[args.cuda_device_tests] if args.cuda_device_tests else settings.cuda_device_tests)
     results = args.results or os.path.join(os.getcwd(), 'pytorch-test-suite')
     return service.StepInputs(
@@ -388,6 +390,9 @@ def build_parser() -> argparse.ArgumentParser:
     suite.add_argument('--jobs', type=int, metavar='N', help='spread the suites over N Slurm jobs (sbatch; DIR, SRC '
                                                              'and PY on a path all nodes see; default: '
                                                              'test_suite_jobs of EC, else 1: here)')
+    suite.add_argument('--heartbeat', type=int, metavar='S',
+                       help='print the running suites, their times and an ETA at least every S seconds (default: '
+                            f'test_suite_heartbeat of EC, else {DEFAULT_HEARTBEAT}, 5 minutes)')
     suite.add_argument('--results', metavar='DIR', help='where results and reports go (default: ./pytorch-test-'
                                                         'suite); the same command again runs only what is missing')
     suite.add_argument('--cuda-device-tests', choices=('auto', 'true', 'false'),

@@ -121,6 +121,8 @@ _OUR_TEST_PARAMETERS = {
     'parallel_test_suites': "Run this many batches of test suites at a time ('auto': from the node's CPUs, memory "
                             "and GPU memory at the test step; GPU suites are spread over the GPUs with "
                             "CUDA_VISIBLE_DEVICES)",
+    'test_suite_heartbeat': "Seconds between the test step's lines naming the suites running, how long each has run, "
+                            "and (with the previous installation's results) the time left",
     'test_suite_jobs': "Spread the test suites over this many Slurm jobs (sbatch; shared build path required; "
                        "options from $EB_PYTORCH_CUDA_SLURM_*: "
                        f"{docs_url('user-guide', 'one-builds-test-suites-spread-over-slurm-jobs')})",

@@ -26,19 +26,19 @@ checked in CI):
                      resumable), gpus (GPUs to spread over, their compute capabilities), devicetests (CUDA
                      device tests or upstream's SANDCASTLE=1), node (how many batches this node holds),
                      piece_times (the times file that splits a long suite into our pieces), reruns (one failed
-                     test alone, once a run)
+                     test alone, once a run), heartbeat (the line naming what runs since when, and the ETA)
     policy/          judging (known failures per scope, the budget, the verdict), settings (the test
                      parameters, one list), suggest (policy entries from failed runs), report (JSON, text,
-                     Markdown)
+                     Markdown), timechart (the slowest suites, the per-suite time chart)
     results/         model, grammar (every pattern that reads run_test.py's and its suites' output),
                      logparse (console logs, streamed), xmlparse (JUnit XML), reportdirs (the
                      test-reports layout; each attempt's own report directory), splitting (a batch's
                      output per suite), outcome (one suite's result from its log and XML), pieces and
                      testtimes (a long suite cut into shards), saved (results JSON: load, validate, merge),
                      records (the typed store record), cudatests (the tests that ran on a CUDA device,
-                     from the XML), seconds (the one reader of a time), previous (the times in the previous
-                     results JSON), scopes (Scope: a scope's kind, parsed once; ScopeContext: where a
-                     build runs)
+                     from the XML), seconds (the one reader of a time, and how one is shown), previous (the
+                     times in the previous results JSON), scopes (Scope: a scope's kind, parsed once;
+                     ScopeContext: where a build runs)
 
 Every process the step starts goes through eb_pytorch_cuda.process (own group, dies with us).
 """

@@ -22,6 +22,7 @@ from typing import (Callable, ContextManager, Dict, Iterator, List, Mapping, Opt
                     Union)
 
 from eb_pytorch_cuda import process
+from eb_pytorch_cuda.testsuite.run.heartbeat import HeartbeatSettings
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.escape import markdown_code, printable
 from eb_pytorch_cuda.leftovers import stop_leftovers
@@ -49,6 +50,7 @@ from eb_pytorch_cuda.testsuite.run.reruns import rerun_failures
 from eb_pytorch_cuda.testsuite.run.store import ResultStore
 from eb_pytorch_cuda.testsuite.results import scopes as _scopes
 from eb_pytorch_cuda.testsuite.results.scopes import ScopeContext, detect_context
+from eb_pytorch_cuda.testsuite.policy.timechart import TIME_CHART, svg_chart
 
 # the test step's easyconfig parameters (policy.settings: one list for all their readers), for extra_options
 SETTING_DEFAULTS = _settings.DEFAULTS
@@ -419,7 +421,8 @@ def run_step(inputs: StepInputs, host: StepHost) -> StepOutcome:
                              suite_timeouts(settings.test_suite_timeout, history), slots,
                              settings.rerun_failed_tests, inputs.batch_size,
                              pieces=executor.piece_rule(history, slots), tested_installation=prefix,
-                             job_devices=decision)
+                             job_devices=decision,
+                             heartbeat=HeartbeatSettings(settings.test_suite_heartbeat, dict(history.suite_seconds)))
         result = run_suites(request, store, executor, host.say)
         device_tests, warnings, jobs = with_node_devices(device_tests, executor.node_devices(store), result,
                                                          store.load())
@@ -484,8 +487,9 @@ def no_installation(parent: Optional[str]) -> Iterator[Optional[TestedInstallati
 
 
 def report_texts(outcome: StepOutcome, title: str = 'PyTorch test suite') -> Dict[str, str]:
-    """{file name: text} of the two reports, the same for the easyblock and `test-suite`: the JSON (with the
-    scope and the store's notes; `eb-pytorch-cuda report` reads it back) and the Markdown summary."""
+    """{file name: text} of the reports, the same for the easyblock and `test-suite`: the JSON (with the
+    scope and the store's notes; `eb-pytorch-cuda report` reads it back) and the Markdown summary, and where
+    matplotlib is installed the time chart it shows (policy/timechart)."""
     data = to_json(outcome.result, outcome.verdict, outcome.context)
     data['notes'] = outcome.notes
     if outcome.test_seconds:
@@ -499,12 +503,14 @@ def report_texts(outcome: StepOutcome, title: str = 'PyTorch test suite') -> Dic
     data['warnings'] = list(outcome.warnings)
     if outcome.terms is not None:
         data[TERMS_KEY] = outcome.terms.to_dict()  # `report` judges the JSON again by them (settings.terms_of)
+    chart = svg_chart(outcome.result)
     markdown = to_markdown(outcome.result, outcome.verdict, title=title, context=outcome.context,
                            device_tests=outcome.device_tests.describe() if outcome.device_tests else None,
-                           warnings=outcome.warnings)
+                           warnings=outcome.warnings, chart_image=TIME_CHART if chart else None)
     if outcome.jobs:
         markdown += '\n' + job_devices_markdown(outcome.jobs)
-    return {RESULTS_JSON: json.dumps(data, indent=1, allow_nan=False) + '\n', RESULTS_MARKDOWN: markdown}
+    return {RESULTS_JSON: json.dumps(data, indent=1, allow_nan=False) + '\n', RESULTS_MARKDOWN: markdown,
+            **({TIME_CHART: chart} if chart else {})}
 
 
 def job_devices_markdown(jobs: Mapping[str, Mapping]) -> str:

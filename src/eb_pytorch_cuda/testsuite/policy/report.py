@@ -15,6 +15,7 @@ from eb_pytorch_cuda.testsuite.results.scopes import ScopeContext
 from eb_pytorch_cuda.testsuite.policy.judging import Verdict
 from eb_pytorch_cuda.testsuite.results.saved import RESULT_FORMAT
 from eb_pytorch_cuda.testsuite.policy.suggest import for_verdict
+from eb_pytorch_cuda.testsuite.policy.timechart import bar_table, slowest_json, slowest_line
 
 # the file names of a judged run's reports, where the easyblock (<installdir>/easybuild/) and test-suite
 # (its results directory) write them and where the next run reads per-suite times from
@@ -49,6 +50,7 @@ def to_json(result: RunResult, verdict: Verdict, context: Optional[ScopeContext]
                                      for e in verdict.stale],
             'budget': verdict.budget,
             'suite_seconds': {s.name: s.seconds for s in result.suites.values() if s.seconds is not None},
+            'slowest_suites': slowest_json(result),
             'cuda_tests': cuda_totals(result),
             'input_notes': list(result.notes)}
     if context is not None:
@@ -90,6 +92,7 @@ def to_text(result: RunResult, verdict: Verdict) -> str:
     for line in verdict.tolerated:
         lines.append(f'  WARNING, not judged but allowed: {line}')
     lines.append(_cuda_line(result))
+    lines += [line for line in [slowest_line(result)] if line]
     lines += [f'note: {note}' for note in result.notes]
     lines.append(f"verdict: {'PASS' if verdict.passed else 'FAIL'}"
                  + ('' if verdict.passed else ': ' + '; '.join(verdict.reasons)))
@@ -124,10 +127,12 @@ def _cuda_table(result) -> list:
 
 def to_markdown(result: RunResult, verdict: Verdict, title: str = 'PyTorch test suite',
                 context: Optional[ScopeContext] = None, suggestion: Optional[str] = None,
-                device_tests: Optional[str] = None, warnings: Sequence[str] = (), note: Optional[str] = None) -> str:
+                device_tests: Optional[str] = None, warnings: Sequence[str] = (), note: Optional[str] = None,
+                chart_image: Optional[str] = None) -> str:
     """A summary fit for a pull-request comment; on FAIL it ends with the suggested policy entries (collapsed).
     note (report's line on the terms it judged by), device_tests (the test step's CUDA device tests' mode, in one
-    line) and warnings follow the title."""
+    line) and warnings follow the title; the time per suite (policy/timechart) follows the failures, with
+    chart_image (an SVG beside the report) where one was drawn."""
     lines = [f"### {title}: {'PASS' if verdict.passed else 'FAIL'}", '']
     if note is not None:
         lines += [markdown_text(note), '']
@@ -161,6 +166,7 @@ def to_markdown(result: RunResult, verdict: Verdict, title: str = 'PyTorch test 
         lines += ['**Stale known failures** (did not fail; consider removing them)', '']
         lines += [f'- {markdown_code(e.pattern)} (scope {markdown_code(e.scope or "all")}): '
                   f'{markdown_text(e.reason)}' for e in verdict.stale] + ['']
+    lines += bar_table(result, chart_image)
     lines += _cuda_table(result)
     lines += suggestion_block(result, verdict, context, suggestion)
     return printable_lines(lines)

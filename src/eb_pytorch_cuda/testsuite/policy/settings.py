@@ -26,6 +26,10 @@ TIMEOUT_RULE = (f'{TIMEOUT_FACTOR}x its time in the previous results (at least {
                 f'else {DEFAULT_SUITE_TIMEOUT} s; a piece of a split suite its share of that')
 
 
+# s between two heartbeat lines of a running step (run/heartbeat): a suite may run an hour with nothing printed
+DEFAULT_HEARTBEAT = 300
+
+
 def rule_timeout(seconds: float) -> int:
     """TIMEOUT_RULE's timeout of a suite expected to take `seconds`."""
     return max(LEAST_TIMEOUT, int(TIMEOUT_FACTOR * seconds))
@@ -75,6 +79,7 @@ PARAMETERS: Tuple[Tuple[str, Any, bool], ...] = (
     ('test_suite_jobs', 1, True),  # where the suites run, not what is tested: Slurm jobs (testsuite/spread)
     # where the suites run: 'auto' (Slurm where test_suite_jobs > 1, else here), or an executor's name
     ('test_suite_executor', 'auto', True),
+    ('test_suite_heartbeat', DEFAULT_HEARTBEAT, True),  # s between the step's heartbeat lines (run/heartbeat)
     ('cuda_compute_capabilities', (), False),  # EasyBuild's own parameter (and build option)
     # 'auto', True or False: whether the suites run PyTorch's device-generic tests for CUDA (run/devicetests):
     # what is tested, so part of the build fingerprint
@@ -102,6 +107,7 @@ class TestSettings:
     parallel_test_suites: Union[int, str] = 'auto'
     test_suite_jobs: int = 1
     test_suite_executor: str = 'auto'
+    test_suite_heartbeat: int = DEFAULT_HEARTBEAT
     cuda_compute_capabilities: tuple = ()
     cuda_device_tests: Union[bool, str] = 'auto'
 
@@ -126,6 +132,7 @@ class TestSettings:
                    parallel_test_suites=value('parallel_test_suites'),
                    test_suite_jobs=value('test_suite_jobs'),
                    test_suite_executor=value('test_suite_executor'),
+                   test_suite_heartbeat=value('test_suite_heartbeat'),
                    cuda_compute_capabilities=tuple(value('cuda_compute_capabilities')),
                    cuda_device_tests=value('cuda_device_tests'))
 
@@ -148,7 +155,7 @@ CUDA_DEVICE_TEST_MODES = ('auto', True, False)
 
 # {parameter: least value} of the integer parameters
 _MINIMUM = {'max_failed_tests': 0, 'rerun_failed_tests': 0, 'test_suite_timeout': 1, 'parallel_test_suites': 1,
-            'test_suite_jobs': 1}
+            'test_suite_jobs': 1, 'test_suite_heartbeat': 1}
 # reruns of one failed test: a flaky test passes within a few; 10**6 (a typo, a stray digit) ran until killed
 MAX_RERUNS = 10
 _MAXIMUM = {'rerun_failed_tests': MAX_RERUNS}

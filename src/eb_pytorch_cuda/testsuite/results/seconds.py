@@ -61,3 +61,15 @@ def is_seconds(value: object) -> bool:
     except NotSeconds:
         return False
     return True
+
+
+def shown(seconds: float) -> str:
+    """A time as a person reads it on a progress line or in a report: '42s', '12m05s', '2h10m' (whole seconds
+    under an hour, whole minutes from an hour on)."""
+    whole = max(0, int(round(seconds)))
+    if whole < 60:
+        return f'{whole}s'
+    if whole < 3600:
+        return f'{whole // 60}m{whole % 60:02d}s'
+    minutes = (whole + 30) // 60
+    return f'{minutes // 60}h{minutes % 60:02d}m'

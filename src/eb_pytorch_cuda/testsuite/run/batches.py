@@ -78,12 +78,14 @@ def _interrupted(suite, out, seconds, code, gpu, output_path, test_dir, attempt,
 
 class _Call:
     """One run_test.py call of a batch, looked at while it runs: which suites settled (each given to
-    on_settled at once), which started suite outlived its own timeout (first_seen: when each run of a
-    suite was first announced), how far the output was read (seen)."""
+    on_settled at once; whether each runs now, to on_running: run/heartbeat), which started suite outlived its
+    own timeout (first_seen: when each run of a suite was first announced), how far the output was read (seen)."""
 
     def __init__(self, plan: RunPlan, suites: Sequence[str], output_path: str, gpu: Optional[str],
-                 on_settled: Optional[Callable[[str, StoreRecord], None]]) -> None:
+                 on_settled: Optional[Callable[[str, StoreRecord], None]],
+                 on_running: Optional[Callable[[str, bool], None]] = None) -> None:
         self.plan, self.suites, self.output_path, self.gpu, self.on_settled = plan, suites, output_path, gpu, on_settled
+        self.on_running = on_running
         self.attempt = Attempt.new(plan.command.cwd)  # its reports, and only they, are read (results/reportdirs)
         self.start = time.time()
         self.settled: Dict[str, StoreRecord] = {}
@@ -114,6 +116,10 @@ class _Call:
 
     def settle(self, text: str, code: Optional[int] = None) -> Dict[str, SuiteOutput]:
         outputs = self.outputs(text)
+        if self.on_running:  # a run's start and end are among the texts that bring us here (grammar.SETTLING_TEXTS)
+            runs = announced_runs(text)
+            for suite in runs.keys() & set(self.suites) - set(self.settled):
+                self.on_running(suite, runs[suite] > outputs[suite].ends)  # a run of it announced and not ended
         for suite in self.suites:
             if suite not in self.settled and outputs[suite].settled:
                 self.settled[suite] = self.record(suite, outputs[suite], code)
@@ -130,11 +136,15 @@ class _Call:
 
 def run_batch(plan: RunPlan, suites: Sequence[str], output_path: str, *, gpu: Optional[str] = None,
               on_settled: Optional[Callable[[str, StoreRecord], None]] = None,
-              launcher: Launcher = PROCESSES) -> Tuple[Dict[str, Optional[StoreRecord]], bool]:
+              launcher: Launcher = PROCESSES,
+              on_running: Optional[Callable[[str, bool], None]] = None
+              ) -> Tuple[Dict[str, Optional[StoreRecord]], bool]:
     """Run suites in one run_test.py call.  on_settled(suite, record) is called as soon as the output says a
     suite's outcome is final (its `failed!` or `was successful` line; with a serial inline harness, the next
-    suite's start), so it can be stored before the batch ends.  Returns ({suite: record or None when the
-    killed batch had not finished it}, killed); records already given to on_settled are included.
+    suite's start), so it can be stored before the batch ends; on_running(suite, True) as soon as the harness
+    announces a run of it (`Running X ...`), on_running(suite, False) when that run ended and another is to come
+    (the heartbeat's running suites, run/heartbeat).  Returns ({suite: record or
+    None when the killed batch had not finished it}, killed); records already given to on_settled are included.
 
     The whole batch's limit is the sum of its suites' timeouts; a suite that has run longer than its own
     timeout since the harness announced it is a hang: the batch is killed at once and that suite recorded
@@ -143,7 +153,7 @@ def run_batch(plan: RunPlan, suites: Sequence[str], output_path: str, *, gpu: Op
     command = plan.command
     for suite in suites:
         remove_reports(command.cwd, suite)
-    call = _Call(plan, suites, output_path, gpu, on_settled)
+    call = _Call(plan, suites, output_path, gpu, on_settled, on_running)
     argv = discovery.run_argv(command.argv, suites, plan.options)
     killed = False
     next_watch = call.start + WATCH_SECONDS
@@ -237,8 +247,10 @@ def _accounted(call: _Call, code: Optional[int], killed: bool) -> Tuple[Dict[str
 
 def run_batch_to_the_end(plan: RunPlan, batch: Sequence[str], sink: BatchSink, *, output_path: str,
                          gpu: Optional[str] = None, alone_gpu: Optional[str] = None,
-                         progress: Optional[Callable[[str], None]] = None, launcher: Launcher = PROCESSES) -> None:
-    """One batch, every suite of it accounted for: sink.settled(suite, record) as each settles;
+                         progress: Optional[Callable[[str], None]] = None, launcher: Launcher = PROCESSES,
+                         on_running: Optional[Callable[[str, bool], None]] = None) -> None:
+    """One batch, every suite of it accounted for: on_running(suite, bool) as each starts and waits (run_batch);
+    sink.settled(suite, record) as each settles;
     sink.corrected(suite, record) when the batch's end corrected a record given early; a suite the killed
     batch did not finish runs alone (run/solo.run_suite, on alone_gpu) and is given to sink.settled then.
     Shared by the batched run here (run/here) and by the jobs of a Slurm-spread run (spread/worker)."""
@@ -247,7 +259,8 @@ def run_batch_to_the_end(plan: RunPlan, batch: Sequence[str], sink: BatchSink, *
     def settled(suite: str, record: StoreRecord) -> None:
         stored.add(suite)
         sink.settled(suite, record)
-    records, _killed = run_batch(plan, batch, output_path, gpu=gpu, on_settled=settled, launcher=launcher)
+    records, _killed = run_batch(plan, batch, output_path, gpu=gpu, on_settled=settled, launcher=launcher,
+                                 on_running=on_running)
     for suite in batch:
         record = records[suite]
         if suite in stored:
@@ -257,6 +270,8 @@ def run_batch_to_the_end(plan: RunPlan, batch: Sequence[str], sink: BatchSink, *
         if record is None:
             if progress:
                 progress(f'{suite}: not finished when its batch was killed; running it alone')
+            if on_running:
+                on_running(suite, True)
             record = solo.run_suite(plan, suite, gpu=alone_gpu, launcher=launcher)
         sink.settled(suite, record)
 

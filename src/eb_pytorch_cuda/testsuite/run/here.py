@@ -20,10 +20,12 @@ from eb_pytorch_cuda.testsuite.results.model import SUITE_PASSED
 from eb_pytorch_cuda.testsuite.results.pieces import Piece, with_merged
 from eb_pytorch_cuda.testsuite.results.previous import History
 from eb_pytorch_cuda.testsuite.results.records import StoreRecord
+from eb_pytorch_cuda.testsuite.results.seconds import shown
 from eb_pytorch_cuda.testsuite.run import discovery, solo
 from eb_pytorch_cuda.testsuite.run.batches import plan_batches, run_batch_to_the_end
 from eb_pytorch_cuda.testsuite.run.launcher import PROCESSES, Launcher
 from eb_pytorch_cuda.testsuite.run.executor import Executor
+from eb_pytorch_cuda.testsuite.run.heartbeat import Heartbeat
 from eb_pytorch_cuda.testsuite.run.plan import PieceRule, RunPlan, RunRequest, here_piece_rule
 from eb_pytorch_cuda.testsuite.run.store import ResultStore
 
@@ -68,24 +70,29 @@ class HereExecutor(Executor):
 
 
 class _Tally:
-    """The batch sink of a run here: each record into the store, and a progress line per suite settled."""
+    """The batch sink of a run here: each record into the store, and a progress line per suite settled (with
+    the suite's time and the run's, from the heartbeat, which hears that the suite ended)."""
 
     def __init__(self, store: ResultStore, total: int, finished: int, failing: int,
-                 progress: Optional[Callable[[str], None]]) -> None:
+                 progress: Optional[Callable[[str], None]], heartbeat: Heartbeat) -> None:
         self.store, self.total, self.finished, self.failing, self.progress = store, total, finished, failing, progress
+        self.heartbeat = heartbeat
         self.lock = threading.Lock()
         self.batches = 0
 
     def settled(self, suite: str, record: StoreRecord) -> None:
         self.store.append(record)
+        self.heartbeat.ended(suite)
         with self.lock:
             self.finished += 1
             state = record.suite.status
             self.failing += state != SUITE_PASSED
             if self.progress:
                 notes = f" [{'; '.join(record.notes)}]" if record.notes else ''
-                self.progress(f"suite {self.finished}/{self.total}: {suite} {state}{notes} "
-                              f"({self.failing} suite(s) failed so far)")
+                took = '' if record.seconds is None else f' in {shown(record.seconds)}'
+                self.progress(f"suite {self.finished}/{self.total}: {suite} {state}{took}{notes} "
+                              f"({self.failing} suite(s) failed so far; {shown(self.heartbeat.elapsed())} into "
+                              f"the run)")
 
     def corrected(self, suite: str, record: StoreRecord) -> None:
         self.store.append(record)
@@ -130,8 +137,9 @@ def run_here(plan: RunPlan, units: Sequence[str], store: ResultStore, *,
     measured = {key: record for key, record in done.items() if key in set(plan.suites) | set(units)}
     if progress and measured:
         progress(f'resuming: {len(measured)} suite(s) already measured for this build, {len(todo)} to run')
+    heartbeat = Heartbeat(plan.heartbeat, list(measured) + todo, progress, measured, plan.expected)
     tally = _Tally(store, len(measured) + len(todo), len(measured),
-                   sum(1 for record in measured.values() if record.suite.status != SUITE_PASSED), progress)
+                   sum(1 for record in measured.values() if record.suite.status != SUITE_PASSED), progress, heartbeat)
     make_directory(plan.output_dir)  # a dangling symlink there is named so, not "File exists"
     share = _GpuShare(plan.gpus)
 
@@ -140,10 +148,11 @@ def run_here(plan: RunPlan, units: Sequence[str], store: ResultStore, *,
         path = os.path.join(plan.output_dir, f'batch-{os.getpid()}-{index:04d}.log')
         with share.one() as gpu:
             run_batch_to_the_end(plan, batch, tally, output_path=path, gpu=None if alone else gpu, progress=progress,
-                                 launcher=launcher)
+                                 launcher=launcher, on_running=heartbeat.runs)
 
     def piece(key: str, alone: bool = False) -> None:  # a piece of a long suite: its shard alone (run/solo)
         tally.next_batch()
+        heartbeat.started(key)
         with share.one() as gpu:
             tally.settled(key, solo.run_suite(plan, key, gpu=None if alone else gpu, launcher=launcher))
 
@@ -156,14 +165,15 @@ def run_here(plan: RunPlan, units: Sequence[str], store: ResultStore, *,
         functools.partial(piece, key) for key in sorted((key for key in cut if key not in serial_cut),
                                                         key=lambda key: -plan.expected.get(key, 0.0))]
     jobs += [functools.partial(one, batch) for batch, alone in batches if not alone]
-    if plan.parallel > 1 and len(jobs) > 1:
-        with ThreadPoolExecutor(max_workers=plan.parallel) as pool:
-            list(pool.map(lambda job: job(), jobs))
-    else:
-        for job in jobs:
-            job()
-    for key in serial_cut:  # the harness runs these suites alone: so do their pieces, one after another
-        piece(key, alone=True)
-    for batch in (batch for batch, alone in batches if alone):
-        one(batch, alone=True)
+    with heartbeat.ticking():  # a line every plan.heartbeat.seconds while the calls run (run/heartbeat)
+        if plan.parallel > 1 and len(jobs) > 1:
+            with ThreadPoolExecutor(max_workers=plan.parallel) as pool:
+                list(pool.map(lambda job: job(), jobs))
+        else:
+            for job in jobs:
+                job()
+        for key in serial_cut:  # the harness runs these suites alone: so do their pieces, one after another
+            piece(key, alone=True)
+        for batch in (batch for batch, alone in batches if alone):
+            one(batch, alone=True)
     return todo

@@ -16,6 +16,7 @@ from eb_pytorch_cuda.testsuite.run.command import TestCommand, harness_environme
 from eb_pytorch_cuda.testsuite.run.devicetests import JobDecision
 from eb_pytorch_cuda.testsuite.run.gpus import slot_gpus
 from eb_pytorch_cuda.testsuite.run.harness import Harness, harness_of
+from eb_pytorch_cuda.testsuite.run.heartbeat import HeartbeatSettings
 from eb_pytorch_cuda.testsuite.run.node import threads_per_suite, usable_cpus
 
 
@@ -54,7 +55,8 @@ class RunRequest:
     the harness runs alone besides its own lists; pieces: cut long suites (a spread run); done: keys already
     measured (not cut, their times files not written); tested_installation: the installation the suites test
     (where the executor checks that its nodes see it, and what is kept when the run fails on its verdict only);
-    job_devices: where the suites run on other nodes, what each decides the CUDA device tests' mode by there."""
+    job_devices: where the suites run on other nodes, what each decides the CUDA device tests' mode by there;
+    heartbeat: how often the run says what runs (run/heartbeat)."""
     command: TestCommand
     environ: Mapping[str, str]
     output_dir: str
@@ -69,6 +71,7 @@ class RunRequest:
     done: FrozenSet[str] = frozenset()
     tested_installation: Optional[str] = None
     job_devices: Optional[JobDecision] = None
+    heartbeat: HeartbeatSettings = HeartbeatSettings()
 
 
 @dataclass(frozen=True)
@@ -116,6 +119,11 @@ class RunPlan:
     def batch_size(self) -> int:
         """Suites per run_test.py call (the request's)."""
         return self.request.batch_size
+
+    @property
+    def heartbeat(self) -> HeartbeatSettings:
+        """How often the run says what runs (the request's: run/heartbeat)."""
+        return self.request.heartbeat
 
     def timeout_for(self, key: str) -> float:
         """A suite's or piece's timeout: its own, else its suite's, else the default (policy.settings.timeout_of)."""

@@ -27,6 +27,7 @@ from eb_pytorch_cuda.inputs import make_directory
 from eb_pytorch_cuda.testsuite.results import pieces, previous
 from eb_pytorch_cuda.testsuite.spread import slurm
 from eb_pytorch_cuda.testsuite.spread.worker import CLAIM_SECONDS
+from eb_pytorch_cuda.testsuite.run.heartbeat import Heartbeat
 from eb_pytorch_cuda.testsuite.run.plan import PieceRule, RunPlan, RunRequest
 from eb_pytorch_cuda.testsuite.run.store import ResultStore
 from eb_pytorch_cuda.testsuite.results.records import StoreRecord, suite_record
@@ -167,9 +168,10 @@ def run_spread(plan: RunPlan, units: Sequence[str], store: ResultStore, *, jobs:
         progress(f"running {len(left)} suites on {len(pool.live)} Slurm job(s) ({asked}; {parallel} "
                  f"at a time per job): {' '.join(command.argv)} -i <suites> in {command.cwd}; queue {queue.directory}; "
                  f"results kept in {store.path}")
+        heartbeat = Heartbeat(plan.heartbeat, units, progress, done, plan.expected)
         try:
             _wait(queue, pool, list(dict.fromkeys([suite for suite in suites if suite in done] + list(units))), done,
-                  failed, collect, progress, options.poll)
+                  failed, collect, progress, options.poll, heartbeat)
         finally:
             pool.finish()
 
@@ -182,8 +184,9 @@ def _never_finished(key: str, attempts: int) -> StoreRecord:
     return pieces.mark(suite_record(result), piece)  # no notes: none was recorded
 
 
-def _wait(queue, pool, suites, done, failed, collect, progress, poll):
-    """Until every suite has an outcome: collect outcomes, replace dead jobs, print progress on change."""
+def _wait(queue, pool, suites, done, failed, collect, progress, poll, heartbeat):
+    """Until every suite has an outcome: collect outcomes, replace dead jobs, print progress on change, and the
+    heartbeat's line (run/heartbeat: the live jobs' claims, since this loop first saw them) when it is due."""
     shown = None
     while True:
         refused = {worker: facts['refused'] for worker, facts in queue.devices().items() if facts.get('refused')}
@@ -202,6 +205,8 @@ def _wait(queue, pool, suites, done, failed, collect, progress, poll):
             collect()
         unfinished = [suite for suite in suites if suite not in done]
         running = queue.running()
+        heartbeat.running_now(running, done)
+        heartbeat.beat()
         died = pool.check(sum(1 for suite in unfinished if suite not in running))
         for job in died:
             lost = [suite for suite, (_, holder) in queue.claims(done).items()
