@@ -136,7 +136,7 @@ UNIT_MODULES = {'test_store_records', 'test_device_tests', 'test_easyblock_impor
                 'test_settings', 'test_ebsummary_lines',
                 'test_results_parsing', 'test_testsuite_policy', 'test_upstream_corpus', 'test_xml_encodings',
                 'test_report_plain26', 'test_unit_tier_pure', 'test_docstring_names',
-                'test_batch_logic', 'test_cuda_visible_devices', 'test_config_plan'}
+                'test_batch_logic', 'test_cuda_visible_devices', 'test_config_plan', 'test_target_source'}
 TIERS = ('unit', 'real_tools', 'real_eb', 'slurm', 'real_harness')
 
 

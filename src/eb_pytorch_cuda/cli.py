@@ -82,6 +82,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     capabilities = args.cuda_compute_capabilities.split(',') if args.cuda_compute_capabilities \
         else values.get('cuda_compute_capabilities') or ()
     context = detect_context(capabilities, target=args.target)
+    if args.easyconfig and not context.target_known:  # its target-scoped entries are left out: said
+        print(f'note: {context.target_line()}', file=sys.stderr)
     ran = carried if not args.easyconfig else None  # judged again by the terms the results carry
     if ran is not None:
         policy, device = ran.policy(args.max_failed_tests), service.device_mode_of(ran.device_tests)

@@ -193,8 +193,9 @@ class EB_PyTorch(UpstreamPyTorch):
     def _scope_context(self, settings, on_this_node=False):
         """Where the policy applies (service.scope_context: the GPUs the suites run on, else the build's)."""
         capabilities = build_option('cuda_compute_capabilities') or settings.cuda_compute_capabilities
+        progress = None if self.dry_run else lambda message: print_msg(message, log=self.log)  # the plan says it
         return service.scope_context(capabilities, on_this_node, os.environ, aliases=(get_cpu_architecture(),),
-                                     progress=lambda message: print_msg(message, log=self.log))
+                                     progress=progress)
 
     def _settings(self):
         """The test step's parameters of this easyconfig (testsuite/policy/settings: one list for all their readers),
@@ -469,7 +470,7 @@ class EB_PyTorch(UpstreamPyTorch):
                              f'tested installation and results under {self.builddir})')
         self.dry_run_msg('  ' + service.planned_device_tests(settings.cuda_device_tests, self._has_cuda(),
                                                              context.compute_capabilities))
-        self.dry_run_msg(f'  scope: {context.cpu_family}, target {context.target}, '
+        self.dry_run_msg(f'  scope: {context.cpu_family}, {context.target_line()}, '
                          f"compute capabilities {', '.join(context.compute_capabilities) or 'none'}")
         self.dry_run_msg(f"  excluded (-x): {' '.join(excluded) or 'none'}")
         self.dry_run_msg(f'  budget for unknown failures: {policy.max_failed_tests}; '

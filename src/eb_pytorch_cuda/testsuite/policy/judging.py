@@ -12,18 +12,26 @@ import platform
 import re
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
-from typing import Any, List, Mapping, NamedTuple, Optional
+from typing import Any, List, Mapping, NamedTuple, Optional, Tuple
 
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite.results.model import UNJUDGEABLE, RunResult
 
 _COMPUTE_CAPABILITY = re.compile(r'^\d+\.\d+$')
-_VENDORS = {'GenuineIntel': 'intel', 'AuthenticAMD': 'amd', 'ARM': 'arm', 'Nvidia': 'nvidia', 'NVIDIA': 'nvidia'}
+_VENDORS = {'GenuineIntel': 'intel', 'AuthenticAMD': 'amd'}  # archspec's vendors that EESSI's targets name
 
 
 def is_compute_capability(scope: object) -> bool:
     """Whether a scope names a CUDA compute capability ('8.0'), not a CPU family or target."""
     return bool(_COMPUTE_CAPABILITY.match(str(scope)))
+
+
+# where a ScopeContext's target came from: named by the caller (--target, a saved result's scope), the EESSI
+# variable, archspec's detection of this CPU (as EESSI's own eessi_software_subdir_for_host.py), or neither
+GIVEN, EESSI, ARCHSPEC, FALLBACK = 'given', '$EESSI_SOFTWARE_SUBDIR', 'archspec', 'fallback'
+TARGET_SOURCES = (GIVEN, EESSI, ARCHSPEC, FALLBACK)
+_SAID = {GIVEN: 'as given', EESSI: 'from $EESSI_SOFTWARE_SUBDIR', ARCHSPEC: 'detected by archspec',
+         FALLBACK: 'fallback'}
 
 
 @dataclass(frozen=True)
@@ -34,6 +42,12 @@ class ScopeContext:
     target: str
     compute_capabilities: tuple = ()
     aliases: tuple = ()  # other names of the CPU family, e.g. EasyBuild's 'AArch64', 'POWER'
+    target_source: str = GIVEN  # where the target came from (TARGET_SOURCES); FALLBACK: not known
+
+    @property
+    def target_known(self) -> bool:
+        """False where the target is FALLBACK's family/generic: no target-scoped entry applies then."""
+        return self.target_source != FALLBACK
 
     def applies(self, scope: object) -> bool:
         scope = str(scope)
@@ -41,21 +55,39 @@ class ScopeContext:
             return True
         if is_compute_capability(scope):
             return scope in self.compute_capabilities
-        return '/' in scope and fnmatchcase(self.target, scope)
+        return '/' in scope and self.target_known and fnmatchcase(self.target, scope)
+
+    def target_line(self) -> str:
+        """The target and where it came from, in one line; for a fallback also that target-scoped entries
+        will not apply (the dry run, the test step and `test-suite` print it)."""
+        if self.target_known:
+            return f'target {self.target} ({_SAID[self.target_source]})'
+        return (f'target unknown (fallback {self.target}: neither $EESSI_SOFTWARE_SUBDIR nor archspec names it; '
+                f'entries scoped to a CPU target will not apply: set $EESSI_SOFTWARE_SUBDIR, or --target, to name it)')
 
 
-def detect_target(cpu_family: str, environ: Optional[Mapping[str, str]] = None) -> str:
-    """$EESSI_SOFTWARE_SUBDIR when set, else family/vendor/microarchitecture from archspec, else family/generic."""
+def find_target(cpu_family: str, environ: Optional[Mapping[str, str]] = None) -> Tuple[str, str]:
+    """(target, source): $EESSI_SOFTWARE_SUBDIR when set; else family[/vendor]/microarchitecture from archspec,
+    named as EESSI names its targets (a vendor part for Intel and AMD only: 'x86_64/amd/zen3',
+    'aarch64/neoverse_v1'); else family/generic with source FALLBACK (archspec missing or unable to tell)."""
     environ = os.environ if environ is None else environ
     if environ.get('EESSI_SOFTWARE_SUBDIR'):
-        return environ['EESSI_SOFTWARE_SUBDIR']
+        return environ['EESSI_SOFTWARE_SUBDIR'], EESSI
     try:
         import archspec.cpu
         host = archspec.cpu.host()
-        vendor = _VENDORS.get(host.vendor, host.vendor.lower())
-        return f'{cpu_family}/{vendor}/{host.name}'
-    except Exception:  # noqa: BLE001 - archspec missing or unable to tell: fall back to the family
-        return f'{cpu_family}/generic'
+        vendor = _VENDORS.get(host.vendor)
+        name = str(host.name)
+    except Exception:  # noqa: BLE001 - archspec missing or unable to tell: said as FALLBACK
+        return f'{cpu_family}/generic', FALLBACK
+    if name in ('', 'generic') or name == cpu_family:  # archspec's own fallback: the family, nothing more
+        return f'{cpu_family}/generic', FALLBACK
+    return '/'.join(filter(None, (cpu_family, vendor, name))), ARCHSPEC
+
+
+def detect_target(cpu_family: str, environ: Optional[Mapping[str, str]] = None) -> str:
+    """The target of find_target, without its source."""
+    return find_target(cpu_family, environ)[0]
 
 
 _ALIASES = {'AArch64': 'aarch64', 'POWER': 'ppc64le', 'RISC-V': 'riscv64', 'x86_64': 'x86_64'}  # EasyBuild's names
@@ -63,16 +95,18 @@ FAMILIES = ('x86_64', 'aarch64', 'ppc64le', 'riscv64')  # the CPU families a sco
 
 
 def detect_context(compute_capabilities: tuple = (), cpu_family: Optional[str] = None, target: Optional[str] = None,
-                   environ: Optional[dict] = None, aliases: tuple = ()) -> ScopeContext:
+                   environ: Optional[Mapping[str, str]] = None, aliases: tuple = ()) -> ScopeContext:
     """Where the build runs.  A target ('aarch64/neoverse_v1', given or $EESSI_SOFTWARE_SUBDIR) names its own
     CPU family, so a dry run or a report made on another machine resolves that target's family scopes (and
     EasyBuild's family names of another family are dropped)."""
     env = os.environ if environ is None else environ
+    source = GIVEN if target else EESSI
     target = target or env.get('EESSI_SOFTWARE_SUBDIR') or None
     family = cpu_family or (str(target).split('/', 1)[0] if target and '/' in str(target) else platform.machine())
     aliases = tuple(a for a in aliases if _ALIASES.get(a, family) == family)
-    return ScopeContext(family, target or detect_target(family, environ), tuple(str(c) for c in compute_capabilities),
-                        aliases)
+    if not target:
+        target, source = find_target(family, env)
+    return ScopeContext(family, target, tuple(str(c) for c in compute_capabilities), aliases, source)
 
 
 # What can name a test file of run_test.py, one rule for excluded_tests and known_test_failures: its -x takes

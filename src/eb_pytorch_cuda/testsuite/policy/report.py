@@ -52,6 +52,7 @@ def to_json(result: RunResult, verdict: Verdict, context: Optional[ScopeContext]
             'input_notes': list(result.notes)}
     if context is not None:
         data['scope'] = {'cpu_family': context.cpu_family, 'target': context.target,
+                         'target_source': context.target_source,
                          'compute_capabilities': list(context.compute_capabilities)}
     data.update(result.to_dict())
     return data

@@ -25,8 +25,9 @@ from typing import Callable, Optional, Tuple
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.escape import printable_lines
 from eb_pytorch_cuda.testsuite.results.model import RunResult
-from eb_pytorch_cuda.testsuite.policy.judging import (FAMILIES, Budget, KnownFailure, Policy, ScopeContext, Verdict,
-                                                      detect_context, judge, is_compute_capability, known_failures)
+from eb_pytorch_cuda.testsuite.policy.judging import (FAMILIES, TARGET_SOURCES, Budget, KnownFailure, Policy,
+                                                      ScopeContext, Verdict, detect_context, judge,
+                                                      is_compute_capability, known_failures)
 from eb_pytorch_cuda.testsuite.results.saved import load_results, load_saved
 
 PLACEHOLDER = 'TODO: why it fails, and the issue or PR URL'
@@ -216,6 +217,10 @@ def render(runs: list, merged: dict, outcome: list) -> str:
         if run.not_run:
             lines.append('#   its known failures naming suites missing from its results (did they run?): '
                          + ', '.join(run.not_run))
+        if run.context is not None and not run.context.target_known and run.scope == run.context.cpu_family:
+            lines.append(f'#   its target is not known (fallback {run.context.target}): its entries are scoped to '
+                         f'the CPU family {run.scope}, not to a target; --target TARGET (or --suggest-scope) '
+                         f'scopes them to one')
     if warnings:
         lines.append('# WARNING: suites that crashed, timed out or never finished, not failures that were counted: '
                      + ', '.join(warnings))
@@ -257,20 +262,25 @@ def suggest_runs(runs: list, scope: Optional[str] = None) -> tuple:
 
 def run_scope(context: ScopeContext) -> str:
     """The scope a run's new entries get: the one compute capability a CUDA build for one GPU generation was
-    made for (what differs between GPU nodes), else the CPU target."""
+    made for (what differs between GPU nodes), else the CPU target; where the target is not known (a fallback:
+    ScopeContext.target_known) the CPU family, and render() says so."""
     capabilities = context.compute_capabilities
-    return capabilities[0] if len(capabilities) == 1 else context.target
+    if len(capabilities) == 1:
+        return capabilities[0]
+    return context.target if context.target_known else context.cpu_family  # a fallback names no target
 
 
 def _saved_scope(path):
-    """The (target, compute capabilities) a saved JSON result recorded, or None (a log, XML or bare result)."""
+    """The (target, compute capabilities, target source) a saved JSON result recorded, or None (a log, XML or
+    bare result); the source is None where the result does not say it (saved before it was recorded)."""
     if os.path.isdir(path) or not str(path).endswith('.json'):
         return None
     load_saved(path)  # validates, with the one-line error naming the file
     with open(path) as handle:
         scope = json.load(handle).get('scope')
     if isinstance(scope, dict) and scope.get('target'):
-        return str(scope['target']), tuple(str(c) for c in scope.get('compute_capabilities') or ())
+        return (str(scope['target']), tuple(str(c) for c in scope.get('compute_capabilities') or ()),
+                scope.get('target_source'))
     return None
 
 
@@ -280,14 +290,16 @@ def runs_from_paths(paths: list, policy_for: Callable[[ScopeContext], Policy], t
     each saved JSON result that recorded its target (the easyblock writes one per build) is a run of its own
     and the other paths form one run for the detected target.  policy_for(context) gives each run its policy;
     load reads a run's paths (report also reads EasyBuild's failure summary: eb.ebsummary.load)."""
-    groups: dict = {}  # (target, capabilities) -> paths
+    groups: dict = {}  # (target, capabilities, target source) -> paths
     for path in paths:
         scope = None if target else _saved_scope(path)
-        key = scope or (target, tuple(capabilities))
+        key = scope or (target, tuple(capabilities), None)
         groups.setdefault(key, []).append(path)
     runs = []
-    for (run_target, run_capabilities), group in groups.items():
+    for (run_target, run_capabilities, source), group in groups.items():
         context = detect_context(run_capabilities, target=run_target)
+        if source in TARGET_SOURCES:  # as the run found it: a fallback stays one
+            context = replace(context, target_source=source)
         label = ', '.join(os.path.basename(os.path.normpath(str(p))) for p in group)
         runs.append(Run(label, run_scope(context), context, load(group), policy_for(context)))
     return runs

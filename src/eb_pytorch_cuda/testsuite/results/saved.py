@@ -138,9 +138,9 @@ def _check_text(path, where, value, optional=False):
 def _check_scope(path, scope):
     """The scope a judged run recorded (report.to_json): where its known failures applied, and the target a
     --suggest-policy run of it gets; strings of any content (printed escaped, as Python literals)."""
-    if not isinstance(scope, dict) or set(scope) - {'cpu_family', 'target', 'compute_capabilities'}:
-        _refuse(path, 'scope', 'must be an object of cpu_family, target and compute_capabilities')
-    for key in ('cpu_family', 'target'):
+    if not isinstance(scope, dict) or set(scope) - {'cpu_family', 'target', 'target_source', 'compute_capabilities'}:
+        _refuse(path, 'scope', 'must be an object of cpu_family, target, target_source and compute_capabilities')
+    for key in ('cpu_family', 'target', 'target_source'):
         _check_text(path, f'scope.{key}', scope.get(key), optional=True)
     capabilities = scope.get('compute_capabilities', [])
     if not isinstance(capabilities, list) or not all(isinstance(c, str) and c for c in capabilities):
