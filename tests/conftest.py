@@ -120,6 +120,7 @@ TIER_OF_MODULE = {
     'test_packaging': 'real_tools', 'test_patch_faults': 'real_tools', 'test_patch_plan': 'real_tools',
     'test_resolve': 'real_tools', 'test_run_here': 'real_tools', 'test_result_store_faults': 'real_tools',
     'test_process': 'real_tools', 'test_no_orphans': 'real_tools', 'test_suggest_policy': 'real_tools',
+    'test_names_as_eb': 'real_eb',
     'test_leftovers': 'real_tools', 'test_bad_times': 'real_tools', 'test_results_terms': 'real_tools',
     'test_log_cuts_cli': 'real_tools',
     'test_gpu_mixed_record': 'real_tools', 'test_elf_string_tables': 'real_tools',

@@ -8,6 +8,7 @@ by signal N (SIGINT 130, SIGTERM 143, SIGHUP 129: one line, temporary files remo
 import argparse
 import os
 import shlex
+import shutil
 import signal
 import sys
 from typing import Dict, Optional, Sequence, Union
@@ -367,7 +368,7 @@ def build_parser() -> argparse.ArgumentParser:
                                                              'test_suite_jobs of EC, else 1: here)')
     suite.add_argument('--results', metavar='DIR', help='where results and reports go (default: ./pytorch-test-'
                                                         'suite); the same command again runs only what is missing')
-    suite.add_argument('--cuda-device-tests', choices=('auto', 'true', 'false'),
+    suite.add_argument('--cuda-device-tests', choices=('auto', 'true', 'false'), type=str.lower,  # True, FALSE: as EC
                        help="PyTorch's device-generic CUDA tests: auto (where a GPU is seen and the torch has CUDA), "
                             "true (required: no GPU, or 0 CUDA tests run, fails), false (upstream's SANDCASTLE=1); "
                             "default: cuda_device_tests of EC, else auto")
@@ -451,6 +452,16 @@ def _raise_terminated(signum, frame):
     raise Terminated(signum)
 
 
+def _names_as_eb_takes_them(args: argparse.Namespace) -> None:
+    """--easyconfig NAME found on the robot path as eb finds it (eb/ecfind), --python NAME on PATH: before any
+    command reads them, so every message names the file that was used."""
+    if getattr(args, 'easyconfig', None):
+        from eb_pytorch_cuda.eb.ecfind import locate_easyconfig
+        args.easyconfig = locate_easyconfig(args.easyconfig)
+    if getattr(args, 'python', None):
+        args.python = shutil.which(args.python) or args.python  # not found: refused by name (service.check_inputs)
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     # SIGTERM/SIGHUP become an exception, like SIGINT's KeyboardInterrupt, so every cleanup (the
@@ -462,6 +473,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     sys.stdout = _NamedOutput(stdout, 'standard output')  # see _NamedOutput
     try:
         try:
+            _names_as_eb_takes_them(args)
             code = args.func(args)
             sys.stdout.flush()  # a write error at exit would name nothing: seen here, it names the stream
             return code
