@@ -327,9 +327,11 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument('--max-failed-tests', type=int, metavar='N',
                         help='budget for unknown failures (default: the one a saved JSON result was judged by)')
     report.add_argument('--easyconfig', metavar='EC', help='take the policy (budget, known failures) from EC '
-                                                           '(default: the terms a saved JSON result was judged by)')
+                                                           '(a path, or a file name eb finds on its robot path; '
+                                                           'default: the terms a saved JSON result was judged by)')
     report.add_argument('--target', metavar='TARGET',
-                        help='CPU target for scoped entries (default: $EESSI_SOFTWARE_SUBDIR or detected)')
+                        help='CPU target for scoped entries (default: $EESSI_SOFTWARE_SUBDIR, else detected by '
+                             'archspec; neither: entries scoped to a target do not apply)')
     report.add_argument('--cuda-compute-capabilities', metavar='CC[,CC]', help='e.g. 8.0,9.0')
     report.add_argument('--suggest-policy', action='store_true',
                         help='print the known_test_failures entries that would make it pass (placeholder reasons); '
@@ -345,15 +347,18 @@ def build_parser() -> argparse.ArgumentParser:
     suite = sub.add_parser('test-suite', help="run a PyTorch source tree's test suites against an installed torch, "
                                               'judge and report them as the easyblock does')
     suite.add_argument('source', metavar='SRC', help='PyTorch source tree (its test/run_test.py is run)')
-    suite.add_argument('--python', required=True, metavar='PY', help='a Python that imports the torch to test')
+    suite.add_argument('--python', required=True, metavar='PY',
+                       help='a Python that imports the torch to test (a path, or a name looked up on PATH)')
     suite.add_argument('--runtest', metavar='CMD', help='test command as in an easyconfig (default: EC\'s runtest '
                                                         'with its pretestopts and testopts, else '
                                                         '"cd test && %%(python)s run_test.py --continue-through-error '
                                                         '%%(excluded_tests)s")')
     suite.add_argument('--easyconfig', metavar='EC', help='take the policy (budget, known failures, excluded tests, '
-                                                          'reruns) from EC')
+                                                          'reruns) from EC (a path, or a file name eb finds on its '
+                                                          'robot path)')
     suite.add_argument('--target', metavar='TARGET',
-                       help='CPU target for scoped entries (default: $EESSI_SOFTWARE_SUBDIR or detected)')
+                       help='CPU target for scoped entries (default: $EESSI_SOFTWARE_SUBDIR, else detected by '
+                            'archspec; neither: entries scoped to a target do not apply)')
     suite.add_argument('--parallel', type=int, metavar='N', help='run N batches of suites at a time (default: '
                                                                  "parallel_test_suites of EC, else auto: as many as "
                                                                  "this node's CPUs and memory hold)")
@@ -380,7 +385,9 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.add_argument('paths', nargs='+', metavar='PATH', help='installation prefix, directory or library')
     doctor.add_argument('--format', choices=('text', 'json'), default='text')
     doctor.add_argument('--from', dest='start', metavar='LIB',
-                        help='load only LIB (as with dlopen()), instead of every object no other one needs')
+                        help='load only LIB (as with dlopen()); default: the Python extension modules, else an '
+                             "installation's libtorch_cuda.so (what PyTorch loads), else every object no other one "
+                             'needs')
     doctor.add_argument('--executable', metavar='EXE',
                         help="the program that loads them (its RPATH and symbols count, e.g. python3); "
                              "default: none, and symbols nothing defines are taken to come from that program")
