@@ -13,6 +13,11 @@ and prints the median wall times, their ratio to plain, the per-suite overhead, 
 results agree (failed suites from `X failed!` lines; passed counts from each suite's XML reports).
 
     python benchmarks/bench_real_harness.py [--repeat 3] [--parallel 2] [--suites a b ...] [--tree T --python P]
+        [--profile]
+
+--profile adds one profiled run of ours (in this process, cProfile's wall clock) and prints where the step's own
+seconds go: the Python probe, the harness's selection (one more torch import), reading run_test.py, the CUDA
+question, the suites themselves, the reruns, writing the store, the reports, and importing the CLI.
 
 The start-up the runner adds over a plain call is its discovery (the harness asked for its selection: one
 more torch import) and one run_test.py start-up per batch.  Measured 2026-12-01 on the 2.1 line (6 suites,
@@ -97,6 +102,43 @@ def runner(suites, parallel):
         return seconds, {'failed': failed, 'passed': passed}
 
 
+# where the step's own seconds go: (label, module, function) whose cumulative wall time a profiled run reports
+PHASES = (('the Python probe (check_inputs)', 'sourcetree', 'check_inputs'),
+          ("the harness's selection (its --dry-run)", 'discovery', 'select'),
+          ("reading run_test.py's lists", 'harness', 'read_harness'),
+          ('the CUDA build asked (torch_has_cuda)', 'sourcetree', 'torch_has_cuda'),
+          ('the suites (run_test.py calls)', 'batches', 'run_batch_to_the_end'),
+          ('isolated reruns', 'reruns', 'rerun_failures'),
+          ('writing the store', 'store', 'append'),
+          ('the reports', 'service', 'report_texts'),
+          ('the whole step (run_step)', 'service', 'run_step'))
+
+
+def profiled(suites):
+    """One `test-suite` run in this process under cProfile (wall clock: time.perf_counter), the cumulative seconds
+    of each of PHASES, and the seconds of importing the CLI in a fresh process."""
+    import cProfile
+    import pstats
+    from eb_pytorch_cuda import cli
+    with tempfile.TemporaryDirectory() as workdir:
+        tree = fresh_tree(workdir)
+        runtest = 'cd test && %(python)s run_test.py --continue-through-error -i ' + ' '.join(suites)
+        profile = cProfile.Profile()
+        start = time.time()
+        profile.runcall(cli.main, ['test-suite', tree, '--python', PYTHON, '--runtest', runtest, '--parallel', '1',
+                                   '--results', os.path.join(workdir, 'results'), '--format', 'json'])
+        total = time.time() - start
+    stats = pstats.Stats(profile).stats  # {(file, line, function): (calls, calls, tottime, cumtime, callers)}
+    found = {}
+    for label, module, function in PHASES:
+        found[label] = sum(entry[3] for (path, _line, name), entry in stats.items()
+                           if name == function and os.path.basename(path) == f'{module}.py')
+    start = time.time()
+    subprocess.run([sys.executable, '-c', 'import eb_pytorch_cuda.cli'], check=True)
+    found['importing the CLI (a fresh process)'] = time.time() - start
+    return total, found
+
+
 def main():
     global TREE, PYTHON, HARNESS  # noqa: PLW0603 - one benchmark run, one tree
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -105,6 +147,8 @@ def main():
     parser.add_argument('--suites', nargs='+')
     parser.add_argument('--tree', default=TREE, help='a PyTorch tree with test/run_test.py (default: the 2.6.0 one)')
     parser.add_argument('--python', default=PYTHON, help="a Python that imports the tree's torch")
+    parser.add_argument('--profile', action='store_true', help="after the timed runs, one profiled run of ours: "
+                                                               "where the step's own seconds go")
     args = parser.parse_args()
     TREE, PYTHON = os.path.abspath(args.tree), os.path.abspath(args.python)
     if not os.path.isfile(os.path.join(TREE, 'test', 'run_test.py')):
@@ -137,6 +181,11 @@ def main():
               f"{'' if same else ': ' + json.dumps(result) + ' vs ' + json.dumps(reference)}")
     print(f"  failed suites: {', '.join(reference['failed']) or 'none'}; "
           f"tests passed: {sum(reference['passed'].values())}")
+    if args.profile:
+        total, phases = profiled(args.suites)
+        print(f'\none profiled test-suite run ({total:.1f}s wall, cumulative wall seconds of each phase):')
+        for label, seconds in phases.items():
+            print(f'  {label:45} {seconds:6.1f}s')
 
 
 if __name__ == '__main__':

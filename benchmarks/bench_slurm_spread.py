@@ -38,6 +38,7 @@ from eb_pytorch_cuda.testsuite.run.store import ResultStore
 from eb_pytorch_cuda.testsuite.run.command import TestCommand
 from eb_pytorch_cuda.testsuite.run.harness import harness_of
 from eb_pytorch_cuda.testsuite.results import pieces
+from eb_pytorch_cuda.testsuite.results.previous import History
 from eb_pytorch_cuda.testsuite.spread import worker
 from eb_pytorch_cuda.testsuite.spread.workqueue import longest_first
 
@@ -173,7 +174,7 @@ def load_times(path, build=None, config=None):
             data = json.load(handle)
     except (OSError, ValueError) as err:
         _bad(path, f'not a readable times file ({err})')
-    seconds = controller.previous_suite_seconds(path)
+    seconds = dict(History.read(path).suite_seconds)
     if seconds:
         return seconds, 'results JSON'
     table, label = _times_of(data, build, config, path)

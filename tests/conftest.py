@@ -102,15 +102,16 @@ def harness26():
 # real_harness: PyTorch's own run_test.py (2.1 line, 2.6); real_eb: real EasyBuild runs (4.9.4, 5.4.1);
 # slurm: the real single-node Slurm; real_tools: gcc-built ELF files, patchelf, the glibc loader, the real
 # cuDNN/torch wheels, real processes (the console script too); unit: none of these, no process started
-# (tests/test_unit_tier_pure.py, the audit hook below): 337 tests in 9.2 s serially on this 2-core VM (72.6 s
-# before issue 34 split the console-script tests out; `-n 2` 16 s: the workers' start costs more than it saves).
+# (tests/test_unit_tier_pure.py, the audit hook below): seconds serially on a 2-core VM (`-n 2` is slower: the
+# workers' start costs more than it saves).
 TIER_OF_MODULE = {
     'test_real_harness': 'real_harness', 'test_real_harness_21': 'real_harness', 'test_eb_real_torch21': 'real_harness',
     'test_real_harness_plain26': 'real_harness',
     'test_demo': 'real_eb', 'test_dry_run': 'real_eb', 'test_easyblock_deployments': 'real_eb',
     'test_eb_easyblock_tests': 'real_eb', 'test_eb_hooks': 'real_eb', 'test_test_install': 'real_eb',
     'test_upstream_easyblock_suite': 'real_eb', 'test_config': 'real_eb',
-    'test_slurm_spread': 'slurm', 'test_slurm_jobs': 'slurm', 'test_slurm_pieces': 'real_harness',
+    'test_slurm_spread': 'slurm', 'test_slurm_jobs': 'slurm', 'test_slurm_devices': 'slurm',
+    'test_slurm_pieces': 'real_harness',
     'test_here_pieces': 'real_harness', 'test_suite_threads': 'real_harness', 'test_kill_matrix': 'real_harness',
     'test_pieces': 'real_tools',
     'test_add_needed': 'real_tools', 'test_bad_inputs': 'real_tools', 'test_check_needed': 'real_tools',
@@ -122,22 +123,22 @@ TIER_OF_MODULE = {
     'test_process': 'real_tools', 'test_no_orphans': 'real_tools', 'test_suggest_policy': 'real_tools',
     'test_names_as_eb': 'real_eb',
     'test_leftovers': 'real_tools', 'test_bad_times': 'real_tools', 'test_results_terms': 'real_tools',
-    'test_log_cuts_cli': 'real_tools',
+    'test_log_cuts_cli': 'real_tools', 'test_executors': 'real_tools',
     'test_gpu_mixed_record': 'real_tools', 'test_elf_string_tables': 'real_tools',
     'test_elf_dynamic_tables': 'real_tools', 'test_full_results_disk': 'real_tools',
-    'test_setup_script': 'real_tools', 'test_entry_points': 'real_eb',
-    # the parts of unit modules that start the console script or a real process (issue 34, item 6)
+    'test_setup_script': 'real_tools', 'test_entry_points': 'real_eb', 'test_docs_commands': 'real_eb',
+    # the parts of unit modules that start the console script or a real process
     'test_field_policy': 'real_tools', 'test_report_escaping': 'real_tools', 'test_test_parameters': 'real_tools',
-    'test_report_policy': 'real_tools', 'test_nvidia_smi': 'real_tools',
+    'test_report_policy': 'real_tools', 'test_nvidia_smi': 'real_tools', 'test_gpu_triage': 'real_tools',
 }
 UNIT_MODULES = {'test_store_records', 'test_device_tests', 'test_easyblock_imports', 'test_module_map',
-                'test_cudnn_catalog', 'test_gpu_record', 'test_gpu_record_20261202',
-                'test_gpu_record_20261202_complete', 'test_gpu_bench_cpu_20261202', 'test_gpu_bench_pool_20261203',
+                'test_cudnn_catalog', 'test_gpu_record', 'test_gpu_records', 'test_gpu_bench_records',
                 'test_logparse_streaming', 'test_log_cuts',
                 'test_settings', 'test_ebsummary_lines',
                 'test_results_parsing', 'test_testsuite_policy', 'test_upstream_corpus', 'test_xml_encodings',
                 'test_report_plain26', 'test_unit_tier_pure', 'test_docstring_names',
-                'test_batch_logic', 'test_cuda_visible_devices', 'test_config_plan', 'test_target_source'}
+                'test_batch_logic', 'test_cuda_visible_devices', 'test_config_plan', 'test_project_metadata',
+                'test_cli_help', 'test_command_words', 'test_scopes', 'test_target_source'}
 TIERS = ('unit', 'real_tools', 'real_eb', 'slurm', 'real_harness')
 
 

@@ -1,9 +1,8 @@
-"""What more than one test module needs, written once (issue 34, item 6): the commands, the stand-in trees.
+"""What more than one test module needs, written once: the commands, the stand-in trees.
 
-Before, 19 helper names were defined in more than one test file (3 of them identical) and four modules had
-their own copier of the stand-in test tree; a fix to one copy (a report directory left behind, a missing
-`tools/`) reached only that module.  Modules of one job stay beside this one: procs.py (the process table),
-scratch.py (trees a module fixture removes), environment.py (what tools/setup.sh provides).
+Written once so that a fix (a report directory left behind, a missing `tools/`) reaches every module.  Modules
+of one job stay beside this one: procs.py (the process table), scratch.py (trees a module fixture removes),
+environment.py (what tools/setup.sh provides).
 
 Two ways to run a command, one per tier: `cli` starts the installed console script (a real process, for
 the tiers that may start one), `run_main` calls `eb_pytorch_cuda.cli.main` in this process (the `unit`

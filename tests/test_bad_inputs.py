@@ -253,7 +253,7 @@ def test_an_expected_suite_without_outcome_fails_the_verdict(tmp_path):
     assert cli('report', path).returncode == 0  # without the expectation, the same result passes
 
 
-def test_the_symbol_reader_refuses_a_corrupt_identification_or_a_cut_header_in_one_line(tmp_path):
+def test_symbol_reader_refuses_a_corrupt_ident_or_cut_header_in_one_line(tmp_path):
     # the header-only readers share one check of the ELF identification (elf.reader.decode_ident)
     from eb_pytorch_cuda.elf.reader import read_abi_key
     from eb_pytorch_cuda.elf.symbols import ElfSymbols
@@ -360,7 +360,7 @@ if __name__ == '__main__':
 '''
 
 
-def test_a_failed_test_whose_id_is_too_long_to_rerun_is_skipped_and_the_verdict_given(tmp_path):
+def test_a_failed_test_id_too_long_to_rerun_is_skipped_with_a_verdict(tmp_path):
     import sys
     tree = tmp_path / 'src'
     standin_test_tree(tree, keep=())
@@ -381,7 +381,7 @@ def test_a_failed_test_whose_id_is_too_long_to_rerun_is_skipped_and_the_verdict_
     assert 'Traceback' not in done.stderr
 
 
-# --- issue 35: writing errors name the file or stream; refusals create nothing ---
+# --- writing errors name the file or stream; refusals create nothing ---
 
 def _report_argv():
     log = os.path.join(os.path.dirname(__file__), 'data', 'pytorch_corpus', 'logs', 'run_test-2.6-plain.log')
@@ -403,6 +403,35 @@ def test_report_into_dev_full_names_standard_output():
     assert done.returncode == 2, done.stderr
     assert done.stderr.splitlines() == [
         'eb-pytorch-cuda: error: standard output: cannot be written: No space left on device'], done.stderr
+
+
+def _closing(*descriptors):
+    """A preexec_fn closing descriptors in the child: `>&-`, `2>&-` without a shell."""
+    return lambda: [os.close(descriptor) for descriptor in descriptors]
+
+
+def test_report_with_standard_output_closed_exits_2_naming_it():
+    """`report LOG >&-`: Python leaves sys.stdout None; before, an AttributeError traceback, exit 1."""
+    done = subprocess.run(_report_argv(), stdout=None, stderr=subprocess.PIPE, text=True, timeout=300,
+                          preexec_fn=_closing(1))
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == ['eb-pytorch-cuda: error: standard output: cannot be written: it is closed']
+
+
+@pytest.mark.parametrize('stderr', ['closed', '/dev/full'])
+def test_the_exit_status_is_the_documented_one_when_standard_error_cannot_be_written(tmp_path, stderr):
+    """Bad input is exit 2 and a verdict 0 or 1 whether or not standard error takes the line; before, the failed
+    write of the error line raised: `report missing.log 2>/dev/full` exited 1."""
+    def run(*arguments):
+        with open('/dev/full', 'w') as full:
+            return subprocess.run([console_script(), 'report', *map(str, arguments)], stdout=subprocess.PIPE,
+                                  stderr=full if stderr == '/dev/full' else None, text=True, timeout=300,
+                                  preexec_fn=_closing(2) if stderr == 'closed' else None)
+    missing = run(tmp_path / 'missing.log')
+    assert missing.returncode == 2 and missing.stdout == ''
+    verdict = run(_report_argv()[-1], '--max-failed-tests', '0')
+    assert verdict.returncode == 1 and 'verdict: FAIL' in verdict.stdout, verdict.stdout
+    assert run(_report_argv()[-1]).returncode == 0
 
 
 def _suite_argv(results, *extra, python=None):
@@ -448,3 +477,40 @@ def test_a_refused_test_suite_creates_nothing(tmp_path, case):
     done = cli(*argv)
     assert done.returncode == 2 and len(_errors(done)) == 1 and 'Traceback' not in done.stderr, done.stderr
     assert not os.path.lexists(tmp_path / 'parent'), os.listdir(tmp_path / 'parent')  # was: .lock, .children
+
+
+_TEST_COMMAND_EC = ("easyblock = 'PyTorch'\nname = 'PyTorch'\nversion = '2.1.2'\nhomepage = 'x'\ndescription = 'x'\n"
+                    "toolchain = SYSTEM\nruntest = 'cd test && %(python)s run_test.py -i test_a'\n")
+
+
+@pytest.mark.parametrize('parameter, line', [
+    ('pretestopts', "pretestopts = 'A=\\x00 '"),
+    ('testopts', "testopts = '--x=\\x00'"),
+    ('runtest', "runtest = 'cd test && %(python)s run_test.py -i test_\\x00a'"),
+])
+def test_a_nul_byte_in_the_test_command_is_refused_naming_the_easyconfig_and_parameter(tmp_path, parameter, line):
+    """A NUL byte cannot be in an argument or an environment value: before, the command was printed, then
+    subprocess's `ValueError: embedded null byte` came as a 46-line traceback, rc 1."""
+    easyconfig = tmp_path / 'nul.eb'
+    easyconfig.write_text(_TEST_COMMAND_EC + line + '\n')
+    results = tmp_path / 'results'
+    done = cli(*_suite_argv(results, '--easyconfig', easyconfig), timeout=120)
+    assert done.returncode == 2 and len(_errors(done)) == 1 and 'Traceback' not in done.stderr, done.stderr
+    assert _errors(done)[0].startswith(f'eb-pytorch-cuda: error: {easyconfig}: {parameter} holds a NUL byte, which '
+                                       f'no argument or environment value can hold: '), done.stderr
+    assert not os.path.lexists(results)
+
+
+def test_a_pretestopts_word_over_the_kernels_limit_is_refused_at_once(tmp_path):
+    """One string of execve() holds at most 128 KiB (MAX_ARG_STRLEN): a 3 MB pretestopts word ran nothing within
+    120 s before (shlex's splitting is quadratic in a word's length; 1 MB took 20.8 s, then `Argument list too
+    long`); now it is refused in one line naming the easyconfig and pretestopts, within seconds."""
+    easyconfig = tmp_path / 'huge.eb'
+    easyconfig.write_text(_TEST_COMMAND_EC + "pretestopts = 'A=' + 'x' * 3000000 + ' '\n")
+    results = tmp_path / 'results'
+    done = cli(*_suite_argv(results, '--easyconfig', easyconfig), timeout=60)
+    assert done.returncode == 2 and len(_errors(done)) == 1, done.stderr
+    assert _errors(done)[0].startswith(f'eb-pytorch-cuda: error: {easyconfig}: pretestopts has a word of 3000002 '
+                                       f'bytes'), done.stderr
+    assert 'MAX_ARG_STRLEN' in done.stderr and len(done.stderr) < 400
+    assert not os.path.lexists(results)

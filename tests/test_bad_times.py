@@ -15,11 +15,12 @@ import pytest
 
 from helpers import module_env, standin_source, suite_command
 from eb_pytorch_cuda.testsuite.results import previous
+from eb_pytorch_cuda.testsuite.results.previous import History
+from eb_pytorch_cuda.testsuite.policy.settings import DEFAULT_SUITE_TIMEOUT
 from eb_pytorch_cuda.testsuite.results.saved import no_constants
 from eb_pytorch_cuda.testsuite.results.seconds import NotSeconds, seconds_in_text, seconds_of
 from eb_pytorch_cuda.testsuite.run.store import ResultStore
 from eb_pytorch_cuda.testsuite import service
-from eb_pytorch_cuda.testsuite.spread import controller
 
 BAD = ['inf', 'nan', '1e999', '-5', '9' * 401]
 
@@ -64,7 +65,7 @@ def _strict(text):
 
 
 @pytest.mark.parametrize('time', BAD, ids=['inf', 'nan', '1e999', '-5', '401-digits'])
-def test_an_xml_time_that_is_no_time_is_set_aside_and_the_run_and_its_rerun_give_a_verdict(tmp_path, tree, time):
+def test_a_bad_xml_time_is_set_aside_and_run_and_rerun_give_a_verdict(tmp_path, tree, time):
     (tree / 'test' / 'test_slow.py').write_text(SUITE.format(time=time))
     for run in (1, 2):  # the second run's previous results are the first's JSON; its store holds the record
         done = _test_suite(tmp_path, tree)
@@ -100,10 +101,10 @@ def test_previous_results_with_times_that_are_no_times_plan_without_them(tmp_pat
                     ' "suites": [{"name": "test_x", "seconds": %s}],'
                     ' "test_seconds": {"test_slow": {"a::b": %s, "a::c": 2}}}' % (number, number, number))
     notes = []
-    timeouts = service.suite_timeouts(None, str(path), notes.append)
-    assert timeouts == {'': service.DEFAULT_SUITE_TIMEOUT, 'test_ok': 600}
-    assert controller.previous_suite_seconds(str(path)) == {'test_ok': 100.0}
-    assert controller.previous_test_seconds(str(path), notes.append) == {'test_slow': {'a::c': 2.0}}
+    history = History.read(str(path), notes.append)  # read once, each bad time said once
+    assert service.suite_timeouts(None, history) == {'': DEFAULT_SUITE_TIMEOUT, 'test_ok': 600}
+    assert history.suite_seconds == {'test_ok': 100.0}
+    assert history.test_seconds == {'test_slow': {'a::c': 2.0}}
     assert len(notes) == 3 and all(note.startswith(f'{path}: ') and note.endswith('; set aside') for note in notes)
     assert "suite_seconds: 'test_slow': must be a finite" in notes[0]
     assert "suites[].seconds: 'test_x': must be a finite" in notes[1]
@@ -115,7 +116,7 @@ def test_previous_results_with_times_that_are_no_times_plan_without_them(tmp_pat
 @pytest.mark.parametrize('record', [
     {'test_seconds': {'t': '1e999'}}, {'seconds': '-5'}, {'batch_seconds': '1e999'}, {'seconds': '9' * 401},
     {'suite': {'seconds': '1e999'}}, {'suite': {'seconds': '9' * 401}}])
-def test_a_store_record_with_a_time_that_is_no_time_is_set_aside_and_its_suite_runs_again(tmp_path, record):
+def test_a_store_record_with_a_bad_time_is_set_aside_and_its_suite_reruns(tmp_path, record):
     """Written as a crafted line (json.dumps cannot write 1e999: the numbers go in as text)."""
     base = {'name': 'test_a', 'status': 'passed', 'counts': {'passed': 1}, 'failed_tests': [], 'sources': ['log']}
     suite = dict(base, **{key: f'@{value}@' for key, value in record.get('suite', {}).items()})

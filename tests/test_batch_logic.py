@@ -1,4 +1,4 @@
-"""run/batches driven by a launcher that starts no process (run/launcher's injection point, issue 34): the
+"""run/batches driven by a launcher that starts no process (run/launcher's injection point): the
 real output of one run_test.py batch (tests/data/pytorch26-plain/batch.log, Debian's 2.6.0 harness on 13
 suites, recorded with its results JSON test-suite.json) is written by a canned call, whole or cut, so the
 batch logic (which suite settles when, what a killed batch leaves to run alone, what the sink is given)
@@ -14,7 +14,7 @@ from eb_pytorch_cuda.testsuite.run.calls import XML_VARIABLE, batch_options
 from eb_pytorch_cuda.testsuite.run.command import TestCommand as Command  # not a pytest test class
 from eb_pytorch_cuda.testsuite.run.harness import Harness
 from eb_pytorch_cuda.testsuite.run.launcher import TimeoutExpired
-from eb_pytorch_cuda.testsuite.run.plan import RunPlan
+from eb_pytorch_cuda.testsuite.run.plan import RunPlan, RunRequest
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data', 'pytorch26-plain')
 with open(os.path.join(DATA, 'batch.log'), encoding='utf-8') as _handle:
@@ -73,12 +73,13 @@ def _plan(tmp_path, timeout=600):
                       has_distributed_prefix_rule=True, replays_logs=True, serial_marked_pass=True,
                       pytest_by_default=True)
     (tmp_path / 'out').mkdir()
-    return RunPlan(Command(str(tmp_path), {}, ['python', 'run_test.py', '--continue-through-error']), {'HOME': '/x'},
-                   harness, tuple(SUITES), tuple(SUITES), tuple(batch_options(harness)), {'': timeout}, {},
-                   str(tmp_path / 'out'), 'python', 1, (), 0, 50)
+    command = Command(str(tmp_path), {}, ['python', 'run_test.py', '--continue-through-error'])
+    request = RunRequest(command, {'HOME': '/x'}, str(tmp_path / 'out'), 'python', {'': timeout}, batch_size=50)
+    return RunPlan(request, command, {'HOME': '/x'}, harness, tuple(SUITES), tuple(SUITES),
+                   tuple(batch_options(harness)), {'': timeout}, {}, 1, ())
 
 
-def test_a_whole_batch_gives_each_suite_its_recorded_status_and_counts_as_it_settles(tmp_path):
+def test_a_whole_batch_gives_each_suite_its_recorded_status_and_counts(tmp_path):
     plan = _plan(tmp_path)
     launcher, sink = Canned(BATCH_LOG), Sink()
     output = str(tmp_path / 'out' / 'batch.log')
@@ -99,7 +100,7 @@ def test_a_whole_batch_gives_each_suite_its_recorded_status_and_counts_as_it_set
             assert record.suite.counts.to_json() == RECORDED[suite]['counts'], suite
 
 
-def test_a_killed_batch_keeps_the_suites_it_finished_and_leaves_the_others_to_run_alone(tmp_path):
+def test_a_killed_batch_keeps_finished_suites_and_leaves_the_others_to_rerun(tmp_path):
     """Cut after the two serial suites and the first `-m serial` passes: a 2.6 pool suite runs twice in one
     call (harness.serial_marked_pass), so only the serial ones have ended; the call never ends and is killed
     at the sum of the suites' timeouts."""
@@ -122,7 +123,8 @@ def test_a_plans_timeout_is_a_pieces_own_else_its_suites_else_the_default(tmp_pa
 
 def test_here_long_suites_are_cut_only_with_slots_to_spare_and_previous_times(tmp_path):
     from eb_pytorch_cuda.testsuite.run.plan import HERE_PIECE_SECONDS, here_piece_rule
-    from eb_pytorch_cuda.testsuite.service import here_pieces
+    from eb_pytorch_cuda.testsuite.results.previous import History
+    from eb_pytorch_cuda.testsuite.run.here import HereExecutor
     previous = {'nn/test_convolution': 540.0, 'test_transformers': 10.0, 'test_cuda': 22.0}
     assert here_piece_rule(previous, {}, 1) is None and here_piece_rule({}, {}, 8) is None
     rule = here_piece_rule(previous, {}, 8)  # the share of 8 slots is 71.5 s: the floor holds
@@ -130,8 +132,11 @@ def test_here_long_suites_are_cut_only_with_slots_to_spare_and_previous_times(tm
     assert here_piece_rule(previous, {}, 2).piece_seconds == 286.0  # (540 + 10 + 22) / 2
     results = tmp_path / 'pytorch-test-results.json'  # what a previous build's step wrote (its suite_seconds)
     results.write_text(json.dumps({'suite_seconds': previous}))
-    assert here_pieces(str(results), 8) == rule and here_pieces(str(results), 1) is None
-    assert here_pieces(None, 8) is None and here_pieces(str(tmp_path / 'none.json'), 8) is None
+    here = HereExecutor()
+    assert here.piece_rule(History.read(str(results)), 8) == rule and here.piece_rule(History.read(str(results)), 1) \
+        is None
+    assert here.piece_rule(History.read(None), 8) is None
+    assert here.piece_rule(History.read(str(tmp_path / 'none.json')), 8) is None
 
 
 def test_a_job_here_gets_the_gpu_running_the_fewest_jobs_now():
@@ -156,7 +161,7 @@ def _prefixes(text):
         at += len(line)
 
 
-def test_a_batch_killed_from_outside_passes_no_suite_that_had_not_ended_at_any_cut_of_the_real_log(tmp_path):
+def test_a_killed_batch_passes_no_unended_suite_at_any_cut_of_the_real_log(tmp_path):
     """The real 2.6.0 batch output cut at every line (and mid-line), the call ended by SIGTERM, SIGKILL or SIGINT
     from outside (Popen's status -N): a suite whose sessions had all ended keeps its recorded outcome; one started
     and not ended is terminated with the signal, marked interrupted (a rerun runs it again); one never started is
@@ -188,7 +193,7 @@ def test_a_batch_killed_from_outside_passes_no_suite_that_had_not_ended_at_any_c
     assert checked > 1000
 
 
-def test_a_batch_that_exits_by_itself_mid_run_passes_no_suite_with_only_its_serial_session(tmp_path):
+def test_a_batch_exiting_mid_run_passes_no_suite_with_only_its_serial_session(tmp_path):
     """run_test.py exiting 1 by itself (not by a signal) right after its first named failure, as it does without
     --continue-through-error (the real log cut after that line): a pool suite with only its `-m serial` session
     ended, or with its main session still running, has no summary (not `passed with 0 tests`)."""

@@ -51,7 +51,7 @@ def test_catalog_command_lists_choices_and_defaults():
     assert ENV_VARIABLE in out
 
 
-def test_the_catalog_is_one_data_file_shipped_with_the_package_and_read_by_everything():
+def test_the_catalog_is_one_shipped_data_file_read_by_everything():
     import json
     import re
     from pathlib import Path
@@ -67,8 +67,8 @@ def test_the_catalog_is_one_data_file_shipped_with_the_package_and_read_by_every
     assert cudnn.DLOPEN_EDGES['libcudnn_cnn_infer.so.8'] == ('libcudnn_cnn_train.so.8',)
     source = (Path(eb_pytorch_cuda.__file__).parent / 'loader' / 'doctor.py').read_text()
     assert not re.search(r"""['"]libcudnn_?\w*\.so\.\d""", source)  # doctor asks cudnn.py: no sonames of its own
-    setup_cfg = (Path(__file__).resolve().parent.parent / 'setup.cfg').read_text()
-    assert 'cudnn_catalog.json' in setup_cfg  # package data: present in a wheel, not only in a checkout
+    pyproject = (Path(__file__).resolve().parent.parent / 'pyproject.toml').read_text()
+    assert '"cudnn_catalog.json"' in pyproject  # package data: present in a wheel, not only in a checkout
 
 
 def test_cudnn_9_probes_like_cudnn_and_cudnn_8_asks_for_the_soname_only():
@@ -87,6 +87,8 @@ def test_cudnn_9_probes_like_cudnn_and_cudnn_8_asks_for_the_soname_only():
     ('libcudnn_cnn_train.so.8', "got 'libcudnn_cnn_train.so.8' (or a dict"),  # was: the default, silently
     ({'9': ['libcudnn_cnn.so.9']}, "cudnn_needed: key '9' must be a cuDNN major version"),
     ({True: ['libcudnn_cnn.so.9']}, 'cudnn_needed: key True must be a cuDNN major version'),
+    ({-1: []}, 'cudnn_needed: key -1 must be a cuDNN major version'),  # was: accepted, the defaults added
+    ({0: ['libcudnn_cnn.so.9']}, 'cudnn_needed: key 0 must be a cuDNN major version'),
     ({9: None}, 'cudnn_needed[9] must be a list of sonames'),
     (['libcudnn_cnn.so.9', 'a b'], "cudnn_needed 'a b' is not a soname"),
     ([''], "cudnn_needed '' is not a soname"),

@@ -31,6 +31,8 @@ def test_demo_builds_tests_patches_checks_and_shows_the_prevented_error(tmp_path
     if os.geteuid() == 0:
         assert 'running as root: passing --allow-use-as-root-and-accept-consequences to eb' in out
     assert '== verdict: PASS' in out and '### PyTorch 2.1.2 test suite: PASS' in out
+    # the Markdown report as a terminal shows it: its escapes, kept in the file for a renderer, taken out
+    assert "CUDA device tests: cuda_device_tests='auto': " in out and '\\_' not in out
     assert 'rerun of test_flaky::TestFlaky.test_sometimes: flaky' in out
     assert 'mapped by a real load' in out
     assert 'without the NEEDED entry (what EESSI hit): exit 1' in out

@@ -1,5 +1,5 @@
 """The CUDA device tests' mode (run/devicetests, service.device_test_mode) and the CUDA test counts of the reports
-(results/cudatests), issue 33.  Pure Python: the GPUs are given to the decision (finding them runs nvidia-smi:
+(results/cudatests).  Pure Python: the GPUs are given to the decision (finding them runs nvidia-smi:
 tests/test_nvidia_smi.py; CUDA_VISIBLE_DEVICES's rule: tests/test_cuda_visible_devices.py), or
 CUDA_VISIBLE_DEVICES is set to what names no GPU anywhere, where nvidia-smi is not asked."""
 
@@ -10,7 +10,8 @@ import pytest
 from helpers import run_main
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite import service
-from eb_pytorch_cuda.testsuite.policy.judging import Policy, detect_context, judge
+from eb_pytorch_cuda.testsuite.policy.judging import Policy, judge
+from eb_pytorch_cuda.testsuite.results.scopes import detect_context
 from eb_pytorch_cuda.testsuite.policy.report import to_text
 from eb_pytorch_cuda.testsuite.policy.settings import DeviceTerms, JudgedTerms, TestSettings
 from eb_pytorch_cuda.testsuite.results.cudatests import cuda_counts, is_cuda_test
@@ -24,7 +25,7 @@ def _never():
 
 
 def test_an_empty_cuda_visible_devices_means_no_gpu_for_the_policy_and_the_mode():
-    """Issue 33 item 6: the step printed `policy scope: compute capabilities 9.0` with CUDA_VISIBLE_DEVICES= set."""
+    """CUDA_VISIBLE_DEVICES set empty: CUDA sees no GPU, so no compute capability scopes the policy, no CUDA mode."""
     env = {'CUDA_VISIBLE_DEVICES': ''}
     assert gpu_compute_capabilities(env) == ()
     mode = service.device_test_mode('auto', _never, env)
@@ -59,10 +60,16 @@ def test_true_without_a_gpu_stops_in_one_line_that_says_why_none_is_seen():
     assert devicetests.decide('auto', None, [], seen).reason == seen
 
 
-def test_spread_over_slurm_only_true_turns_them_on_and_nothing_is_probed_here():
-    assert service.device_test_mode(True, _never, {}, on_this_node=False).environment == {'SANDCASTLE': '0'}
-    spread = service.device_test_mode('auto', _never, {}, on_this_node=False)
-    assert not spread.enabled and 'cuda_device_tests = True' in spread.reason
+def test_spread_over_slurm_nothing_is_probed_here_and_each_job_decides():
+    for requested in (True, 'auto'):
+        spread = service.device_test_mode(requested, _never, {}, on_this_node=False)
+        assert not spread.enabled and spread.environment == {} and 'decided by each Slurm job' in spread.reason
+    decision = service.job_decision('auto', True, {'SANDCASTLE': '1'})
+    assert decision == devicetests.JobDecision('auto', True, ('SANDCASTLE',))  # the runtest line's own value stays
+    assert devicetests.JobDecision.from_json(json.loads(json.dumps(decision.to_json()))) == decision
+    assert service.job_decision(False, True, {}) is None and service.job_decision('auto', False, {}) is None
+    with pytest.raises(PluginError):
+        service.job_decision(True, False, {})  # True for a build without CUDA: refused before any job starts
 
 
 def test_the_runtest_lines_own_sandcastle_wins():
@@ -191,7 +198,7 @@ def test_auto_is_the_default_and_a_count_stays_a_count(tmp_path):
     assert available_gib(str(tmp_path / 'none')) is None
 
 
-def test_a_required_device_test_mode_carried_by_the_results_fails_the_report_as_it_failed_the_step(tmp_path):
+def test_a_required_device_mode_in_the_results_fails_the_report_as_the_step(tmp_path):
     """cuda_device_tests=True, a GPU seen and 0 CUDA tests run: the step's verdict is FAIL for that alone; the
     results JSON carries the mode in its terms, so `report` on it alone fails it with the same reason."""
     result = RunResult({'nn/test_convolution': Suite('nn/test_convolution',

@@ -1,4 +1,4 @@
-"""Docstrings name only what exists (issue 34, item 7): each module or attribute a docstring of src/, easybuild/
+"""Docstrings name only what exists: each module or attribute a docstring of src/, easybuild/
 or hooks/ names resolves in the tree.
 
 Why: a reader follows a docstring's name to the code; `suiterun`, `batchrun`, `testsuite.step` and

@@ -150,7 +150,7 @@ def test_another_architectures_build_is_audited_without_running_it(standin8):
         in done.stdout
 
 
-def test_a_dlopen_that_finds_another_copy_than_the_one_next_to_the_opener_is_reported(standin8, tmp_path):
+def test_a_dlopen_finding_another_copy_than_the_openers_neighbour_is_reported(standin8, tmp_path):
     # as on the H200 image: the search fell through to a system cuDNN of another version
     from eb_pytorch_cuda.elf.patchelf import patchelf_binary
     elsewhere = tmp_path / 'system-cudnn'
@@ -175,7 +175,7 @@ def _cache_of(tmp_path, directory):
     return cache
 
 
-def test_a_sub_library_the_installation_lacks_that_another_cudnn_provides_is_a_wrong_copy(standin8, tmp_path):
+def test_a_sub_library_missing_and_found_in_another_cudnn_is_a_wrong_copy(standin8, tmp_path):
     """cnn_train missing from the stand-in cuDNN, a copy in a directory the (real, ldconfig-written) cache lists:
     cnn_infer's dlopen() takes that copy (the H200's case with a system cuDNN 9.14, docs/validation/
     gpu-mixed-cudnn.md; here a copy of the same stand-in, so its version is unknown); without the cache it is

@@ -167,7 +167,7 @@ def test_unpatched_every_order_is_predicted_and_the_fix_is_named(layouts, tmp_pa
     assert f"fix:\n  eb-pytorch-cuda add-needed {layouts['unpatched']} libcudnn_cnn_train.so.8\n" in text
 
 
-def test_the_field_order_gives_the_field_failure_with_the_real_loader_and_works_patched(layouts, tmp_path):
+def test_the_field_order_gives_the_field_failure_and_works_patched(layouts, tmp_path):
     orders = [order for order in FIELD_ORDERS if order.opens[0].endswith('.so.8')]
     assert orders
     calls = [[CHECKS[lib] for lib in order.opens] for order in orders]

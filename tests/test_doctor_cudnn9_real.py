@@ -133,7 +133,7 @@ def test_cudnnSubquadraticOpsVersionCheck_makes_libcudnn_dlopen_libcudnn_ext_and
     assert not [f for f in process.findings if f.details.get('soname') == 'libcudnn_ext.so.9']
 
 
-def test_no_entry_point_loads_engines_tensor_ir_on_a_cpu_and_doctor_takes_it_from_graph(layouts, tmp_path):
+def test_no_entry_point_loads_tensor_ir_on_a_cpu_doctor_takes_it_from_graph(layouts, tmp_path):
     """Every version check of 9.24 called: libcudnn_engines_tensor_ir.so.9 is never mapped on a CPU (its loads
     are libcudnn_graph.so.9's, on a GPU); doctor's dlopen() targets of graph include it, from graph's .rodata and
     the catalog, and those of cuDNN's CUDA edges carry the CUDA major of the process (libnvrtc.so.13)."""
@@ -151,7 +151,7 @@ def test_no_entry_point_loads_engines_tensor_ir_on_a_cpu_and_doctor_takes_it_fro
     assert 'libnvrtc.so.9' not in graph  # not the cuDNN major: the trace of 9.19 asks for libnvrtc.so.13
 
 
-def test_the_plan_adds_libnvrtc_only_where_libtorch_cuda_does_not_need_it_and_its_rpath_finds_it(layouts, tmp_path):
+def test_the_plan_adds_libnvrtc_only_where_missing_and_found_by_the_rpath(layouts, tmp_path):
     """torch 2.14.1's libtorch_cuda.so needs libnvrtc.so.13 itself: nothing to add.  A copy without that entry
     (a stand-in for torch 2.11's, which has none: tests/data/h200-cudnn919-mixed) gets it from the plan, and a
     real load in a clean process maps it from the directory its RPATH names; with that directory gone from the

@@ -127,7 +127,7 @@ def test_doctor_predicts_what_the_loader_does(tmp_path, harness, seed):
         assert not undefined, process.findings
 
 
-# A corrupt dependency of the root (issue 28): a stand-in of libtorch_cuda.so (gcc-built, the real one's
+# A corrupt dependency of the root: a stand-in of libtorch_cuda.so (gcc-built, the real one's
 # names: NEEDED libc10_cuda.so and libc10.so, RUNPATH $ORIGIN), one dependency truncated or with one dynamic
 # entry or section header edited; the real loader (the harness above) and doctor must agree on whether
 # loading the root fails, and doctor must name the corrupt file when it does.

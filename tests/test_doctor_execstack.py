@@ -95,7 +95,7 @@ def _doctor_json(library, *options, tree=None):
 
 
 @pytest.mark.parametrize('name', ['plain', 'execstack', 'noheader', 'user'])
-def test_doctor_for_2_41_fails_exactly_where_the_real_2_41_loader_refuses_the_dlopen(built, name):
+def test_doctor_for_2_41_fails_exactly_where_the_real_loader_refuses(built, name):
     real = _run_241(built['driver'], built[name])
     rc, data = _doctor_json(built[name], '--glibc', '2.41')
     findings = [f for f in data['findings'] if f['kind'] == 'execstack']
@@ -140,7 +140,7 @@ def test_the_fixes_doctor_names_make_the_real_2_41_loader_load_it(built, tmp_pat
         assert 'export GLIBC_TUNABLES=glibc.rtld.execstack=2' in '\n'.join(data['fix'])
 
 
-def test_an_object_the_program_loads_at_start_up_is_allowed_by_2_41_and_not_reported(built):
+def test_an_object_loaded_at_start_up_is_allowed_by_2_41_and_not_reported(built):
     assert _run_241(built['linked']).returncode == 0  # NEEDED by the program: 2.41 still allows it
     rc, data = _doctor_json(built['execstack'], '--glibc', '2.41', '--executable', built['linked'])
     assert rc == 0 and not [f for f in data['findings'] if f['kind'] == 'execstack']

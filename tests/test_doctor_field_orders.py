@@ -20,7 +20,7 @@ DLOPENED = re.compile(r'file=(libcudnn_\w+\.so)[.\d]* \[0\];\s+dynamically loade
 INIT = re.compile(r'calling init: \S+/(libcudnn_\w+\.so\.9)$')
 
 
-def test_the_cudnn9_field_order_is_the_order_the_real_trace_shows_and_every_load_in_it_worked():
+def test_the_cudnn9_field_order_is_the_traced_order_and_every_load_worked():
     lines = h200_lddebug_trace('unpatched')
     opened = list(dict.fromkeys(f'{m.group(1)}.9' for m in map(DLOPENED.search, lines) if m))
     initialised = {m.group(1) for m in map(INIT.search, lines) if m}
@@ -29,7 +29,7 @@ def test_the_cudnn9_field_order_is_the_order_the_real_trace_shows_and_every_load
     assert set(order.opens) <= initialised and order.failure == 'none'
 
 
-def test_the_recorded_cudnn9_hazards_are_not_hit_by_the_field_order_so_they_stay_order():
+def test_the_field_order_hits_no_recorded_cudnn9_hazard_so_they_stay_order():
     predictions = json.loads((DATA / 'h200-cudnn919-doctor-predictions.json').read_text())
     (order,) = [o for o in FIELD_ORDERS if o.opens[0].endswith('.so.9')]
     for phase in ('unpatched', 'patched'):

@@ -56,11 +56,11 @@ def test_dry_run_is_clean_and_shows_the_whole_plan(tmp_path, configfile, version
     assert ('scope: x86_64, target x86_64/intel/haswell (from $EESSI_SOFTWARE_SUBDIR), compute capabilities 8.0, '
             '9.0') in out
     assert 'budget for unknown failures: 0; reruns: 1' in out
-    # which CUDA device tests the step will run, and what decides it (issue 33): the main job has CUDA
+    # which CUDA device tests the step will run, and what decides it: the main job has CUDA
     assert ("cuda_device_tests='auto': where the test step sees a GPU (nvidia-smi, CUDA_VISIBLE_DEVICES): CUDA and "
             "CPU device tests, SANDCASTLE=0; where it sees none: CPU device tests only, SANDCASTLE=1 "
             "(cuda_compute_capabilities: 8.0, 9.0)") in out
-    # the batches at a time, and that long suites run as pieces with more than one (issue 33 item 5)
+    # the batches at a time, and that long suites run as pieces with more than one
     assert ("as many calls as the test step's node holds (parallel_test_suites='auto': its CPUs, memory and GPU "
             "memory; run/node) (with more than one and the previous build's results, a suite longer than its share "
             "of the node, at least 120 s, runs as pieces side by side) at a time") in out.replace('\n', ' ')
@@ -215,7 +215,7 @@ def _sections(out):
 
 
 @pytest.mark.parametrize('version', EB_VERSIONS)
-def test_every_pytorch_easyconfig_easybuild_ships_gets_through_a_dry_run_with_our_easyblock(
+def test_every_shipped_pytorch_easyconfig_dry_runs_with_our_easyblock(
         tmp_path, configfile, version):
     """All of them in one `eb -x` (about 20 s for 5.4.1's 26, 30 s for 4.9.4's 41 on 2 cores): upstream's
     PyTorch-2.9.1 ones exclude 'inductor/test_flex_decoding ' (a trailing space, which upstream's easyblock

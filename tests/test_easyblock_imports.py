@@ -1,4 +1,4 @@
-"""The easyblock speaks to the test step through its service only (issue 34, item 5).
+"""The easyblock speaks to the test step through its service only.
 
 The easyblock lives outside src/, so setup.cfg's import contracts (lint-imports) do not see it: this reads its
 source with ast, every import at any depth (a lazy one inside a method included), and checks that of
@@ -51,7 +51,7 @@ def test_the_easyblock_imports_only_the_service_of_the_step():
 
 def test_every_name_the_easyblock_reads_of_the_service_is_there():
     names = service_names(easyblock_source())
-    assert {'run_and_judge', 'TestSettings', 'SETTING_DEFAULTS', 'easyconfig_command'} <= names
+    assert {'run_step', 'describe_step', 'TestSettings', 'SETTING_DEFAULTS', 'easyconfig_command'} <= names
     missing = sorted(name for name in names if not hasattr(service, name))
     assert missing == []
 

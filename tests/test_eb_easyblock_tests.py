@@ -66,7 +66,7 @@ def test_known_and_flaky_failures_pass_and_reports_land_in_the_installation(eb):
     assert '\n'.join(f'== {line}' for line in judged) + '\n' in out, (report.stdout, out)
 
 
-def test_an_exclusion_the_tree_has_no_file_of_is_said_at_the_test_step_and_the_build_passes(eb, tmp_path):
+def test_an_exclusion_without_a_file_is_said_and_the_build_passes(eb, tmp_path):
     """Names that can be test files but that this tree has not (the stand-in harness's TESTS, as PyTorch's):
     one line at the step, left out of -x (PyTorch's own -x would stop on them); whitespace around a name is
     dropped as upstream's join drops it."""
@@ -286,11 +286,16 @@ def test_an_easyconfig_without_max_failed_tests_gets_upstreams_default(eb, tmp_p
                                              "digits, _ and - between / only"),
     ("known_test_failures = {'': [('../test_x::T.t', 'why')]}", "known_test_failures: entry ('../test_x::T.t', "
                                                                 "'why') in scope '': '../test_x' is not a test file"),
+    # a scope that could never apply excluded or excused nothing, without a word (results/scopes.Scope.parse)
+    ("excluded_tests = {'haswell': ['test_x']}", "excluded_tests: scope 'haswell' is not '', a CPU family"),
+    ("known_test_failures = {'sm_90': [('test_x', 'why')]}", "known_test_failures: scope 'sm_90' is not '', a CPU "
+                                                             "family"),
     # was: split into characters (14 warnings, then "refusing to add NEEDED ."), a TypeError traceback, the default
     ("cudnn_needed = {8: 'libcudnn_cnn_train.so.8'}", "cudnn_needed[8] must be a list of sonames such as"),
     ('cudnn_needed = 5', 'cudnn_needed must be a list of sonames such as'),
     ("cudnn_needed = 'libcudnn_cnn_train.so.8'", "cudnn_needed must be a list of sonames such as "),
     ("cudnn_needed = {'8': ['libcudnn_cnn_train.so.8']}", "cudnn_needed: key '8' must be a cuDNN major version"),
+    ("cudnn_needed = {-1: []}", "cudnn_needed: key -1 must be a cuDNN major version"),  # was: the defaults added
     ("cudnn_needed = ['lib/libcudnn_cnn_train.so.8']", "cudnn_needed 'lib/libcudnn_cnn_train.so.8' is not a soname"),
 ])
 def test_a_bad_test_parameter_stops_eb_before_any_step_naming_the_parameter(eb, tmp_path, line, problem):

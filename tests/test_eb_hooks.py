@@ -124,7 +124,7 @@ def test_a_site_hooks_file_forwards_to_its_own_hooks_object_with_its_settings(eb
     assert f'sanity check: {library} has NEEDED libcudnn_ops_train.so.8 -> ' in done.stdout
 
 
-def test_a_site_hooks_file_with_a_cudnn_needed_of_the_wrong_form_stops_eb_in_one_line(eb, tmp_path):
+def test_site_hooks_with_a_malformed_cudnn_needed_stop_eb_in_one_line(eb, tmp_path):
     hooks_file = tmp_path / 'site_hooks.py'
     hooks_file.write_text(SITE_HOOKS.replace("{8: ['libcudnn_ops_train.so.8']}", "{8: 'libcudnn_ops_train.so.8'}"))
     done = eb.run(PYTORCH_EC, '--skip-test-step', f'--hooks={hooks_file}', hooks=False)

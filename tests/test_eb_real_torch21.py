@@ -107,7 +107,7 @@ def test_eb_installs_and_the_test_step_judges_the_real_suites_pass(installed):
     assert re.search(r'== suite 6/6: ', out), out
     assert re.search(r'== suite \d/6: test_license failed', out), out
     assert 'known: 1, unknown: 0 (budget 0), flaky: 0' in out and '== verdict: PASS' in out
-    # no GPU here: upstream's device tests, said (issue 33), and the CUDA tests counted (none)
+    # no GPU here: upstream's device tests, said, and the CUDA tests counted (none)
     assert "== cuda_device_tests='auto': upstream's device tests (CPU only under SANDCASTLE=1): no GPU seen" in out
     assert re.search(r'== CUDA device tests: (0 ran, 0 failed, \d+ skipped|not counted \(no XML report\))', out), out
     assert f'reproducible on rerun: test_license::{KNOWN}' in out  # rerun by its exact pytest id
@@ -132,7 +132,7 @@ def test_the_report_names_the_real_suites_with_their_real_counts(installed):
     assert (reports / 'pytorch-test-summary.md').read_text().startswith('### PyTorch 2.1.2 test suite: PASS')
 
 
-def test_the_needed_entry_is_in_the_installed_libtorch_cuda_and_resolves_into_the_cudnn_module(installed, stack):
+def test_the_installed_needed_entry_resolves_into_the_cudnn_module(installed, stack):
     assert installed['done'].returncode == 0, installed['out']
     library, cudnn_lib = installed['library'], stack['cudnn_root'] / 'lib'
     info = read_elf(library)
@@ -182,7 +182,7 @@ def _apply_lmod_python(text, env):
             env.pop(ast.literal_eval(removal.group(1)), None)
 
 
-def test_the_module_imports_the_installed_torch_with_the_cudnn_module_and_no_ld_library_path(installed, stack):
+def test_the_module_imports_installed_torch_without_ld_library_path(installed, stack):
     """`module load` of the installation (Lmod's Python output applied as EasyBuild applies it), then a fresh
     Python: torch is the installed one and maps the cuDNN module's libraries, with no LD_LIBRARY_PATH."""
     assert installed['done'].returncode == 0, installed['out']

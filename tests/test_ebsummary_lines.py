@@ -1,6 +1,6 @@
 """EasyBuild failure summaries read from a file with any line ends (eb/ebsummary.read_summary): the field's real
 excerpts (tests/data/field/, verbatim), also with CRLF and lone-CR line ends and read in blocks that cut every
-line, give what the text itself parses to.  Before, the reader split on LF only: a CR-only copy was one line."""
+line, give what the text itself parses to (split on LF only, a CR-only copy would be one line)."""
 
 import glob
 import os

@@ -1,4 +1,4 @@
-"""DT_SYMTAB, DT_GNU_HASH, DT_HASH and DT_STRSZ against the real loader and the real patchelf (issue 28, item 5).
+"""DT_SYMTAB, DT_GNU_HASH, DT_HASH and DT_STRSZ against the real loader and the real patchelf.
 
 Real gcc-built libraries (libmain.so NEEDED libdep.so, RUNPATH $ORIGIN; hash styles gnu, both and sysv),
 one dynamic entry or section header changed by a byte edit at the offset pyelftools gives.  A C harness

@@ -1,4 +1,4 @@
-"""check-needed, add-needed and doctor give one answer on a corrupt dynamic string table (issue 28, item 5).
+"""check-needed, add-needed and doctor give one answer on a corrupt dynamic string table.
 
 Real gcc-built libraries (libmain.so NEEDED libdep.so, RUNPATH $ORIGIN), corrupted by editing bytes at
 offsets pyelftools finds: DT_STRTAB moved outside every loaded segment (glibc's loader segfaults loading

@@ -192,3 +192,31 @@ def test_an_install_without_our_entry_points_is_named(tmp_path):
     assert done.returncode == 2 and done.stdout == ''
     assert re.fullmatch(r'eb-pytorch-cuda: error: \S+: registers no easybuild\.hooks, easybuild\.easyblock entry '
                         r'point \(installed from an older version\): reinstall it with `pip install \.`\n', done.stderr)
+
+
+def test_demo_with_eessi_hooks_file_outside_eessis_environment_sets_and_names_its_defaults(tmp_path):
+    # a shell without EESSI's environment (as README's command is tried): EESSI's hooks file stopped eb with
+    # `$EPREFIX is not defined!`; the demo now sets what the file reads, names each value and which are its own.
+    # Through this checkout's code (the console script of the test's Python, with its PYTHONPATH)
+    from eb_pytorch_cuda.eb.demo import EESSI_VARIABLES, eessi_environment
+    env = {k: v for k, v in os.environ.items() if not k.startswith(('EASYBUILD_', 'EBROOT', 'EBVERSION', 'EESSI_'))
+           and k != 'EPREFIX'}
+    env.update(LMOD_CMD=LMOD_CMD, EASYBUILD_ALLOW_USE_AS_ROOT_AND_ACCEPT_CONSEQUENCES='1')
+    done = cli('demo', '--entrypoints', '--site-hooks', EESSI_HOOKS, '--workdir', tmp_path / 'demo', env=env,
+               timeout=600)
+    out = done.stdout
+    assert done.returncode == 0, out + done.stderr
+    values, defaulted = eessi_environment(env)
+    assert defaulted == list(EESSI_VARIABLES) and values['EPREFIX'].endswith('/compat/linux/' + os.uname().machine)
+    assert ("  EESSI's environment, which its hooks file reads: "
+            + ', '.join(f'{name}={value}' for name, value in values.items())) in out
+    assert (f"  (the demo's defaults for {', '.join(EESSI_VARIABLES)}: not set here; export them to choose "
+            'others)') in out
+    assert '== verdict: PASS' in out and 'mapped by a real load' in out
+    assert 'is not defined' not in Path(tmp_path / 'demo' / 'eb-output.log').read_text()
+    # what the environment sets is kept, and what follows from it is derived from it
+    kept, defaulted = eessi_environment({'EESSI_VERSION': '2025.06', 'EESSI_SOFTWARE_SUBDIR': 'x86_64/amd/zen4'},
+                                        'x86_64')
+    assert 'EESSI_VERSION' not in defaulted and 'EESSI_SOFTWARE_SUBDIR' not in defaulted
+    assert kept['EPREFIX'] == '/cvmfs/software.eessi.io/versions/2025.06/compat/linux/x86_64'
+    assert kept['EESSI_SOFTWARE_PATH'] == '/cvmfs/software.eessi.io/versions/2025.06/software/linux/x86_64/amd/zen4'

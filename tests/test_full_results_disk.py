@@ -1,4 +1,4 @@
-"""A full results disk is one line naming the file that could not be written (issue 28, item 7).
+"""A full results disk is one line naming the file that could not be written.
 
 `test-suite` on the stand-in harness (one quick suite) with --results on a real tmpfs of 8 to 40 KiB, so
 the disk fills at each write in turn (the results store, a suite's output, the JSON result, the Markdown

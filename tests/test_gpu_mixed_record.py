@@ -82,7 +82,7 @@ def test_a_sub_library_missing_beside_a_system_cudnn_of_another_version(record, 
         assert soname not in unloaded
 
 
-def test_a_needed_sub_library_missing_takes_the_system_copy_at_start_up_and_import_fails(record):
+def test_a_missing_needed_sub_library_takes_the_system_copy_import_fails(record):
     phase = record['phases']['without-libcudnn_engines_precompiled.so.9']
     assert 'undefined symbol' in phase['import_error'] and 'version libcudnn_graph.so.9' in phase['import_error']
     kinds = {(f['kind'], f['details'].get('soname')) for f in phase['doctor']['findings'] if f['severity'] != 'order'}

@@ -48,7 +48,7 @@ def test_unpatched_the_cudnn_tests_fail_with_the_loader_error_and_the_step_fails
             in out)
 
 
-def test_patched_the_same_tests_pass_and_the_module_runs_a_convolution_without_ld_library_path():
+def test_patched_the_tests_pass_and_the_module_runs_without_ld_library_path():
     recorded = _phase('patched')
     facts = recorded['phases']['patched']
     assert facts['eb_exit'] == 0 and facts['tests_with_loader_error'] == 0

@@ -1,4 +1,4 @@
-"""Long suites cut into pieces that run side by side here (issue 33 item 5: use the node, not one process on it),
+"""Long suites cut into pieces that run side by side here (to use the node, not one process on it),
 with PyTorch's real harness (Debian's 2.6.0 run_test.py, torch 2.6.0): a real suite (test_native_functions) and a
 stand-in file in the real tree with a known failure (no real CPU suite of this tree fails by design), each cut in
 two by the previous run's times (run/plan.here_piece_rule with 3 slots: a share of 999 s), run by the executor here
@@ -71,7 +71,7 @@ def test_a_resumed_run_keeps_the_count_its_stored_pieces_were_cut_into(harness26
     assert list(_plan_of(test_dir, six, {'test_native_functions', 'test_piece_standin'}).units) == []
 
 
-def test_a_times_file_of_ours_is_emptied_when_nothing_is_cut_and_an_unwritable_one_is_said(harness26, tmp_path):
+def test_our_times_file_is_emptied_when_nothing_is_cut_unwritable_is_said(harness26, tmp_path):
     test_dir = _tree(tmp_path / 'tree')
     times = test_dir.parent / '.additional_ci_files' / 'test-times.json'
     _plan_of(test_dir, here_piece_rule(PREVIOUS, {}, 3))

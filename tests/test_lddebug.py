@@ -54,7 +54,7 @@ def _recorded(phase):
     return lines, predictions[phase]
 
 
-def test_recorded_h200_unpatched_doctor_names_exactly_what_the_real_loader_failed_to_load():
+def test_h200_unpatched_doctor_names_exactly_what_the_loader_failed():
     # real workloads (conv2d, conv3d-transpose, LSTM) on an H200 with a system cuDNN 9.14 in ld.so.cache
     lines, prediction = _recorded('unpatched')
     comparison = compare_with_trace(prediction['findings'], lines)

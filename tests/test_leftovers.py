@@ -74,7 +74,7 @@ def _test_suite(tmp_path, source, argv_prefix=(), timeout=300):
     return done.returncode, done.stderr
 
 
-def test_groups_the_registry_names_but_no_run_of_this_store_started_survive_the_next_run(tmp_path, tree, unrelated):
+def test_groups_not_started_by_this_store_survive_the_next_run(tmp_path, tree, unrelated):
     sleeper = unrelated(['sleep', '600'])  # a `setsid sleep`: its true pid and start time go into the registry
     # a group whose leader has exited: the shell prints its background sleep's pid and ends
     orphaned = unrelated(['sh', '-c', 'sleep 600 >/dev/null 2>&1 & echo $!'])
@@ -124,7 +124,7 @@ def test_a_fifo_registry_is_refused_in_one_line_without_blocking(tmp_path, tree)
     assert os.path.exists(registry)  # refused: nothing removed
 
 
-def test_a_live_group_of_this_store_is_stopped_and_another_stores_registry_cannot_name_it(tmp_path):
+def test_a_live_group_is_stopped_and_another_stores_registry_cannot_name_it(tmp_path):
     """The leader-alive proof (the supervisor at its recorded start time, this store's token in its environment):
     a group started under this store's registry is stopped by it; the same line in another store's registry is a
     group that store never started, left alone."""

@@ -18,7 +18,7 @@ def test_adding_the_leaf_as_needed_makes_the_real_loader_succeed(standin):
     assert done.stderr == ''
 
 
-def test_runpath_on_the_sub_library_also_fixes_it_which_is_why_pip_wheels_never_fail(standin8, tmp_path):
+def test_runpath_on_the_sub_library_also_fixes_it_as_in_the_pip_wheels(standin8, tmp_path):
     # NVIDIA's wheels carry RUNPATH=$ORIGIN; we may not patch cuDNN itself, but the loader agrees it works
     import subprocess
     from eb_pytorch_cuda.elf.patchelf import patchelf_binary

@@ -1,8 +1,8 @@
-"""A log is complete or it says where it ends (issue 46, item 2): every line prefix of every kept real run_test.py log.
+"""A log is complete or it says where it ends: every line prefix of every kept real run_test.py log.
 
-A log cut by a full disk or a killed job is a prefix of the whole.  Before, `report` on the real 2.6.0 plain log
-(itself a FAIL) cut after 60, 85, 110 or 135 lines said `verdict: PASS`: the pool suites had run only their
-`-m serial` session (0 tests, counted passed), their main sessions never started.  Here each kept real log is
+A log cut by a full disk or a killed job is a prefix of the whole.  The real 2.6.0 plain log (itself a FAIL) cut
+after 60, 85, 110 or 135 lines shows pool suites that ran only their `-m serial` session (0 tests), their main
+sessions never started: read naively, a PASS.  Here each kept real log is
 cut after each of its lines and in the middle of each (half its characters), read in this process (the reader
 and the policy, as `report` runs them), and:
 - a prefix that shows it is cut names the suite where it ends (SUITE_INCOMPLETE or SUITE_MISSING, with a note),
@@ -194,7 +194,7 @@ def test_a_log_holding_two_runs_counts_each_failing_test_once_and_names_the_runs
 def test_the_second_run_cut_fails_though_the_first_is_whole():
     text = _read(PLAIN26)
     lines = text.splitlines(keepends=True)
-    result = parse_log_text(text + ''.join(lines[:85]))  # the second copy cut where the first used to pass
+    result = parse_log_text(text + ''.join(lines[:85]))  # the second copy cut where a naive read passes
     assert {result.suites[name].status for name in ('test_ebdemo_fail', 'test_function_schema')} == {SUITE_MISSING}
     abort = result.suites['test_ebdemo_abort']  # killed in the first run: the worse of its two outcomes
     assert (abort.status, abort.signal) == (SUITE_TERMINATED, 'SIGIOT')
@@ -202,7 +202,7 @@ def test_the_second_run_cut_fails_though_the_first_is_whole():
 
 
 def test_the_step_output_of_three_batches_is_three_runs():
-    """The H200 round's test-step output: one run_test.py run per batch, appended (docs/validation)."""
+    """The H200 record's test-step output: one run_test.py run per batch, appended (docs/validation)."""
     path = os.path.join(ROOT, 'docs', 'validation', 'h200-2026-12-02-eb-complete', 'output-unpatched.log')
     result = parse_log_text(_read(path), 'output.log')
     assert 'output.log holds 3 runs of run_test.py (from lines 7, 798, 831)' in result.notes[0]

@@ -1,4 +1,4 @@
-"""The console script's exit status on cut and doubled real run_test.py logs (issue 46, item 2): 1 for a cut log,
+"""The console script's exit status on cut and doubled real run_test.py logs: 1 for a cut log,
 naming where it ends; 2, one line, for a cut that names no suite; 0 for a log holding two runs whose failures, each
 counted once, fit the budget.  tests/test_log_cuts.py walks every prefix in its own process; these are the few
 runs of the real `eb-pytorch-cuda report` that check what a caller sees."""
@@ -17,7 +17,7 @@ def _lines(path, count):
         return ''.join(handle.readlines()[:count])
 
 
-def test_the_26_log_cut_after_its_first_suite_exits_1_naming_the_three_that_never_ran(tmp_path):
+def test_the_26_log_cut_after_one_suite_exits_1_naming_the_three_missing(tmp_path):
     cut = tmp_path / 'cut.log'
     cut.write_text(_lines(PLAIN26, 60))  # was: `verdict: PASS`, exit 0
     done = cli('report', cut)

@@ -1,7 +1,7 @@
-"""The streaming log reader gives the whole-text reader's RunResult (issue 28, item 6).
+"""The streaming log reader gives the whole-text reader's RunResult.
 
 The streaming reader must read the same at every block size as it reads the whole text as one block, and that must
-be what the reader as it was read (tests/logparse_whole_text.py) but where issue 32 changed what a log means (a
+be what the reference whole-text reader reads (tests/logparse_whole_text.py) but where a log means more (a
 --pipe-logs `X was successful` counts the tests its `Running N items in this shard` names: INTENDED) and where
 logparse.judge_run marks a suite whose end the log does not show (_log_end_only; on the kept files: LOG_ENDS). The
 corpus: every run_test.py log the tests keep (the real 2.1-line harness's in tests/data/pytorch21, the real 2.6.0
@@ -57,18 +57,15 @@ def _bench_log(tmp_path_factory):
     return path
 
 
-# (kept file, suite): where the reader as it was and today's differ on purpose (issue 32: `X was successful` and
-# its `Running N items in this shard` count N passed; the reader as it was counted 0)
+# (kept file, suite): where the reference reader and logparse differ on purpose (`X was successful` and its
+# `Running N items in this shard` count N passed; the reference counts 0)
 INTENDED = {
     ('docs/validation/h200-2026-12-01-eb/patched/output-patched.log', 'nn/test_convolution'),
     ('tests/data/pytorch_corpus/logs/real-run_test-2.6.0-pipe-logs.log', 'test_show_pickle'),
     ('tests/data/pytorch_corpus/logs/run_test-2.6-pipe-logs.log', 'test_autograd'),
     ('tests/data/pytorch_corpus/real-2.6.0-ci/run_test.log', 'test_show_pickle'),
-    # issue 32's count again (test_cuda: `was successful`), and issue 33's (2026-12-02): the harness's `The following
-    # tests failed consistently` list names the tests whose process crashed (test_transformers' cuDNN attention)
-    ('docs/validation/h200-2026-12-02-eb/unpatched/output-unpatched.log', 'test_cuda'),
-    ('docs/validation/h200-2026-12-02-eb/unpatched/output-unpatched.log', 'test_transformers'),
-    # the same two counts in the second round's record (2026-12-02): both phases
+    # test_cuda: `was successful` again; test_transformers: the harness's `The following tests failed
+    # consistently` list names the tests whose process crashed (cuDNN attention)
     ('docs/validation/h200-2026-12-02-eb-complete/output-unpatched.log', 'test_cuda'),
     ('docs/validation/h200-2026-12-02-eb-complete/output-unpatched.log', 'test_transformers'),
     ('docs/validation/h200-2026-12-02-eb-complete/output-patched.log', 'nn/test_convolution'),
@@ -78,20 +75,20 @@ INTENDED = {
 CHANGED = {path for path, _suite in INTENDED} | {
     'tests/data/pytorch26-plain/plain.log', 'tests/data/pytorch26-plain/batch.log',
     # cut before its `The following tests failed consistently` list, each failing test of its isolated reruns
-    # counts once (the reader as it was: once per rerun's `1 failed`); the whole file reads as before
+    # counts once (the reference: once per rerun's `1 failed`); the whole file reads as the reference
     'docs/validation/h200-2026-12-01-eb/unpatched/output-unpatched.log'}
 
 
 def _one_block(text, source='log'):
     """The streaming reader reading text as one block: what it must read at every block size (and, but where
-    _as_it_was allows, what the reader as it was read)."""
+    _as_it_was allows, what the reference reader reads)."""
     return logparse.parse_log_text(text, source, block=len(text) + 1)
 
 
 def _log_end_only(old, new):
-    """Whether suite new differs from old (the reader as it was) only as logparse.judge_run changes a suite: its log
+    """Whether suite new differs from old (the reference reader) only as logparse.judge_run changes a suite: its log
     does not show it ending, so it is SUITE_INCOMPLETE with a note saying where the log ends (or SUITE_MISSING: listed
-    by the harness, never ran, where the reader as it was had no such suite); counts and failed tests unchanged."""
+    by the harness, never ran, where the reference had no such suite); counts and failed tests unchanged."""
     if new['status'] == 'missing':
         return old is None
     return old is not None and new['status'] == 'no summary' and new['note'] and \
@@ -101,7 +98,7 @@ def _log_end_only(old, new):
 
 
 def _as_it_was(path, text, source='log'):
-    """Assert the streaming reader reads text as the reader as it was did, but where logparse.judge_run marks a suite
+    """Assert the streaming reader reads text as the reference reader does, but where logparse.judge_run marks a suite
     whose end the log does not show (_log_end_only); return the suites where it does."""
     if path is not None and os.path.relpath(path, ROOT) in CHANGED:
         return set()
@@ -127,17 +124,17 @@ def _outcome(parse, *args, **kwargs):
         return str(err)
     data = result.to_dict()
     for suite in data['suites']:
-        suite.pop('cuda_counts', None)  # issue 33's counts, newer than the reference: test_device_tests pins them
+        suite.pop('cuda_counts', None)  # CUDA counts, newer than the reference: test_device_tests pins them
     return list(result.suites), data
 
 
 def _variants(text):
     """(text, the text the whole-text reader must read as the same): text itself, with CRLF line ends (read as
-    LF since issue 28 item 7), with CR line ends only (read as LF since issue 35), and cut at a quarter, a half
+    LF), with CR line ends only (read as LF), and cut at a quarter, a half
     and three quarters."""
     yield text, text
     yield text.replace('\n', '\r\n'), text.replace('\r\n', '\n')
-    yield text.replace('\r\n', '\n').replace('\n', '\r'), text.replace('\r\n', '\n')  # CR-only (issue 35)
+    yield text.replace('\r\n', '\n').replace('\n', '\r'), text.replace('\r\n', '\n')  # CR-only
     for part in (4, 2, 4 / 3):
         yield text[:int(len(text) / part)], text[:int(len(text) / part)].replace('\r\n', '\n')
 
@@ -179,8 +176,8 @@ def test_every_kept_log_file_reads_the_same(path, tmp_path):
             assert _outcome(logparse.parse_log_text, variant, block=block) == expected, block
 
 
-# (kept file, suite): where today's reader says the log does not show the suite ending (logparse.judge_run): a run
-# announced and never summarised, now with a note saying the log ends inside it
+# (kept file, suite): where logparse says the log does not show the suite ending (logparse.judge_run): a run
+# announced and never summarised, with a note saying the log ends inside it
 LOG_ENDS = {
     ('tests/data/pytorch21/unittest-mode.log', 'test_per_overload_api'),
     ('tests/data/pytorch21/unittest-mode.log', 'test_show_pickle'),
@@ -206,7 +203,7 @@ def test_the_reader_as_it_was_differs_only_where_issue_32_meant():
     assert log_ends == LOG_ENDS
     kept = {(path, name) for path, name in differing if not path.startswith('tests/data/pytorch26-plain/')}
     assert kept == INTENDED
-    # the plain 2.6 log read as before: summaries given to the wrong pool worker, retries summed (issue 32)
+    # the plain 2.6 log read by the reference: summaries given to the wrong pool worker, retries summed
     assert {name for path, name in differing if path == 'tests/data/pytorch26-plain/plain.log'} >= {
         'test_function_schema', 'test_license', 'test_import_stats', 'test_itt', 'test_logging'}
 
@@ -235,3 +232,48 @@ def test_a_crlf_log_of_a_passing_run_passes(tmp_path):
     result = logparse.parse_log_file(str(path))
     assert [suite.status for suite in result.suites.values()] == [SUITE_PASSED]
     assert reference.parse_log_file(str(path)).suites['test_autograd'].status != SUITE_PASSED  # was: no summary
+
+
+REAL_LOG = os.path.join(ROOT, 'tests', 'data', 'pytorch_corpus', 'logs', 'real-run_test-2.6.0-plain.log')
+
+
+def _real_head(size=16 << 10):
+    """The first size bytes of a kept real run_test.py 2.6.0 log, cut after a line end."""
+    with open(REAL_LOG, 'rb') as handle:
+        data = handle.read(size)
+    return data[:data.rfind(b'\n') + 1]
+
+
+@pytest.mark.parametrize('where', ['past-8k', 'later-block'])
+def test_nul_bytes_past_the_first_8_kb_refuse_the_log_as_binary(tmp_path, where):
+    """16 KB of a real log, then NULs (a log whose tail was never written, a core file): before, only the first
+    8 KB were looked at, the NULs read as one line (5,154 MB peak for 1 GiB of them,
+    benchmarks/bench_log_worst_inputs.py) and the suite judged `no summary`; now the file is refused as binary,
+    naming where the first NUL is, also when it is in a later block than the first."""
+    head = _real_head()
+    path = tmp_path / 'nul-tail.log'
+    path.write_bytes(head + b'\0' * 4096)
+    block = 1000 if where == 'later-block' else logparse.BLOCK
+    with pytest.raises(PluginError) as raised:
+        logparse.parse_log_file(str(path), block=block)
+    assert str(raised.value) == f'{path}: is a binary file (a NUL byte at byte {len(head)}), not a test log'
+    from eb_pytorch_cuda.eb.ebsummary import load  # what `report` reads with: no summary is looked for in it either
+    with pytest.raises(PluginError) as raised:
+        load([str(path)])
+    assert 'is a binary file' in str(raised.value)
+
+
+def test_a_line_longer_than_the_limit_is_read_in_bounded_pieces(tmp_path):
+    """A real log, then one 20 MiB line without a line end: the blocks stay under LINE_LIMIT + BLOCK (before, the
+    line was one block: one 1 GiB line took 3,107 MB, benchmarks/bench_log_worst_inputs.py), and the log reads as
+    it does without the line."""
+    with open(REAL_LOG, 'rb') as handle:
+        log = handle.read()
+    plain, long = tmp_path / 'plain.log', tmp_path / 'long.log'
+    plain.write_bytes(log)
+    long.write_bytes(log + 'é'.encode() * (10 << 20))  # two bytes a character: pieces must not cut one
+    blocks = list(logparse._file_blocks(str(long), logparse.BLOCK)())
+    assert max(len(block.encode()) for block in blocks) <= 2 * logparse.BLOCK  # LINE_LIMIT (a block) + a read
+    assert logparse.LINE_LIMIT == logparse.BLOCK
+    assert len(blocks) >= 3 and '\ufffd' not in ''.join(blocks)
+    assert _outcome(logparse.parse_log_file, str(long)) == _outcome(logparse.parse_log_file, str(plain))

@@ -118,7 +118,7 @@ def _children(pid):
     return found
 
 
-def test_what_a_killed_run_left_running_is_stopped_before_the_next_run_starts_a_suite(tmp_path):
+def test_a_killed_runs_leftovers_stop_before_the_next_run_starts_a_suite(tmp_path):
     """The supervisor itself killed too (the OOM killer, `kill -9` of everything): only the next run on the same
     results can stop what is left, and it does so before it runs anything."""
     source = _tree(tmp_path, {'test_hangs': 'hang'})

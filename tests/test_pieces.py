@@ -10,6 +10,7 @@ from helpers import standin_test_tree
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite.results.pieces import PIECE_SECONDS, Piece, expected_of, key_of, piece_count, split
 from eb_pytorch_cuda.testsuite.results.pieces import with_merged
+from eb_pytorch_cuda.testsuite.results.previous import History
 from eb_pytorch_cuda.testsuite.results.records import PieceLabel, StoreRecord
 from eb_pytorch_cuda.testsuite.results.testtimes import case_times, node_prefix, piece_times, pieces_for, shard_of
 
@@ -95,7 +96,7 @@ def _reports(name):
     return [os.path.join(directory, file) for file in sorted(os.listdir(directory))]
 
 
-def test_the_tests_times_of_a_real_report_put_each_test_in_the_piece_the_real_harness_ran_it_in():
+def test_a_real_reports_test_ids_hash_to_the_piece_the_harness_ran_them_in():
     whole = case_times(_reports('python-pytest'))
     assert len(whole) == 11 and all(node.startswith('test_native_functions.py::TestNativeFunctions::test_')
                                     for node in whole)
@@ -148,7 +149,7 @@ VERSIONS = [pytest.param(version, marks=[pytest.mark.harness21] if version == '2
 
 
 @pytest.mark.parametrize('version', VERSIONS)
-def test_the_times_file_goes_where_the_real_harness_reads_it_and_never_over_someone_elses(tmp_path, version):
+def test_the_times_file_goes_where_the_harness_reads_it_never_over_anothers(tmp_path, version):
     """The real run_test.py and test_selections.py of both harness lines (tools/setup.sh), copied."""
     import json
     import shutil
@@ -174,7 +175,7 @@ def test_the_times_file_goes_where_the_real_harness_reads_it_and_never_over_some
     assert (tmp_path / expected).read_text() == '{"default": {"default": {}}}'
 
 
-def test_a_real_run_writes_its_tests_times_into_the_results_json_and_the_next_run_reads_them_back(
+def test_a_real_run_writes_test_times_that_the_next_run_reads_back(
         tmp_path, monkeypatch, capsys):
     """`test-suite` on the stand-in harness (its XML has pytest's `file` and measured times), in this process so
     that KEPT_FROM (a size rule: only suites of 300 s and more keep their tests' times) can be 0 for its
@@ -183,7 +184,6 @@ def test_a_real_run_writes_its_tests_times_into_the_results_json_and_the_next_ru
     import sys
     from eb_pytorch_cuda.cli import main
     from eb_pytorch_cuda.testsuite.results import testtimes
-    from eb_pytorch_cuda.testsuite.spread import controller
     tree = tmp_path / 'src'
     standin_test_tree(tree)
     monkeypatch.setattr(testtimes, 'KEPT_FROM', 0)
@@ -200,7 +200,7 @@ def test_a_real_run_writes_its_tests_times_into_the_results_json_and_the_next_ru
         f'test_known_failure.py::__main__.TestKnown::{name}'
         for name in ('test_always_fails', 'test_new_regression', 'test_passes')]
     assert all(0 <= seconds < 60 for seconds in times['test_known_failure'].values())
-    assert controller.previous_test_seconds(str(saved)) == times  # the next build's times source
+    assert History.read(str(saved)).test_seconds == times  # the next build's times source
     # a suite expected to take 10,000 s is cut by its tests' times (well under 600 s: whole), not into 17
     assert len(split(['test_known_failure'], {'test_known_failure': 10000.0})) == 17
     assert len(split(['test_known_failure'], {'test_known_failure': 10000.0}, PIECE_SECONDS, times)) == 1
@@ -221,9 +221,8 @@ def test_a_real_run_writes_its_tests_times_into_the_results_json_and_the_next_ru
 @pytest.mark.parametrize('crafted', [{'a': {'t': 'x', 'u': 1.5}}, {'a': [1]}, ['a'], {'a': {'t': -1, 'u': True}}])
 def test_test_times_of_a_crafted_results_json_are_kept_only_where_well_formed(tmp_path, crafted):
     import json
-    from eb_pytorch_cuda.testsuite.spread import controller
     (tmp_path / 'r.json').write_text(json.dumps({'test_seconds': crafted}))
-    found = controller.previous_test_seconds(str(tmp_path / 'r.json'))
+    found = History.read(str(tmp_path / 'r.json')).test_seconds
     assert found == ({'a': {'u': 1.5}} if crafted == {'a': {'t': 'x', 'u': 1.5}} else {})
 
 
@@ -243,7 +242,7 @@ def _shard_listing(text):
     return sorted(re.search(r'^Running \d+ items in this shard: (.*)$', text, re.M).group(1).split(', '))
 
 
-def test_the_21_lines_node_ids_carry_the_test_directory_and_then_put_each_test_in_its_real_piece():
+def test_the_21_node_ids_carry_the_test_directory_and_hash_to_the_real_piece():
     """The 2.1-line tree's real outputs (tests/data/pytorch21-pieces, record.py): its pytest.ini makes the tree
     the rootdir, so pytest-shard hashes `test/test_native_functions.py::...` while the XML's file= is
     `test_native_functions.py`; node_prefix finds `test/` in the run's own `rootdir:` line."""
@@ -265,7 +264,7 @@ def test_the_21_lines_node_ids_carry_the_test_directory_and_then_put_each_test_i
     assert sum(shard_of(node, 2) != ran_in[node] for node in unprefixed) == 3
 
 
-def test_a_pieces_timeout_is_its_share_of_its_suites_by_the_same_rule_with_its_floor():
+def test_a_pieces_timeout_is_its_share_of_its_suites_with_its_floor():
     from eb_pytorch_cuda.testsuite.policy.settings import LEAST_TIMEOUT, piece_timeouts, rule_timeout
     from eb_pytorch_cuda.testsuite.policy.settings import timeout_of
     previous = {'long': 6000.0, 'middling': 1500.0, 'short': 10.0}

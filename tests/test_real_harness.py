@@ -128,7 +128,7 @@ def test_discovery_reads_the_26_batch_listing_without_verbose():
     assert serial == {'test_show_pickle', 'test_cuda_primary_ctx', 'test_ci_sanity_check_fail'}
 
 
-def test_an_exclusion_of_a_file_this_tree_lacks_is_said_and_left_out_not_the_harness_error():
+def test_an_exclusion_of_a_missing_file_is_said_and_left_out():
     """PyTorch-2.9.1's easyconfigs exclude distributed/test_nvshmem_triton, which 2.6.0 has no file of: its
     run_test.py stops on it (`invalid choice`, exit 2); the step says it in one line and leaves it out."""
     alone = subprocess.run([PYTHON, 'run_test.py', '-x', 'distributed/test_nvshmem_triton', '--dry-run'],

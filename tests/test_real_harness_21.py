@@ -261,7 +261,7 @@ def test_a_rerun_runs_exactly_the_failed_test_the_pytest_summary_named(tree):
 
 @pytest.mark.harness21
 def test_a_suite_run_as_two_pieces_merges_to_the_whole_suites_result(tmp_path):
-    """test_native_functions whole and as 2 pieces (issue 23) on this harness, each through the step's own
+    """test_native_functions whole and as 2 pieces on this harness, each through the step's own
     solo.run_suite (what a spread job's worker runs for a piece): the harness's `--shard i 2` over the times file
     run/piece_times writes becomes pytest-shard's 0-based `--shard-id=i-1 --num-shards=2`; the pieces' records,
     merged by the store, give the whole run's status, counts and test ids, and their kept per-test times carry
@@ -299,10 +299,10 @@ def test_a_suite_run_as_two_pieces_merges_to_the_whole_suites_result(tmp_path):
 
 
 @pytest.mark.harness21
-def test_test_suite_with_an_easyconfig_runs_its_own_runtest_pretestopts_and_testopts(tree, tmp_path):
-    """Issue 32: `test-suite --easyconfig EC` runs EC's test command as the test step does (its `-i`, its
-    %(excluded_tests)s, pretestopts' assignments, testopts appended) and says which command it runs; before, it
-    ran the default command: every suite the harness knows (24 here)."""
+def test_test_suite_runs_an_easyconfigs_runtest_pretestopts_and_testopts(tree, tmp_path):
+    """`test-suite --easyconfig EC` runs EC's test command as the test step does (its `-i`, its
+    %(excluded_tests)s, pretestopts' assignments, testopts appended) and says which command it runs, not the
+    default command (every suite the harness knows: 24 here)."""
     easyconfig = tmp_path / 'own-runtest.eb'
     easyconfig.write_text(
         "easyblock = 'PyTorch'\nname = 'PyTorch'\nversion = '2.1.2'\nhomepage = 'x'\ndescription = 'x'\n"
@@ -335,8 +335,8 @@ def test_test_suite_with_an_easyconfig_runs_its_own_runtest_pretestopts_and_test
 
 
 @pytest.mark.harness21
-def test_a_gpu_seen_with_a_cuda_torch_runs_the_cuda_mode_and_zero_cuda_tests_fail_when_required(tree, tmp_path):
-    """Issue 33 on the main job's pair (torch 2.1.2, a CUDA build): where the step sees a GPU, the suites run with
+def test_a_gpu_and_cuda_torch_run_cuda_mode_and_zero_cuda_tests_fail_required(tree, tmp_path):
+    """The main job's pair (torch 2.1.2, a CUDA build): where the step sees a GPU, the suites run with
     SANDCASTLE=0, the reports count the CUDA tests, and 0 CUDA tests run is a warning (--cuda-device-tests true:
     the verdict fails).  The GPU is the one stand-in here: an `nvidia-smi` on PATH that lists one, as the real one
     does (helpers.stand_in_nvidia_smi: the H200 node's answers); this machine has none, so torch sees no CUDA
@@ -370,8 +370,8 @@ def test_a_gpu_seen_with_a_cuda_torch_runs_the_cuda_mode_and_zero_cuda_tests_fai
 
 
 @pytest.mark.harness21
-def test_a_python_whose_torch_does_not_import_is_refused_and_leaves_no_results_directory(tree, tmp_path):
-    """Issue 35: the harness's own dry run fails (EasyBuild's venv has no torch): exit 2 in one line naming the
+def test_a_python_without_an_importable_torch_is_refused_leaving_nothing(tree, tmp_path):
+    """The harness's own dry run fails (EasyBuild's venv has no torch): exit 2 in one line naming the
     command, and the results directory this call would have made is not left behind with a lock in it."""
     results = tmp_path / 'results'
     done = cli('test-suite', tree, '--python', sys.executable, '--runtest',

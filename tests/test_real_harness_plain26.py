@@ -1,4 +1,4 @@
-"""The test step and `report` on a plain log agree (issue 32, item 3): the same 13 real suites of Debian's PyTorch
+"""The test step and `report` on a plain log agree: the same 13 real suites of Debian's PyTorch
 2.6.0 harness (with its pytest.ini, pool of 3) run through `eb-pytorch-cuda test-suite` here, against torch 2.14.1
 (two tests fail for real), give the same suites, counts and failing test ids as `report` on the kept plain
 run_test.py log of that selection (tests/data/pytorch26-plain/plain.log, README.md there).

@@ -108,7 +108,7 @@ def _xml_dir(root, names):
     return root / 'test-reports'
 
 
-def test_our_json_of_a_long_test_id_and_an_xml_name_with_a_newline_reads_back_the_same(tmp_path):
+def test_our_json_of_a_long_id_and_a_newline_name_reads_back_the_same(tmp_path):
     # (a raw newline in an attribute is a space to XML: the references are how a report writes one)
     long_id, newline = 'test_p_' + 'x' * 10000, 'test_b&#10;second line&#13;'
     reports = _xml_dir(tmp_path, [long_id, newline])

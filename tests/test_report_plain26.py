@@ -1,5 +1,5 @@
 """`report` on a PLAIN run_test.py log of the 2.6 line, the log a maintainer copies from a failed EasyBuild bot
-job (issue 32, item 3).
+job.
 
 The log is real and kept verbatim (tests/data/pytorch26-plain, README.md there): Debian's PyTorch 2.6.0 harness
 with its own pytest.ini, a pool of 3, torch 2.14.1, 13 suites, two tests failing consistently (each run three

@@ -1,6 +1,6 @@
 """`report` judging a run with the policy of an easyconfig: exit codes, and a saved JSON judged again with
 another policy.  The easyconfig is read by a child Python (eb/ecpolicy.read_easyconfig): a real process, so
-these left test_testsuite_policy, whose tier starts none (issue 34, item 6)."""
+these left test_testsuite_policy, whose tier starts none."""
 
 import json
 

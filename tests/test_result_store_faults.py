@@ -168,9 +168,9 @@ def test_a_second_run_on_the_same_results_directory_refuses_in_one_line(tmp_path
 
 
 def test_a_keep_killed_mid_copy_leaves_nothing_that_a_next_run_would_install(tmp_path):
-    """The fault probe's case: kill -9 while the tested installation is copied to be kept.  Before, the record
-    that the build is kept was written first, and the next eb installed 24 of 300 files.  Now the copy is
-    made beside its place and recorded only after its rename: a killed copy is never reused."""
+    """The fault probe's case: kill -9 while the tested installation is copied to be kept.  The copy is made
+    beside its place and recorded only after its rename, so a killed copy is never reused (recorded first, the
+    next eb installed 24 of 300 files)."""
     installation = tmp_path / 'tested'
     for index in range(300):
         (installation / f'dir{index % 10}').mkdir(parents=True, exist_ok=True)

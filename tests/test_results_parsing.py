@@ -1,5 +1,5 @@
 """run_test.py output and XML reports into one model (results/: logparse, xmlparse, saved); every failure form keeps
-its own status.  (test_testsuite_parsing.py before issue 34: no testsuite module parses.)"""
+its own status."""
 
 import os
 
@@ -275,7 +275,7 @@ def test_a_raw_greater_than_sign_in_a_test_name_is_read_whole(tmp_path):
 @pytest.mark.parametrize('fast', [True, False])
 def test_attribute_values_are_read_as_xml_defines_them(tmp_path, fast):
     """&#65; decoded and a raw newline or tab a space (XML 1.0 3.3.3), on the fast path and ElementTree's alike
-    (a comment sends the file down ElementTree's); before, the fast path kept both as written."""
+    (a comment sends the file down ElementTree's)."""
     comment = '' if fast else '<!-- c -->'
     root = _write_reports(tmp_path / 'test-reports', [
         ('python-pytest/test_x/test_x-1.xml', f'<?xml version="1.0"?><testsuites>{comment}<testsuite name="pytest" '

@@ -4,8 +4,8 @@ step's own verdict, and --max-failed-tests or --easyconfig replace them, saying 
 The step is `eb-pytorch-cuda test-suite` on the stand-in harness (the easyblock's test step writes the same JSON:
 service.report_texts), judged by an easyconfig read by EasyBuild's own parser: budget 0, one known failure, one
 entry of a scope that applies nowhere, a suite excluded, one rerun.  Twice: once with the known failure only
-(PASS), once with an unknown one too (FAIL: before, `report` on that JSON alone judged it by the default budget,
-10 under EasyBuild 5, and without the known failure: `known: 0, unknown: 2 (budget 10)`, PASS).
+(PASS), once with an unknown one too (FAIL: judged by the default budget, 10 under EasyBuild 5, and without the
+known failure, `report` on that JSON alone would say `known: 0, unknown: 2 (budget 10)`, PASS).
 """
 
 import json

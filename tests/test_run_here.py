@@ -1,7 +1,5 @@
 """testsuite/run/, running suites here: discovery, solo and batches (read through results/outcome), the results
 store surviving a torn write, timeouts killing the process group, the suites' environment (run/command).
-
-(Named test_suiterun.py before issue 34, after a module that no longer exists.)
 """
 
 import json
@@ -53,7 +51,7 @@ def test_discovery_of_a_command_that_is_no_harness_is_an_error(tmp_path):
         discovery.discover(command, dict(os.environ))[0]
 
 
-def test_discovery_of_a_harness_without_its_selection_functions_names_the_command_and_its_error(tmp_path):
+def test_discovery_without_selection_functions_names_command_and_error(tmp_path):
     (tmp_path / 'run_test.py').write_text('print("Selected tests:\\n test_a")\n')
     command = Command(str(tmp_path), {}, [sys.executable, 'run_test.py'])
     with pytest.raises(PluginError, match=r"run_test.py' \(in .*\): its run_test.py has no main\(\), parse_args\(\), "
@@ -97,12 +95,14 @@ def test_the_fingerprint_ignores_the_policy_but_not_the_build():
 
 
 def test_timeouts_come_from_the_previous_results_or_a_default(tmp_path):
+    from eb_pytorch_cuda.testsuite.results.previous import History
     from eb_pytorch_cuda.testsuite.service import suite_timeouts
     previous = tmp_path / 'results.json'
     previous.write_text(json.dumps({'suite_seconds': {'test_nn': 1000.0, 'test_fast': 1.0}}))
-    assert suite_timeouts(None, previous) == {'': DEFAULT_SUITE_TIMEOUT, 'test_nn': 4000, 'test_fast': 600}
-    assert suite_timeouts(120, previous) == {'': 120}
-    assert suite_timeouts(None, tmp_path / 'missing.json') == {'': DEFAULT_SUITE_TIMEOUT}
+    history = History.read(str(previous))
+    assert suite_timeouts(None, history) == {'': DEFAULT_SUITE_TIMEOUT, 'test_nn': 4000, 'test_fast': 600}
+    assert suite_timeouts(120, history) == {'': 120}
+    assert suite_timeouts(None, History.read(str(tmp_path / 'missing.json'))) == {'': DEFAULT_SUITE_TIMEOUT}
 
 
 def test_one_list_of_parameters_feeds_the_reader_the_fingerprint_and_the_settings(tmp_path):
@@ -122,7 +122,7 @@ def test_one_list_of_parameters_feeds_the_reader_the_fingerprint_and_the_setting
     read = ecpolicy.read_settings(str(easyconfig))
     assert (read.max_failed_tests, read.rerun_failed_tests, read.parallel_test_suites, read.test_suite_timeout) == \
         (3, 2, 2, 900)
-    from eb_pytorch_cuda.testsuite.policy.judging import detect_context
+    from eb_pytorch_cuda.testsuite.results.scopes import detect_context
     context = detect_context((), cpu_family='x86_64', target='x86_64/generic')
     assert read.excluded(context) == ['test_x'] and read.policy(context).max_failed_tests == 3
     assert settings.TestSettings.from_values({}).policy(context, default_budget=10).max_failed_tests == 10
@@ -199,7 +199,7 @@ def test_21_gets_xml_switched_on_through_its_positional_unittest_args(tmp_path):
                     '--', '--save-xml']
 
 
-def test_a_hang_inside_a_batch_costs_its_own_timeout_not_the_batchs_and_the_others_still_run(tree, tmp_path):
+def test_a_hang_in_a_batch_costs_its_own_timeout_and_the_others_still_run(tree, tmp_path):
     """A stand-in hang (no real suite can be made to hang on demand) in one run_test.py batch with other
     suites: the batch is killed once the hanging suite has run its own timeout, that suite is `timed out`
     with its children gone, and the batch's unfinished suites are run alone and judged as usual."""
@@ -249,7 +249,7 @@ def test_in_unittest_mode_without_xmlrunner_the_step_says_xml_reports_are_off(tr
         lines.clear()
         store = ResultStore(str(tmp_path / f'r{off}' / 'r.jsonl'), 'f')
         service.run_suites(RunRequest(command, env, str(tmp_path / f'out{off}'), sys.executable, {'': 120}), store,
-                           progress=lines.append)
+                           HereExecutor(lines.append), lines.append)
         assert any(line.startswith('XML reports off') for line in lines) is off, lines
 
 
@@ -284,11 +284,11 @@ if __name__ == "__main__":
 
 @pytest.mark.parametrize('alone', [True, False], ids=['alone', 'in a batch'])
 def test_a_report_an_earlier_attempt_writes_late_never_counts(tree, tmp_path, alone):
-    """Issue 28: a process of an earlier, killed attempt that outlived it (here: the stand-in harness run by
+    """A process of an earlier, killed attempt that outlived it (here: the stand-in harness run by
     hand, in a session of its own, as a job on another node or an escaped child would go on) writes its
     XML report while this attempt of the same suite runs.  This attempt reads only its own report directory
-    (results/reportdirs.Attempt), so the late report's failure is not counted; before, it was (a failure in
-    one file beats a skip in another: "1 failed" and a false "log and XML reports differ" note, measured).
+    (results/reportdirs.Attempt), so the late report's failure is not counted (counted, a failure in one file
+    beats a skip in another: "1 failed" and a false "log and XML reports differ" note).
     Afterwards the harness's place holds this attempt's report only."""
     (tree / 'test_late.py').write_text(LATE_SUITE)
     (tmp_path / 'out').mkdir()

@@ -1,7 +1,7 @@
 """The test parameters' one reader (testsuite/policy/settings): each bad value refused naming the parameter,
 good values and the defaults accepted unchanged, and the easyblock's parameters are its list.  In this
 process (the easyconfig forms, read by a child Python through `report` and `test-suite`, are
-test_test_parameters', a tier that starts processes: issue 34, item 6)."""
+test_test_parameters', a tier that starts processes)."""
 
 import pytest
 

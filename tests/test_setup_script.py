@@ -1,5 +1,5 @@
 """tools/setup-harness21.sh, the set-up's only block that needs ../shared: on a clone with nothing beside it
-it leaves the 2.1-line harness out in one line and exits 0 (issue 32); with the shared tree it copies it."""
+it leaves the 2.1-line harness out in one line and exits 0; with the shared tree it copies it."""
 
 import os
 import subprocess

@@ -1,4 +1,4 @@
-"""Long suites split into pieces (issue 23) on the real single-node Slurm (tests/slurm_cluster.py), with
+"""Long suites split into pieces on the real single-node Slurm (tests/slurm_cluster.py), with
 PyTorch's real harness: Debian's 2.6.0 run_test.py and torch 2.6.0 (tools/setup.sh's harness block).
 
 One spread run holds everything, because each run_test.py call imports torch three times on a 2-core
@@ -72,7 +72,7 @@ def _xml_test_ids(test_dir, suite):
     return sorted(ids)
 
 
-def test_suites_split_into_pieces_on_jobs_give_the_unsplit_result_and_a_cancelled_piece_runs_alone_again(
+def test_pieces_on_jobs_give_the_unsplit_result_a_cancelled_one_reruns(
         harness26, slurm, tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ('PYTHONPATH', 'CI')}
     serial_dir = _tree(tmp_path / 'serial')

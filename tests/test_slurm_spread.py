@@ -360,7 +360,7 @@ time.sleep(60)
 '''
 
 
-def test_a_suite_whose_job_dies_each_time_is_recorded_as_never_finished_after_the_last_attempt(slurm, tmp_path):
+def test_a_suite_whose_job_always_dies_is_recorded_never_finished(slurm, tmp_path):
     test_dir = _tree(tmp_path / 'tree', sleepers=3, seconds=1, keep=())
     (test_dir / 'test_kills_its_job.py').write_text(KILLS_ITS_JOB)
     store = ResultStore(str(tmp_path / 'results' / 'r.jsonl'), 'build-a')
@@ -418,7 +418,7 @@ def _test_suite_cli(source, results, *extra, env=None):
     return done, json.loads(done.stdout) if done.stdout.strip().startswith('{') else None
 
 
-def test_test_suite_command_with_jobs_gives_the_verdict_of_the_same_command_run_here(slurm, tmp_path):
+def test_test_suite_with_jobs_gives_the_verdict_of_the_same_run_here(slurm, tmp_path):
     """`eb-pytorch-cuda test-suite ... --jobs 2` (what the easyblock's test_suite_jobs calls: step.run_suites
     with jobs > 1) spreads the suites over real Slurm jobs; the report equals the one run on this node."""
     keep = ('test_known_failure', 'test_flaky')

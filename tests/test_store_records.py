@@ -94,7 +94,7 @@ def test_a_record_with_a_key_of_the_wrong_type_is_named_and_set_aside(tmp_path, 
                      f'runs again)']
 
 
-def test_the_controller_reader_sets_a_worker_line_that_is_no_record_aside_and_names_it(tmp_path):
+def test_the_controller_reader_sets_aside_and_names_a_non_record_line(tmp_path):
     queue = SuiteQueue(str(tmp_path / 'q'))
     queue.create({'fingerprint': 'f'}, ['test_a', 'test_b'])
     store = queue.store('job1.host.1')
@@ -162,7 +162,7 @@ def _copied_by_the_store(tmp_path, kept: str, records: list) -> bytes:
         return handle.read()
 
 
-def test_each_line_of_the_kept_store_reads_as_a_typed_record_and_is_written_back_byte_for_byte(tmp_path):
+def test_each_kept_store_line_reads_typed_and_writes_back_byte_for_byte(tmp_path):
     """The records of a batch, of a suite alone and of a piece whose jobs all died, as the writers of 2fa24cb
     wrote them (tests/data/store-2fa24cb): from_json, then ResultStore.append, gives the same file."""
     lines = _lines(os.path.join(KEPT, 'results.jsonl'))
@@ -178,7 +178,7 @@ def test_each_line_of_the_kept_store_reads_as_a_typed_record_and_is_written_back
     assert _copied_by_the_store(tmp_path, KEPT, records) == b''.join(lines)
 
 
-def test_a_line_of_the_earlier_version_is_written_back_as_it_was_with_the_key_added_since(tmp_path):
+def test_an_earlier_versions_line_is_written_back_with_the_key_added_since(tmp_path):
     """A record of 82948c5 has no cuda_counts in its suite (added later; today's writer always writes it, null
     when unknown): written back, every other key is there, in its order, with its value."""
     lines = _lines(os.path.join(OLD, 'results.jsonl'))

@@ -17,7 +17,8 @@ from environment import missing
 from eb_runner import REPO, TEST_EASYCONFIGS
 from eb_pytorch_cuda.eb.ecpolicy import policy_from_values, read_easyconfig
 from eb_pytorch_cuda.testsuite.results.logparse import parse_log_text
-from eb_pytorch_cuda.testsuite.policy.judging import Policy, ScopeContext, judge, known_failures
+from eb_pytorch_cuda.testsuite.policy.judging import Policy, judge, known_failures
+from eb_pytorch_cuda.testsuite.results.scopes import ScopeContext
 from eb_pytorch_cuda.testsuite.policy.suggest import PLACEHOLDER, Entry, Run, render, suggest, suggest_runs
 from field_results import A100, FIELD, GPU, run_log, suite_log
 

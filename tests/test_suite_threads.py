@@ -1,5 +1,5 @@
-"""Each suite process's intra-op threads when the test step runs several run_test.py calls at a time (issue 33
-item 5; measured on the H200 node, docs/validation/h200-2026-12-03-bench-cpu-pool-ours/: with torch's default of
+"""Each suite process's intra-op threads when the test step runs several run_test.py calls at a time (measured
+on the H200 node, docs/validation/h200-2026-12-03-bench-cpu-pool-ours/: with torch's default of
 a thread per core in every process, 8 calls of up to 3 suites on 16 cores ran test_masked in 194 s whole and in
 844 s as two pieces side by side, so the second, cut run took 0.80x of the plain call where the first took 0.48x).
 
@@ -40,7 +40,7 @@ if __name__ == '__main__':
 '''
 
 
-def test_the_rule_shares_the_cpus_among_the_calls_pools_and_gives_each_process_at_least_one():
+def test_the_rule_shares_cpus_among_calls_pools_at_least_one_each():
     assert threads_per_suite(16, 8, 3) == 1  # the H200 node under auto: 8 calls of up to 3 suites
     assert threads_per_suite(64, 4, 3) == 5 and threads_per_suite(64, 2, 2) == 16
     assert threads_per_suite(2, 16, 3) == 1 and threads_per_suite(0, 0, 0) == 1

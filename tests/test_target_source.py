@@ -18,7 +18,8 @@ import pytest
 from environment import missing
 from eb_pytorch_cuda.testsuite import service
 from eb_pytorch_cuda.testsuite.policy import judging, suggest
-from eb_pytorch_cuda.testsuite.policy.judging import ScopeContext, detect_context, find_target
+from eb_pytorch_cuda.testsuite.results import scopes
+from eb_pytorch_cuda.testsuite.results.scopes import ScopeContext, detect_context, find_target
 from eb_pytorch_cuda.testsuite.policy.report import to_json
 from eb_pytorch_cuda.testsuite.policy.settings import TestSettings
 from eb_pytorch_cuda.testsuite.results.logparse import parse_log_text
@@ -45,7 +46,7 @@ def _archspec_host():
 def test_eessi_software_subdir_comes_first_and_is_said():
     context = detect_context(('9.0',), environ={'EESSI_SOFTWARE_SUBDIR': 'aarch64/neoverse_v1'})
     assert (context.cpu_family, context.target, context.target_source) == \
-        ('aarch64', 'aarch64/neoverse_v1', judging.EESSI)
+        ('aarch64', 'aarch64/neoverse_v1', scopes.EESSI)
     assert context.target_line() == 'target aarch64/neoverse_v1 (from $EESSI_SOFTWARE_SUBDIR)'
 
 
@@ -59,7 +60,7 @@ def test_archspec_names_this_cpu_as_eessi_does():
     host = _archspec_host()
     target, source = find_target('x86_64', {})
     vendor = {'GenuineIntel': 'intel/', 'AuthenticAMD': 'amd/'}.get(host.vendor, '')
-    assert (target, source) == (f'x86_64/{vendor}{host.name}', judging.ARCHSPEC)
+    assert (target, source) == (f'x86_64/{vendor}{host.name}', scopes.ARCHSPEC)
     context = detect_context(cpu_family='x86_64', environ={})
     assert context.target_line() == f'target {target} (detected by archspec)'
     assert context.applies(target)
@@ -68,7 +69,7 @@ def test_archspec_names_this_cpu_as_eessi_does():
 def test_without_archspec_the_fallback_is_said_and_no_target_scope_applies(no_archspec):
     context = detect_context(('8.0',), cpu_family='x86_64', environ={})
     assert (context.target, context.target_source, context.target_known) == \
-        ('x86_64/generic', judging.FALLBACK, False)
+        ('x86_64/generic', scopes.FALLBACK, False)
     assert context.target_line() == FALLBACK_LINE
     # before: 'x86_64/*' and 'x86_64/generic' applied on any x86_64 machine without archspec
     assert [scope for scope in ('', 'x86_64', '8.0', 'x86_64/*', 'x86_64/generic', 'x86_64/intel/*', '9.0')
@@ -93,15 +94,15 @@ def _failed_run():
 
 def test_suggest_policy_scopes_a_fallback_run_to_its_family_and_says_so(no_archspec):
     context = detect_context((), cpu_family='x86_64', environ={})
-    assert suggest.run_scope(context) == 'x86_64'  # before: 'x86_64/generic', another target's scope
-    run = suggest.Run('bot.log', suggest.run_scope(context), context, _failed_run(), judging.Policy(0))
+    assert context.run_scope() == 'x86_64'  # before: 'x86_64/generic', another target's scope
+    run = suggest.Run('bot.log', context.run_scope(), context, _failed_run(), judging.Policy(0))
     merged, outcome = suggest.suggest_runs([run])
     text = suggest.render([run], merged, outcome)
     assert "    'x86_64': [" in text and 'x86_64/generic' in text  # the scope, and the fallback named
     assert ('#   its target is not known (fallback x86_64/generic): its entries are scoped to the CPU family x86_64, '
             'not to a target; --target TARGET (or --suggest-scope) scopes them to one') in text.splitlines()
-    known = ScopeContext('x86_64', 'x86_64/amd/zen3', target_source=judging.ARCHSPEC)
-    assert suggest.run_scope(known) == 'x86_64/amd/zen3'
+    known = ScopeContext('x86_64', 'x86_64/amd/zen3', target_source=scopes.ARCHSPEC)
+    assert known.run_scope() == 'x86_64/amd/zen3'
 
 
 def test_a_saved_result_keeps_the_source_of_its_target(tmp_path, no_archspec):
@@ -111,5 +112,6 @@ def test_a_saved_result_keeps_the_source_of_its_target(tmp_path, no_archspec):
     assert data['scope']['target_source'] == 'fallback'
     saved = tmp_path / 'pytorch-test-results.json'
     saved.write_text(json.dumps(data))
-    [run] = suggest.runs_from_paths([str(saved)], lambda context: judging.Policy(0))
+    here = ScopeContext('x86_64', 'x86_64/amd/zen3', target_source=scopes.ARCHSPEC)  # not where it ran
+    [run] = suggest.runs_from_paths([str(saved)], lambda context: judging.Policy(0), here)
     assert run.scope == 'x86_64' and not run.context.target_known

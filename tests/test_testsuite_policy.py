@@ -9,7 +9,8 @@ from pytorch_output import KNOWN
 from helpers import DATA, run_main
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite.results.logparse import parse_log_text
-from eb_pytorch_cuda.testsuite.policy.judging import (Policy, ScopeContext, excluded_tests, judge, known_failures)
+from eb_pytorch_cuda.testsuite.policy.judging import Policy, excluded_tests, judge, known_failures
+from eb_pytorch_cuda.testsuite.results.scopes import ScopeContext
 from eb_pytorch_cuda.testsuite.policy.suggest import budget_left
 
 HASWELL = ScopeContext('x86_64', 'x86_64/intel/haswell', ('8.0', '9.0'))
@@ -175,3 +176,24 @@ def test_bad_terms_in_a_results_json_are_refused_naming_the_file_and_the_key(tmp
     good = tmp_path / 'good.json'
     good.write_text(json.dumps(dict(data, terms=GOOD_TERMS)))
     assert run_main('report', good).stdout.startswith('terms: as judged by the build (budget 0, 1 known failure)\n')
+
+
+def test_the_text_report_gives_the_suite_total_the_markdown_one_gives():
+    from eb_pytorch_cuda.testsuite.policy.report import to_markdown, to_text
+    result = parse_log_text(out.FULL_LOG.replace(out.TRUNCATED_TAIL, ''))
+    verdict = judge(result, Policy(2, known_failures(KNOWN, HASWELL)))
+    total = f'{len(result.suites)} suites, {sum(s.failing_count for s in result.suites.values())} failed tests'
+    assert len(result.suites) > 1 and total in to_markdown(result, verdict)
+    assert total in to_text(result, verdict).splitlines()
+
+
+def test_markdown_shown_on_a_terminal_carries_no_markdown_escapes():
+    from eb_pytorch_cuda.escape import markdown_code, markdown_for_terminal, markdown_text
+    line = "cuda_device_tests='auto': a <GPU> & *x* [y] ~z~ | a\\b"
+    assert markdown_text(line) != line
+    assert markdown_for_terminal(f'CUDA device tests: {markdown_text(line)}') == f'CUDA device tests: {line}'
+    # a code span's content is shown as it is: a backslash there is the test id's own
+    assert markdown_for_terminal(f"| {markdown_code('a|b', in_table=True)} | {markdown_code('t_x[1]')} |") == \
+        '| `a|b` | `t_x[1]` |'
+    assert markdown_for_terminal(markdown_code('``a\\_b`')) == markdown_code('``a\\_b`') == '``` ``a\\_b` ```'
+    assert markdown_for_terminal('x \\x1b y') == 'x \\x1b y'  # printable()'s escapes stay

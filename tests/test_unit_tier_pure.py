@@ -1,14 +1,14 @@
-"""The `unit` tier stays pure (issue 34, item 6): no module of it imports what starts a process, starts the
+"""The `unit` tier stays pure: no module of it imports what starts a process, starts the
 console script, or makes a stand-in executable.  Read from the files (ast), so a test skipped on this machine
 is checked too; tests/conftest.py's audit hook fails a unit test that starts a process at run time.
 
-Before, six unit modules started the console script and two ran a stand-in nvidia-smi, while setup.cfg called
-the tier "pure Python, seconds".  The command's main() runs in the test's process (tests/helpers.run_main).
+setup.cfg calls the tier "pure Python, seconds": the command's main() runs in the test's process
+(tests/helpers.run_main), and a stand-in nvidia-smi belongs to real_tools.
 """
 
 import ast
-import configparser
 import os
+import tomllib
 
 import pytest
 
@@ -25,11 +25,9 @@ OS_STARTERS = {'fork', 'forkpty', 'system', 'popen', 'posix_spawn', 'posix_spawn
 
 
 def _console_script():
-    """The console script's name, as setup.cfg installs it."""
-    config = configparser.ConfigParser(interpolation=None)
-    config.read(os.path.join(os.path.dirname(TESTS), 'setup.cfg'))
-    scripts = config['options.entry_points']['console_scripts']
-    return next(line.split('=')[0].strip() for line in scripts.splitlines() if line.strip())
+    """The console script's name, as pyproject.toml installs it."""
+    with open(os.path.join(os.path.dirname(TESTS), 'pyproject.toml'), 'rb') as handle:
+        return next(iter(tomllib.load(handle)['project']['scripts']))
 
 
 CONSOLE_SCRIPT = _console_script()

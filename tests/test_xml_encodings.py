@@ -1,15 +1,15 @@
-"""XML reports with a byte order mark or in UTF-16 are read; UTF-32 is refused naming it (issue 28, item 7).
+"""XML reports with a byte order mark or in UTF-16 are read; UTF-32 is refused naming it.
 
 The report is a real pytest JUnit XML file of the kept corpus (tests/data/pytorch_corpus/test-reports),
 re-encoded here: UTF-8 with a BOM (what Windows tools write), UTF-16 LE and BE with a BOM and its
-declaration saying UTF-16, UTF-16 LE without a BOM.  Before, each was refused as `root element is <?>`.
+declaration saying UTF-16, UTF-16 LE without a BOM; read as bytes, each would be `root element is <?>`.
 """
 
 import os
 
 import pytest
 
-from helpers import run_main
+from helpers import one_line_error, run_main
 from eb_pytorch_cuda.testsuite.results.xmlparse import parse_report_dir
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -57,6 +57,17 @@ def test_a_broken_utf16_report_is_refused_naming_it(tmp_path):
     directory = _report_dir(tmp_path, 'broken', b'\xff\xfe<\x00t\x00\x00\xd8')  # a lone high surrogate
     done = run_main('report', directory, check_rc=2)
     assert 'report.xml' in done.stderr and 'UTF-16-LE but does not decode' in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize('encoding', ['shift_jis', 'euc-jp', 'gbk', 'big5', 'UTF-7', 'punycode', 'idna'])
+def test_a_report_declaring_an_encoding_expat_cannot_take_is_refused_in_one_line(tmp_path, encoding):
+    """pyexpat hands expat only single-byte codecs: a multi-byte one (or punycode, idna) raised ValueError or
+    UnicodeError through `report` as a traceback, rc 1.  The corpus report, ASCII, declaring it."""
+    with open(REPORT, encoding='utf-8') as handle:
+        text = handle.read()
+    assert 'encoding="utf-8"' in text
+    directory = _report_dir(tmp_path, encoding, text.replace('encoding="utf-8"', f'encoding="{encoding}"').encode())
+    one_line_error(run_main('report', directory), 'report.xml', f"declares the encoding '{encoding}'")
 
 
 def test_the_corpus_report_is_there():

@@ -6,3 +6,12 @@ tested without a build.
 """
 
 __version__ = '0.1.0'
+
+# The project's home, the one address every message names for documentation (a pip install has no docs/
+# directory); pyproject.toml's [project.urls] say the same (tests/test_packaging.py).
+PROJECT_URL = 'https://github.com/eb-pytorch-cuda/eb-pytorch-cuda'
+
+
+def docs_url(page: str, section: str = '') -> str:
+    """The address of the documentation page docs/<page>.md (and its section's anchor), for messages."""
+    return f"{PROJECT_URL}/blob/main/docs/{page}.md{'#' + section if section else ''}"

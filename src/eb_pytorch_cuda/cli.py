@@ -2,7 +2,9 @@
 
 Exit codes: 0 success (report: pass), 1 a check found a problem (report: fail), 2 bad input or a
 failed operation (one line on stderr naming the file and the problem; nothing modified), 128+N killed
-by signal N (SIGINT 130, SIGTERM 143, SIGHUP 129: one line, temporary files removed).
+by signal N (SIGINT 130, SIGTERM 143, SIGHUP 129: one line, temporary files removed).  They hold whatever the
+standard streams are: standard output closed or unwritable is exit 2 naming it; a line standard error cannot
+take (closed, full) is lost, the status stays.
 """
 
 import argparse
@@ -14,6 +16,7 @@ import sys
 from typing import Dict, Optional, Sequence, Union
 
 from eb_pytorch_cuda import __version__
+from eb_pytorch_cuda.clihelp import about, main_epilog
 from eb_pytorch_cuda.cudnn import CATALOG, DEFAULT_NEEDED, ENV_VARIABLE
 from eb_pytorch_cuda.errors import PluginError, Terminated
 from eb_pytorch_cuda.escape import printable
@@ -70,11 +73,11 @@ def cmd_cudnn_catalog(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from eb_pytorch_cuda.eb import ecpolicy
     from eb_pytorch_cuda.testsuite import service
-    from eb_pytorch_cuda.testsuite.policy.judging import detect_context
+    from eb_pytorch_cuda.testsuite.results.scopes import detect_context
     from eb_pytorch_cuda.testsuite.policy.report import to_json, to_markdown, to_text
     from eb_pytorch_cuda.testsuite.policy.settings import TERMS_KEY, JudgedTerms
     from eb_pytorch_cuda.eb.ebsummary import load
-    from eb_pytorch_cuda.testsuite.results.saved import mark_missing, read_expected_suites
+    from eb_pytorch_cuda.testsuite.results.saved import common_context, mark_missing, read_expected_suites
     if args.max_failed_tests is not None and args.max_failed_tests < 0:
         raise PluginError('--max-failed-tests', f'must be a non-negative integer, got {args.max_failed_tests}')
     expected = read_expected_suites(args.expected_suites) if args.expected_suites else []
@@ -82,7 +85,10 @@ def cmd_report(args: argparse.Namespace) -> int:
     values = ecpolicy.read_easyconfig(args.easyconfig) if args.easyconfig else {}
     capabilities = args.cuda_compute_capabilities.split(',') if args.cuda_compute_capabilities \
         else values.get('cuda_compute_capabilities') or ()
-    context = detect_context(capabilities, target=args.target)
+    # where the run ran: as the options say, else as its saved results recorded it, else this machine
+    given = bool(args.target or args.cuda_compute_capabilities)
+    here = detect_context(capabilities, target=args.target)
+    context = (None if given else common_context(args.paths)) or here
     if args.easyconfig and not context.target_known:  # its target-scoped entries are left out: said
         print(f'note: {context.target_line()}', file=sys.stderr)
     ran = carried if not args.easyconfig else None  # judged again by the terms the results carry
@@ -95,7 +101,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     result = load(args.paths)
     mark_missing(result, expected)
     verdict, _warnings = service.judged(result, policy, device)  # the warnings are the JSON's own
-    suggestion = _suggest_policy(args, values, capabilities, policy if ran is not None else None)
+    suggestion = _suggest_policy(args, values, here, not given, policy if ran is not None else None)
     if args.format == 'json':
         import dataclasses
         import json
@@ -162,57 +168,36 @@ def _terms_note(args, saved, carried, policy) -> Optional[str]:
     return f'terms: as judged by the build ({describe_policy(policy)})'
 
 
-def _suggest_policy(args, values, capabilities, carried=None):
+def _suggest_policy(args, values, given, recorded, carried=None):
     """report --suggest-policy: (easyconfig text, JSON data, runs) of the known_test_failures entries that would
     make each run pass, merged over runs (one per target); None without the option.  With several runs the
     exit status is theirs, each judged for its own target (the report above judges all inputs together).
-    carried: the policy the saved results carry (their entries' scopes already resolved), for every run."""
+    given: the context of the options (or this machine); recorded: a saved result that recorded where it ran is
+    a run there (suggest.runs_from_paths).  carried: the policy the saved results carry (their entries' scopes
+    already resolved), for every run."""
     if not (args.suggest_policy or args.suggest_scope is not None):
         return None
     from eb_pytorch_cuda.eb import ebsummary, ecpolicy
     from eb_pytorch_cuda.testsuite.policy import suggest
-    scope = None if args.suggest_scope is None else suggest.validate_scope(args.suggest_scope, '--suggest-scope')
+    from eb_pytorch_cuda.testsuite.results.scopes import Scope
+    scope = None if args.suggest_scope is None else Scope.parse(args.suggest_scope, '--suggest-scope')
     runs = suggest.runs_from_paths(
         args.paths, lambda context: carried or ecpolicy.policy_from_values(values, context,
                                                                            args.easyconfig or 'policy',
                                                                            args.max_failed_tests),
-        target=args.target, capabilities=capabilities, load=ebsummary.load)
+        given, recorded, load=ebsummary.load)
     merged, outcome = suggest.suggest_runs(runs, scope)
     return suggest.render(runs, merged, outcome), suggest.to_data(runs, merged, outcome), runs
 
 
 def cmd_test_suite(args: argparse.Namespace) -> int:
     """Run a PyTorch source tree's test suites against an installed torch, judge and report them."""
-    import dataclasses
-    from eb_pytorch_cuda.eb import ecpolicy
     from eb_pytorch_cuda.inputs import write_atomically
-    from eb_pytorch_cuda.testsuite import service
-    from eb_pytorch_cuda.testsuite.policy.report import RESULTS_JSON, RESULTS_MARKDOWN, to_text
-    from eb_pytorch_cuda.testsuite.policy.settings import TestSettings, check_option
-    for option, value, minimum, maximum in (('--timeout', args.timeout, 1, None),
-                                            ('--parallel', args.parallel, 1, None),
-                                            ('--rerun', args.rerun, 0, MAX_RERUNS), ('--jobs', args.jobs, 1, None)):
-        check_option(option, value, minimum, maximum)  # 0 or -1 is refused, not replaced by the easyconfig's
-    service.check_inputs(args.source, args.python)
-    settings = ecpolicy.read_settings(args.easyconfig) if args.easyconfig else TestSettings()
-    settings = dataclasses.replace(
-        settings, parallel_test_suites=args.parallel or settings.parallel_test_suites,
-        test_suite_timeout=args.timeout or settings.test_suite_timeout,
-        rerun_failed_tests=settings.rerun_failed_tests if args.rerun is None else args.rerun,
-        test_suite_jobs=args.jobs or settings.test_suite_jobs)
-    progress = (lambda message: print(f'== {printable(message)}', file=sys.stderr, flush=True))
-    context = service.scope_context(settings.cuda_compute_capabilities, settings.test_suite_jobs <= 1, os.environ,
-                                    target=args.target, progress=progress)
-    policy = settings.policy(context, ecpolicy.upstream_default_max_failed_tests(), args.easyconfig or 'policy')
+    from eb_pytorch_cuda.testsuite import service, sourcetree
+    from eb_pytorch_cuda.testsuite.policy.report import RESULTS_JSON, RESULTS_MARKDOWN
+    inputs = _test_suite_inputs(args)
     results = args.results or os.path.join(os.getcwd(), 'pytorch-test-suite')
-    command = _test_suite_command(args, settings.excluded(context), progress)
-    modes: Dict[str, Union[bool, str]] = {'auto': 'auto', 'true': True, 'false': False}
-    requested = modes[args.cuda_device_tests] if args.cuda_device_tests else settings.cuda_device_tests
-    device_tests = service.device_test_mode(requested, lambda: service.torch_has_cuda(args.python), os.environ,
-                                            on_this_node=settings.test_suite_jobs <= 1)
-    outcome = service.test_source_tree(args.source, args.python, results, command,
-                                       service.StepTerms(settings, policy, context), progress=progress,
-                                       device_tests=device_tests)
+    outcome = sourcetree.test_source_tree(args.source, results, inputs)
     texts = service.report_texts(outcome)
     for name, text in texts.items():
         write_atomically(os.path.join(results, name), text)
@@ -221,17 +206,43 @@ def cmd_test_suite(args: argparse.Namespace) -> int:
     elif args.format == 'markdown':
         print(texts[RESULTS_MARKDOWN])
     else:
-        print(to_text(outcome.result, outcome.verdict))
-        for suite, notes in outcome.notes.items():
-            print(printable(f"note: {suite}: {'; '.join(notes)}"))
+        print('\n'.join(service.verdict_lines(outcome)))
     return 0 if outcome.verdict.passed else 1
 
 
-def _test_suite_command(args: argparse.Namespace, excluded, progress):
+def _test_suite_inputs(args: argparse.Namespace):
+    """test-suite's step inputs: the easyconfig's test settings with the options given in their place, the
+    command (said before it runs), the terminal's environment; every option checked before anything runs."""
+    import dataclasses
+    from eb_pytorch_cuda.eb import ecpolicy
+    from eb_pytorch_cuda.testsuite import service
+    from eb_pytorch_cuda.testsuite.policy.report import RESULTS_JSON
+    from eb_pytorch_cuda.testsuite.policy.settings import TestSettings, check_option
+    for option, value, minimum, maximum in (('--timeout', args.timeout, 1, None),
+                                            ('--parallel', args.parallel, 1, None),
+                                            ('--rerun', args.rerun, 0, MAX_RERUNS), ('--jobs', args.jobs, 1, None)):
+        check_option(option, value, minimum, maximum)  # 0 or -1 is refused, not replaced by the easyconfig's
+    settings = ecpolicy.read_settings(args.easyconfig) if args.easyconfig else TestSettings()
+    modes: Dict[str, Union[bool, str]] = {'auto': 'auto', 'true': True, 'false': False}
+    settings = dataclasses.replace(
+        settings, parallel_test_suites=args.parallel or settings.parallel_test_suites,
+        test_suite_timeout=args.timeout or settings.test_suite_timeout,
+        rerun_failed_tests=settings.rerun_failed_tests if args.rerun is None else args.rerun,
+        test_suite_jobs=args.jobs or settings.test_suite_jobs,
+        cuda_device_tests=modes[args.cuda_device_tests] if args.cuda_device_tests else settings.cuda_device_tests)
+    results = args.results or os.path.join(os.getcwd(), 'pytorch-test-suite')
+    return service.StepInputs(
+        settings, command=lambda excluded: _test_suite_command(args, excluded), env=dict(os.environ),
+        output_dir=os.path.join(results, 'output'), python=os.path.abspath(args.python),
+        source=args.easyconfig or 'policy', default_budget=ecpolicy.upstream_default_max_failed_tests(),
+        target=args.target, previous_results=os.path.join(results, RESULTS_JSON))
+
+
+def _test_suite_command(args: argparse.Namespace, excluded):
     """test-suite's command, said before it runs: --runtest, else the easyconfig's runtest with its pretestopts
     and testopts (as the test step runs it), else the default."""
     from eb_pytorch_cuda.eb import ecpolicy
-    from eb_pytorch_cuda.testsuite import service
+    from eb_pytorch_cuda.testsuite import sourcetree
     runtest, pretestopts, testopts, origin = args.runtest, '', '', '--runtest'
     if runtest is None and args.easyconfig:
         written, ec_pretestopts, ec_testopts = ecpolicy.read_test_command(args.easyconfig)
@@ -241,11 +252,12 @@ def _test_suite_command(args: argparse.Namespace, excluded, progress):
                 (', testopts' if testopts.strip() else '')
     if runtest is None:
         origin = 'the default runtest' + (f' ({args.easyconfig} sets none)' if args.easyconfig else '')
-    command = service.source_tree_command(args.source, args.python, runtest, excluded, pretestopts, testopts,
-                                          args.easyconfig or '--runtest')
+    command = sourcetree.source_tree_command(args.source, args.python, runtest, excluded, pretestopts, testopts,
+                                             args.easyconfig or '--runtest')
     assignments = ' '.join(f'{name}={shlex.quote(value)}' for name, value in sorted(command.env.items()))
-    progress(f"test command ({origin}, no shell): {assignments + ' ' if assignments else ''}"
-             f"{shlex.join(command.argv)}  [in {command.cwd}]")
+    sourcetree.TerminalHost(args.python).say(f"test command ({origin}, no shell): "
+                                             f"{assignments + ' ' if assignments else ''}{shlex.join(command.argv)}  "
+                                             f"[in {command.cwd}]")
     return command
 
 
@@ -296,13 +308,18 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
-    parser.add_argument('--version', action='version', version=f'{PROG} {__version__}')
-    sub = parser.add_subparsers(dest='command', required=True)
+    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0], epilog=main_epilog(),
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument('--version', action='version', version=f'{PROG} {__version__}',
+                        help='print the version and exit')
+    sub = parser.add_subparsers(dest='command', required=True, metavar='COMMAND',
+                                help='one of these (each has its own --help, with examples)')
 
-    add = sub.add_parser('add-needed', help='add NEEDED entries to a library (idempotent, atomic)')
-    add.add_argument('library')
-    add.add_argument('sonames', nargs='+', metavar='SONAME')
+    add = sub.add_parser('add-needed', help='add NEEDED entries to a library (idempotent, atomic)',
+                         **about('add-needed'))
+    add.add_argument('library', metavar='LIBRARY', help='the shared library to patch (e.g. libtorch_cuda.so)')
+    add.add_argument('sonames', nargs='+', metavar='SONAME',
+                     help='a library to add as a NEEDED entry (e.g. libcudnn_cnn_train.so.8)')
     add.add_argument('--force', action='store_true', help='add entries even if they do not resolve')
     add.add_argument('--break-hardlinks', action='store_true',
                      help='patch a library that has other hard links (they keep the old content)')
@@ -310,9 +327,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help='patch a setuid/setgid library (refused otherwise; the bits are kept)')
     add.set_defaults(func=cmd_add_needed)
 
-    check = sub.add_parser('check-needed', help='prove NEEDED entries are present, resolve and load')
-    check.add_argument('library')
-    check.add_argument('sonames', nargs='+', metavar='SONAME')
+    check = sub.add_parser('check-needed', help='prove NEEDED entries are present, resolve and load',
+                           **about('check-needed'))
+    check.add_argument('library', metavar='LIBRARY', help='the shared library whose entries to prove')
+    check.add_argument('sonames', nargs='+', metavar='SONAME', help='a NEEDED entry the library must have')
     check.add_argument('--expect-dir', metavar='DIR', help='each soname must resolve to a file inside DIR')
     check.add_argument('--load', action='store_true',
                        help='load the library in a clean process and require each soname to be mapped')
@@ -321,21 +339,28 @@ def build_parser() -> argparse.ArgumentParser:
     check.set_defaults(func=cmd_check_needed)
 
     report = sub.add_parser('report', help='judge PyTorch test results (logs, XML report dirs, saved JSON, '
-                                           "EasyBuild's failure summary)")
-    report.add_argument('paths', nargs='+', metavar='PATH')
-    report.add_argument('--format', choices=('text', 'json', 'markdown'), default='text')
+                                           "EasyBuild's failure summary)", **about('report'))
+    report.add_argument('paths', nargs='+', metavar='PATH',
+                        help="a run_test.py log, a test-reports directory, a saved pytorch-test-results.json or "
+                             "EasyBuild's failure summary; several are one run (or, with --suggest-policy, one "
+                             'run per saved JSON result)')
+    report.add_argument('--format', choices=('text', 'json', 'markdown'), default='text',
+                        help='text for a terminal (default), json for scripts, markdown for a pull-request comment')
     report.add_argument('--max-failed-tests', type=int, metavar='N',
                         help='budget for unknown failures (default: the one a saved JSON result was judged by)')
     report.add_argument('--easyconfig', metavar='EC', help='take the policy (budget, known failures) from EC '
                                                            '(a path, or a file name eb finds on its robot path; '
                                                            'default: the terms a saved JSON result was judged by)')
     report.add_argument('--target', metavar='TARGET',
-                        help='CPU target for scoped entries (default: $EESSI_SOFTWARE_SUBDIR, else detected by '
-                             'archspec; neither: entries scoped to a target do not apply)')
-    report.add_argument('--cuda-compute-capabilities', metavar='CC[,CC]', help='e.g. 8.0,9.0')
+                        help='CPU target for scoped entries (default: the one the saved JSON results recorded, '
+                             'else $EESSI_SOFTWARE_SUBDIR, else detected by archspec; neither: entries scoped to a '
+                             'target do not apply)')
+    report.add_argument('--cuda-compute-capabilities', metavar='CC[,CC]',
+                        help="e.g. 8.0,9.0 (default: the GPUs' the saved JSON results recorded, else EC's)")
     report.add_argument('--suggest-policy', action='store_true',
                         help='print the known_test_failures entries that would make it pass (placeholder reasons); '
-                             'without --target each saved JSON result is a run of its own target, merged')
+                             'without --target or --cuda-compute-capabilities each saved JSON result is a run '
+                             'of its own target, merged')
     report.add_argument('--suggest-scope', metavar='SCOPE',
                         help="put every suggested entry in SCOPE ('', a family, a target, a compute capability) "
                              'instead of the scope of the runs that saw it')
@@ -345,7 +370,7 @@ def build_parser() -> argparse.ArgumentParser:
     report.set_defaults(func=cmd_report)
 
     suite = sub.add_parser('test-suite', help="run a PyTorch source tree's test suites against an installed torch, "
-                                              'judge and report them as the easyblock does')
+                                              'judge and report them as the easyblock does', **about('test-suite'))
     suite.add_argument('source', metavar='SRC', help='PyTorch source tree (its test/run_test.py is run)')
     suite.add_argument('--python', required=True, metavar='PY',
                        help='a Python that imports the torch to test (a path, or a name looked up on PATH)')
@@ -377,13 +402,15 @@ def build_parser() -> argparse.ArgumentParser:
                        help="PyTorch's device-generic CUDA tests: auto (where a GPU is seen and the torch has CUDA), "
                             "true (required: no GPU, or 0 CUDA tests run, fails), false (upstream's SANDCASTLE=1); "
                             "default: cuda_device_tests of EC, else auto")
-    suite.add_argument('--format', choices=('text', 'json', 'markdown'), default='text')
+    suite.add_argument('--format', choices=('text', 'json', 'markdown'), default='text',
+                       help='how the report is printed (both reports are written to DIR either way)')
     suite.set_defaults(func=cmd_test_suite)
 
     doctor = sub.add_parser('doctor', help='predict "cannot open shared object" and "undefined symbol" failures; '
-                                           'exit 1 when a load fails or loads the wrong copy')
+                                           'exit 1 when a load fails or loads the wrong copy', **about('doctor'))
     doctor.add_argument('paths', nargs='+', metavar='PATH', help='installation prefix, directory or library')
-    doctor.add_argument('--format', choices=('text', 'json'), default='text')
+    doctor.add_argument('--format', choices=('text', 'json'), default='text',
+                        help='text for a terminal (default), json for scripts')
     doctor.add_argument('--from', dest='start', metavar='LIB',
                         help='load only LIB (as with dlopen()); default: the Python extension modules, else an '
                              "installation's libtorch_cuda.so (what PyTorch loads), else every object no other one "
@@ -400,14 +427,15 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.set_defaults(func=cmd_doctor)
 
     config = sub.add_parser('config', help='print an EasyBuild configuration file using our easyblock, hooks '
-                                           'and easyconfigs')
+                                           'and easyconfigs', **about('config'))
     config.add_argument('--env', action='store_true', help='print export EASYBUILD_... lines instead')
     config.add_argument('--entrypoints', action='store_true',
                         help='EasyBuild 5: take our hooks and easyblock from the installed package (eb '
                              '--use-entrypoints), beside any --hooks file; EasyBuild 4 has no entry points')
     config.set_defaults(func=cmd_config)
 
-    demo = sub.add_parser('demo', help='build the cuDNN and PyTorch stand-ins with real eb, our easyblock and hooks')
+    demo = sub.add_parser('demo', help='build the cuDNN and PyTorch stand-ins with real eb, our easyblock and hooks',
+                          **about('demo'))
     demo.add_argument('--workdir', metavar='DIR', help='where to build (default: a new temporary directory)')
     demo.add_argument('--entrypoints', action='store_true',
                       help='EasyBuild 5: our hooks and easyblock from the entry points, not as files')
@@ -415,28 +443,34 @@ def build_parser() -> argparse.ArgumentParser:
                       help="a site's hooks file (e.g. EESSI's eb_hooks.py) as eb --hooks; needs --entrypoints")
     demo.set_defaults(func=cmd_demo)
 
-    catalog = sub.add_parser('cudnn-catalog', help='list the cuDNN sub-libraries a site may add as NEEDED')
+    catalog = sub.add_parser('cudnn-catalog', help='list the cuDNN sub-libraries a site may add as NEEDED',
+                             **about('cudnn-catalog'))
     catalog.set_defaults(func=cmd_cudnn_catalog)
     return parser
 
 
 class _NamedOutput:
     """sys.stdout while main() runs a command: a write or flush that fails (the reader of a pipe gone: `report X |
-    head -0`; a full disk; `> /dev/full`) raises PluginError naming the stream, where before the one line said
-    "Broken pipe" or "No space left on device" naming nothing.  What is still buffered would fail again when the
-    interpreter flushes at exit ("Exception ignored ... BrokenPipeError", exit 120), so the descriptor is then
-    pointed at /dev/null: the exit status stays ours (2)."""
+    head -0`; a full disk; `> /dev/full`; a closed descriptor, `>&-`, where Python leaves sys.stdout None) raises
+    PluginError naming the stream, where before the one line said "Broken pipe" or "No space left on device"
+    naming nothing (and a closed one gave an AttributeError traceback, exit 1).  What is still buffered would fail
+    again when the interpreter flushes at exit ("Exception ignored ... BrokenPipeError", exit 120), so the
+    descriptor is then pointed at /dev/null: the exit status stays ours (2)."""
 
     def __init__(self, stream, name):
         self._stream, self._name = stream, name
 
     def write(self, text):
+        if self._stream is None:
+            raise PluginError(self._name, 'cannot be written: it is closed')
         try:
             return self._stream.write(text)
         except OSError as err:
             raise self._failed(err) from None
 
     def flush(self):
+        if self._stream is None:
+            return
         try:
             self._stream.flush()
         except OSError as err:
@@ -455,6 +489,60 @@ class _NamedOutput:
         return PluginError(self._name, f'cannot be written: {err.strerror or err}')
 
 
+class _ErrorOutput:
+    """sys.stderr while main() runs a command: what cannot be written there (closed: `2>&-`; full: `2>/dev/full`; a
+    pipe gone) is dropped, so that the exit status is still the documented one; before, the failed write of the
+    error line itself raised, and the exit status was 1 for bad input.  After a failure the descriptor is pointed
+    at /dev/null (see _NamedOutput: the interpreter's flush at exit would fail and make the status 120)."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text):
+        try:
+            return self._stream.write(text) if self._stream is not None else len(text)
+        except (OSError, ValueError):
+            self._drop()
+            return len(text)
+
+    def flush(self):
+        try:
+            if self._stream is not None:
+                self._stream.flush()
+        except (OSError, ValueError):
+            self._drop()
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+    def _drop(self):
+        try:
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, self._stream.fileno())
+            os.close(null)
+        except (OSError, ValueError):
+            pass
+
+
+def _standard_streams():
+    """Put the standard streams in the state main() relies on, returning (sys.stdout, sys.stderr) to restore.
+    A closed descriptor 0, 1 or 2 gets /dev/null (else the next file opened would take its number, and a child
+    process would write its output into that file); sys.stdout and sys.stderr are wrapped (_NamedOutput,
+    _ErrorOutput)."""
+    for descriptor in (0, 1, 2):
+        try:
+            os.fstat(descriptor)
+        except OSError:
+            null = os.open(os.devnull, os.O_RDWR)
+            if null != descriptor:
+                os.dup2(null, descriptor)
+                os.close(null)
+    saved = sys.stdout, sys.stderr
+    sys.stdout = _NamedOutput(sys.stdout, 'standard output')
+    sys.stderr = _ErrorOutput(sys.stderr)
+    return saved
+
+
 def _raise_terminated(signum, frame):
     raise Terminated(signum)
 
@@ -466,20 +554,19 @@ def _names_as_eb_takes_them(args: argparse.Namespace) -> None:
         from eb_pytorch_cuda.eb.ecfind import locate_easyconfig
         args.easyconfig = locate_easyconfig(args.easyconfig)
     if getattr(args, 'python', None):
-        args.python = shutil.which(args.python) or args.python  # not found: refused by name (service.check_inputs)
+        args.python = shutil.which(args.python) or args.python  # not found: refused by name (sourcetree.check_inputs)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    args = build_parser().parse_args(argv)
+    streams = _standard_streams()  # the exit status is the documented one whatever they are
     # SIGTERM/SIGHUP become an exception, like SIGINT's KeyboardInterrupt, so every cleanup (the
     # add-needed temporary file above all) runs before the one-line message and exit 128+N; one that
     # arrives ignored (`nohup eb-pytorch-cuda test-suite ...`) stays ignored: the run outlives the logout
     previous = {signum: signal.signal(signum, _raise_terminated) for signum in (signal.SIGTERM, signal.SIGHUP)
                 if signal.getsignal(signum) != signal.SIG_IGN}
-    stdout = sys.stdout
-    sys.stdout = _NamedOutput(stdout, 'standard output')  # see _NamedOutput
     try:
         try:
+            args = build_parser().parse_args(argv)
             _names_as_eb_takes_them(args)
             code = args.func(args)
             sys.stdout.flush()  # a write error at exit would name nothing: seen here, it names the stream
@@ -501,7 +588,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
               f'no file left half-written', file=sys.stderr)
         return 128 + err.signum
     finally:
-        sys.stdout = stdout
+        sys.stderr.flush()
+        sys.stdout, sys.stderr = streams
         for signum, handler in previous.items():
             signal.signal(signum, handler)
 

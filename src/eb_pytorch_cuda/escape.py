@@ -7,6 +7,8 @@ sequence rewrites the terminal, a backtick or '|' breaks out of a Markdown code 
 So every such value goes through one of these on its way out; what we write as JSON stays exact.
 """
 
+import re
+
 
 def _escaped(char: str) -> str:
     """One non-printable character as Python writes it in a literal: \\n, \\x1b, \\u202e, ..."""
@@ -55,3 +57,23 @@ def markdown_code(text: object, in_table: bool = False) -> str:
     fence = '`' * (longest + 1)
     pad = ' ' if text.startswith('`') or text.endswith('`') or not text.strip(' ') else ''
     return f'{fence}{pad}{text}{pad}{fence}'
+
+
+def markdown_for_terminal(text: str) -> str:
+    """Markdown we wrote (markdown_text, markdown_code) as a terminal shows it: the backslash escapes that keep
+    a value literal for a Markdown renderer taken out again (`cuda\\_device\\_tests` reads cuda_device_tests), the
+    code spans' content as it is (only a table's escaped '|' restored).  The text stays printable: what
+    printable() escaped is not touched."""
+    out, position = [], 0
+    for span in _CODE_SPAN.finditer(text):
+        out.append(_MARKDOWN_ESCAPE.sub(r'\1', text[position:span.start()]))
+        out.append(span.group(0).replace('\\|', '|'))
+        position = span.end()
+    out.append(_MARKDOWN_ESCAPE.sub(r'\1', text[position:]))
+    return ''.join(out)
+
+
+# a backslash escape markdown_text writes; a code span as markdown_code writes it (a fence of n backticks, the
+# content holding no run of n, the same fence: CommonMark's rule)
+_MARKDOWN_ESCAPE = re.compile('\\\\([' + re.escape(_MARKDOWN_SPECIAL) + '])')
+_CODE_SPAN = re.compile(r'(?<!`)(`+)(?!`)(.*?)(?<!`)\1(?!`)', re.S)

@@ -20,6 +20,8 @@ below marks every copy).  Upstream's module-level API (get_test_results, parse_t
 ...) is re-exported at the end, so code importing it from easybuild.easyblocks.pytorch keeps working.
 """
 
+import contextlib
+import dataclasses
 import importlib.util
 import os
 import shutil
@@ -39,9 +41,8 @@ except ImportError:  # EasyBuild 4.x
     def run_shell_cmd(cmd):
         return _run_cmd(cmd, log_all=True, simple=True)
 from easybuild.tools.modules import get_software_root
-from easybuild.tools.systemtools import get_cpu_architecture
 
-from eb_pytorch_cuda import cudnn
+from eb_pytorch_cuda import cudnn, docs_url
 from eb_pytorch_cuda.eb import hooks as easybuild_hooks
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.patch.plan import find_libraries
@@ -121,7 +122,10 @@ _OUR_TEST_PARAMETERS = {
                             "and GPU memory at the test step; GPU suites are spread over the GPUs with "
                             "CUDA_VISIBLE_DEVICES)",
     'test_suite_jobs': "Spread the test suites over this many Slurm jobs (sbatch; shared build path required; "
-                       "options from $EB_PYTORCH_CUDA_SLURM_*, see docs/user-guide.md)",
+                       "options from $EB_PYTORCH_CUDA_SLURM_*: "
+                       f"{docs_url('user-guide', 'one-builds-test-suites-spread-over-slurm-jobs')})",
+    'test_suite_executor': "Where the test suites run: 'here' (the test step's node), 'slurm' (test_suite_jobs Slurm "
+                           "jobs) or 'auto' (Slurm where test_suite_jobs > 1, else here)",
     'cuda_device_tests': "Run PyTorch's device-generic tests for CUDA and CPU (SANDCASTLE=0) where the test step sees "
                          "a GPU (nvidia-smi, CUDA_VISIBLE_DEVICES) and the build has CUDA: 'auto'; True: also fail "
                          "the step where it sees none, or where 0 CUDA tests ran; False: upstream's SANDCASTLE=1 "
@@ -138,13 +142,8 @@ class EB_PyTorch(UpstreamPyTorch):
         extra_vars['max_failed_tests'][1] = ("Budget for failed tests NOT covered by known_test_failures "
                                              "(failed plus errored test cases; flaky ones see "
                                              "flaky_failures_consume_budget)")
-        extra_vars['excluded_tests'][1] = ("Test files to skip (run_test.py -x), as {scope: [files]}; scope '' "
-                                           "(all), a CPU family ("
-                                           f"{', '.join(map(repr, service.CPU_FAMILIES))}, "
-                                           "or EasyBuild's 'AArch64'/'POWER'), "
-                                           "an EESSI CPU target ('x86_64/intel/haswell', globs "
-                                           "allowed; from $EESSI_SOFTWARE_SUBDIR, else detected) or a CUDA compute "
-                                           "capability ('9.0')")
+        extra_vars['excluded_tests'][1] = ("Test files to skip (run_test.py -x), as {scope: [files]}; scope "
+                                           + service.SCOPE_HELP)
         # upstream's since easybuild-easyblocks 5.x (#4052); EasyBuild 4.9.4's EB_PyTorch has neither
         extra_vars.setdefault('allow_missing_failures', [service.SETTING_DEFAULTS['allow_missing_failures'],
                                                          "Pass although up to this many test suites failed "
@@ -180,38 +179,12 @@ class EB_PyTorch(UpstreamPyTorch):
         with self.cfg.disable_templating():
             return self.cfg['runtest']
 
-    def _test_command(self, runtest, start_dir, python, excluded):
-        """The test command: runtest with the easyconfig's pretestopts and testopts applied as
-        PythonPackage.test_step applies them (`pretestopts runtest testopts`), without a shell
-        (service.easyconfig_command)."""
-        try:
-            return service.easyconfig_command(runtest, self.cfg['pretestopts'], self.cfg['testopts'],
-                                              self.cfg.path or 'easyconfig', start_dir, python, excluded)
-        except PluginError as err:
-            raise EasyBuildError(str(err)) from None
-
-    def _scope_context(self, settings, on_this_node=False):
-        """Where the policy applies (service.scope_context: the GPUs the suites run on, else the build's)."""
-        capabilities = build_option('cuda_compute_capabilities') or settings.cuda_compute_capabilities
-        progress = None if self.dry_run else lambda message: print_msg(message, log=self.log)  # the plan says it
-        return service.scope_context(capabilities, on_this_node, os.environ, aliases=(get_cpu_architecture(),),
-                                     progress=progress)
-
     def _settings(self):
         """The test step's parameters of this easyconfig (testsuite/policy/settings: one list for all their readers),
         checked by type and range: EasyBuildError naming the easyconfig and the parameter otherwise."""
-        try:
+        with self._easybuild_errors():
             values = {name: self.cfg[name] for name in service.SETTING_NAMES}
             return service.TestSettings.from_values(values, self.cfg.path or 'easyconfig')
-        except PluginError as err:
-            raise EasyBuildError(str(err)) from None
-
-    def _policy(self, settings, context):
-        try:
-            return settings.policy(context, ecpolicy.upstream_default_max_failed_tests(),
-                                   self.cfg.path or 'known_test_failures')
-        except PluginError as err:
-            raise EasyBuildError(str(err)) from None
 
     def _test_install(self, parent=None):
         """Install into a temporary prefix (in parent, default the system's temporary directory), as
@@ -241,48 +214,49 @@ class EB_PyTorch(UpstreamPyTorch):
         os.environ['MAX_JOBS'] = str(parallel)
         os.environ.setdefault('OMP_NUM_THREADS', str(max(4, int(parallel) // 4)))
 
-    def test_step(self):
-        """Run run_test.py (batches of suites: testsuite.service.run_and_judge) against a patched temporary
-        install, judge once by the policy, report."""
-        settings = self._settings()
-        context = self._scope_context(settings, on_this_node=not self.dry_run and settings.test_suite_jobs <= 1)
-        excluded = settings.excluded(context)
-        policy = self._policy(settings, context)
-        if self.dry_run:
-            self._dry_run_test_plan(settings, context, excluded, policy)
-            return
-        if self._reusable_build():
-            self._judge(service.judge_kept(self._reuse, policy, context, self._store))
-            return
-        runtest = self._raw_runtest()
-        if not runtest or runtest is True:
-            raise EasyBuildError("Set 'runtest' to the test command, or use --skip-test-step")
-        self._set_test_environment()
-        # spread over Slurm jobs, the tested installation must be where the jobs see it: the build path
-        prefix, pylibdirs, bindir = self._test_install(self.builddir if settings.test_suite_jobs > 1 else None)
+    @contextlib.contextmanager
+    def _easybuild_errors(self):
+        """A PluginError of the library (one line naming the file and the problem) as EasyBuild's own error."""
         try:
-            easybuild_hooks.patch_libraries(self, [prefix], 'test installation')
-            try:
-                device_tests = service.device_test_mode(
-                    settings.cuda_device_tests, lambda: self._has_cuda(prefix), os.environ,
-                    on_this_node=settings.test_suite_jobs <= 1)  # True without a GPU: stops before any suite runs
-                command = self._test_command(runtest, self.start_dir, self.python_cmd, excluded)
-                env = dict(os.environ, **command.env)
-                env.update({'PYTHONPATH': os.pathsep.join(pylibdirs + [os.environ.get('PYTHONPATH', '')]),
-                            'PATH': os.pathsep.join([bindir, os.environ.get('PATH', '')])})
-                step = service.TestStep(command, env, os.path.join(self.builddir, 'pytorch-test-output'),
-                                        self.python_cmd, self._previous_results(), tested_installation=prefix)
-                outcome = service.run_and_judge(
-                    step, self._results_store(), service.StepTerms(settings, policy, context),
-                    progress=lambda message: print_msg(printable(message), log=self.log), device_tests=device_tests)
-            except PluginError as err:
-                raise EasyBuildError(str(err)) from None
-            for suite, notes in outcome.notes.items():  # exit 0 without a summary, log/XML differences
-                print_msg(printable(f"note: {suite}: {'; '.join(notes)}"), log=self.log)
-        finally:
-            remove_dir(prefix)
+            yield
+        except PluginError as err:
+            raise EasyBuildError(str(err)) from None
+
+    def _step_inputs(self, settings):
+        """What the test step (service.run_step) is given of this build: the easyconfig's runtest with its
+        pretestopts and testopts applied as PythonPackage.test_step applies them, without a shell
+        (service.easyconfig_command), its store, EasyBuild's environment and compute capabilities."""
+        def command(excluded):
+            return service.easyconfig_command(self._raw_runtest() or '', self.cfg['pretestopts'], self.cfg['testopts'],
+                                              self.cfg.path or 'easyconfig', self.start_dir or '.',
+                                              self.python_cmd or 'python', excluded)
+        return service.StepInputs(
+            settings, command, env=dict(os.environ), output_dir=os.path.join(self.builddir, 'pytorch-test-output'),
+            python=self.python_cmd, store=lambda _command: self._results_store(),
+            source=self.cfg.path or 'known_test_failures', default_budget=ecpolicy.upstream_default_max_failed_tests(),
+            built_capabilities=build_option('cuda_compute_capabilities') or (),
+            previous_results=self._previous_results(), build_dir=self.builddir)
+
+    def test_step(self):
+        """The test step of the library (service.run_step: batches of suites against a patched temporary install,
+        judged once by the policy), or its plan in a dry run; the verdict printed and written."""
+        settings = self._settings()
+        host = _EasyBuildHost(self)
+        with self._easybuild_errors():
+            if self.dry_run:
+                for line in service.describe_step(self._step_inputs(settings), host):
+                    self.dry_run_msg(line)
+                return
+            kept = self._reusable_build()
+            if not kept and self._raw_runtest() in (None, '', True):
+                raise EasyBuildError("Set 'runtest' to the test command, or use --skip-test-step")
+            if not kept:
+                self._set_test_environment()
+            inputs = dataclasses.replace(self._step_inputs(settings), kept=(kept, self._store) if kept else None)
+            outcome = service.run_step(inputs, host)
         self._judge(outcome)
-        service.finish(self._store, settings.test_suite_jobs)
+        if not kept:
+            service.finish(self._store, settings)
 
     def _has_cuda(self, prefix=None):
         """The build has CUDA: a CUDA dependency (upstream's own test), or a libtorch_cuda.so in the tested
@@ -325,11 +299,9 @@ class EB_PyTorch(UpstreamPyTorch):
         """The previous run's complete result, when that run kept its tested build (failed on the verdict only)."""
         if self._reuse is None:
             store = self._results_store()
-            try:  # a store path that is a directory, a final.json we never wrote: one line naming the file
+            with self._easybuild_errors():  # a store path that is a directory, a final.json we never wrote
                 self._discard_kept_results(store)
                 final = store.load_final()
-            except PluginError as err:
-                raise EasyBuildError(str(err)) from None
             self._reuse = final if final is not None and os.path.isdir(store.cache_dir) else False
         return self._reuse
 
@@ -448,41 +420,30 @@ class EB_PyTorch(UpstreamPyTorch):
             return None
         return super().load_module(*args, **kwargs)
 
-    def _dry_run_test_plan(self, settings, context, excluded, policy):
-        """What the test step would do, for `eb -x`."""
-        self.dry_run_msg('test suite (eb_pytorch_cuda):')
+
+class _EasyBuildHost:
+    """The test step's host in EasyBuild (service.StepHost): progress through print_msg and the log, the build's
+    CUDA, and a tested installation made as PythonPackage's test step makes one, with the cuDNN fix applied."""
+
+    def __init__(self, easyblock):
+        self.easyblock = easyblock
+
+    def say(self, message):
+        print_msg(printable(message), log=self.easyblock.log)
+
+    def has_cuda(self, installation):
+        return self.easyblock._has_cuda(installation)
+
+    @contextlib.contextmanager
+    def tested_installation(self, parent):
+        prefix, pylibdirs, bindir = self.easyblock._test_install(parent)
         try:
-            command = self._test_command(self._raw_runtest() or '', self.start_dir or '.', self.python_cmd or 'python',
-                                         excluded)
-            self.dry_run_msg(f"  command (no shell): {' '.join(command.argv)}  [in {command.cwd}]")
-            if command.env:
-                self.dry_run_msg('  environment: ' + ' '.join(f'{k}={v}' for k, v in sorted(command.env.items())))
-            self.dry_run_msg(f"  suites: as its --dry-run selects them, run {service.BATCH_SIZE} at most per "
-                             f"run_test.py call (its own pool and serial list apply), "
-                             f"{service.planned_slots(settings.parallel_test_suites)} at a time; XML reports on "
-                             f"({service.XML_VARIABLE}=1, --save-xml under pytest or with xmlrunner)")
-        except (PluginError, EasyBuildError) as err:
-            self.dry_run_msg(f'  command: cannot run without a shell: {err}')
-        jobs = settings.test_suite_jobs
-        if jobs > 1:
-            self.dry_run_msg(f'  spread over {jobs} Slurm jobs (sbatch; claims of up to {service.CLAIM_MINUTES} '
-                             f'minutes of suites from a shared queue, longest first, each claim one run_test.py call; '
-                             f'tested installation and results under {self.builddir})')
-        self.dry_run_msg('  ' + service.planned_device_tests(settings.cuda_device_tests, self._has_cuda(),
-                                                             context.compute_capabilities))
-        self.dry_run_msg(f'  scope: {context.cpu_family}, {context.target_line()}, '
-                         f"compute capabilities {', '.join(context.compute_capabilities) or 'none'}")
-        self.dry_run_msg(f"  excluded (-x): {' '.join(excluded) or 'none'}")
-        self.dry_run_msg(f'  budget for unknown failures: {policy.max_failed_tests}; '
-                         f"reruns: {settings.rerun_failed_tests}")
-        for entry in policy.known:
-            limit = f' (at most {entry.limit})' if entry.limit else ''
-            self.dry_run_msg(f"  known failure [{entry.scope or 'all'}]: {entry.pattern}{limit} -- {entry.reason}")
-        others = [scope for scope in (self.cfg['known_test_failures'] or {}) if not context.applies(scope)]
-        if others:
-            self.dry_run_msg(f"  known failures of scopes not in force here: {', '.join(others)} "
-                             f'(set $EESSI_SOFTWARE_SUBDIR to build for another target)')
-        self.dry_run_msg(f"  results: {service.RESULTS_JSON} and {service.RESULTS_MARKDOWN} in <installdir>/easybuild/")
+            easybuild_hooks.patch_libraries(self.easyblock, [prefix], 'test installation')
+            yield service.TestedInstallation(prefix, {
+                'PYTHONPATH': os.pathsep.join(pylibdirs + [os.environ.get('PYTHONPATH', '')]),
+                'PATH': os.pathsep.join([bindir, os.environ.get('PATH', '')])})
+        finally:
+            remove_dir(prefix)
 
 
 EB_PyTorch._post_install_with_reports.__name__ = _POST_INSTALL  # as the dry run names the step

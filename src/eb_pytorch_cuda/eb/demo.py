@@ -9,16 +9,18 @@ loader error the patch prevented, on a copy of the installed library with the en
 """
 
 import os
+import platform
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
-from typing import Dict, Optional
+from typing import Dict, List, Mapping, Optional, Tuple
 
 from eb_pytorch_cuda import cudnn, standins
 from eb_pytorch_cuda.eb.config import plugin_files
 from eb_pytorch_cuda.errors import PluginError
+from eb_pytorch_cuda.escape import markdown_for_terminal
 from eb_pytorch_cuda.elf.patchelf import patchelf_binary
 from eb_pytorch_cuda.patch.plan import find_libraries
 from eb_pytorch_cuda.testsuite.policy.report import RESULTS_JSON, RESULTS_MARKDOWN
@@ -78,6 +80,38 @@ def eb_environment(workdir: str, lmod: str, entrypoints: bool = False,
     if site_hooks:
         env['EASYBUILD_HOOKS'] = site_hooks
     return env
+
+
+# What EESSI's build environment exports (software-layer-scripts init/minimal_eessi_env and
+# init/eessi_environment_variables) and EESSI's hooks file reads: its get_eessi_envvar stops eb with `$EPREFIX is
+# not defined!` where one is missing.  The demo's defaults: an installation on top of EESSI 2023.06 (a version
+# its hooks know), this machine's CPU family, its generic target.
+EESSI_VARIABLES = ('EESSI_VERSION', 'EESSI_OS_TYPE', 'EESSI_CPU_FAMILY', 'EESSI_PREFIX', 'EPREFIX',
+                   'EESSI_SOFTWARE_SUBDIR', 'EESSI_SOFTWARE_PATH')
+
+
+def eessi_environment(environ: Mapping[str, str], machine: Optional[str] = None) -> Tuple[Dict[str, str], List[str]]:
+    """(EESSI_VARIABLES with their values, the names that took the demo's default): the environment's value
+    where it has one, else a default derived from the values before it (EPREFIX from EESSI_PREFIX, ...)."""
+    values: Dict[str, str] = {}
+    defaults = {
+        'EESSI_VERSION': lambda: '2023.06',
+        'EESSI_OS_TYPE': lambda: 'linux',
+        'EESSI_CPU_FAMILY': lambda: machine or platform.machine(),
+        'EESSI_PREFIX': lambda: f"/cvmfs/software.eessi.io/versions/{values['EESSI_VERSION']}",
+        'EPREFIX': lambda: f"{values['EESSI_PREFIX']}/compat/{values['EESSI_OS_TYPE']}/{values['EESSI_CPU_FAMILY']}",
+        'EESSI_SOFTWARE_SUBDIR': lambda: f"{values['EESSI_CPU_FAMILY']}/generic",
+        'EESSI_SOFTWARE_PATH': lambda: (f"{values['EESSI_PREFIX']}/software/{values['EESSI_OS_TYPE']}/"
+                                        f"{values['EESSI_SOFTWARE_SUBDIR']}"),
+    }
+    defaulted = []
+    for name in EESSI_VARIABLES:
+        if environ.get(name):
+            values[name] = environ[name]
+        else:
+            values[name] = defaults[name]()
+            defaulted.append(name)
+    return values, defaulted
 
 
 def show_prevented_error(library: str, workdir: str) -> None:
@@ -142,9 +176,16 @@ def run_demo(workdir: Optional[str] = None, entrypoints: bool = False, site_hook
     if entrypoints:
         print('  our hooks and easyblock: entry points (--use-entrypoints)'
               + (f'; site hooks file: {site_hooks}' if site_hooks else ''))
+    eessi: Dict[str, str] = {}
+    if site_hooks:
+        eessi, defaulted = eessi_environment(os.environ)
+        print(f"  EESSI's environment, which its hooks file reads: "
+              f"{', '.join(f'{name}={value}' for name, value in eessi.items())}"
+              + (f"\n  (the demo's defaults for {', '.join(defaulted)}: not set here; export them to choose "
+                 f"others)" if defaulted else ''))
     standins.make_sources(os.path.join(workdir, 'sources'))
     print(f"== eb {' '.join(command[1:])}  (full output: {workdir}/eb-output.log)")
-    env = eb_environment(workdir, lmod, entrypoints, site_hooks)
+    env = {**eb_environment(workdir, lmod, entrypoints, site_hooks), **eessi}
     with open(os.path.join(workdir, 'eb-output.log'), 'w') as log, \
             subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                              cwd=workdir) as process:
@@ -160,7 +201,7 @@ def run_demo(workdir: Optional[str] = None, entrypoints: bool = False, site_hook
         return 1
     print('\n--- the test report (' + summary + ') ---')
     with open(summary) as handle:
-        print(handle.read().rstrip())
+        print(markdown_for_terminal(handle.read().rstrip()))  # the file keeps its escapes, for a renderer
     library = find_libraries([install])[0]  # the eb run above succeeded: it installed one
     print('\n--- the loader error the patch prevents (real glibc, LD_LIBRARY_PATH unset) ---')
     show_prevented_error(library, workdir)

@@ -3,7 +3,7 @@
 Files of any class, endianness and machine can be read (an aarch64 build can be audited on an x86_64 node).
 Only the ELF header, the program headers and the dynamic segment (with the strings it points at) are read,
 never the whole file, with struct: doctor reads some fifty objects per run, and pyelftools' construct layer
-took most of its time (issue 25: 0.9 s of 3.3 s under the profiler on the 2.1.2 layout).  Every way a file
+took most of its time (0.9 s of 3.3 s under the profiler on the 2.1.2 layout).  Every way a file
 can fail to be a usable shared object (not ELF, a linker script named .so, truncated, relocatable, static)
 becomes a one-line PluginError.  PT_GNU_STACK is read too: glibc >= 2.41 refuses to dlopen() an object that
 asks for an executable stack; and PT_INTERP (the executable's loader, whose glibc doctor judges for).
@@ -14,7 +14,7 @@ through the section headers, which the loader ignores.  What the loader would cr
 DT_STRTAB, DT_SYMTAB or hash table outside every loaded segment, and the rest elf/tables.py lists) and
 section headers that contradict the dynamic section (the loader loads the file, but patchelf and the
 symbol reader of doctor read the sections and would write or report something else) are refused here,
-the one reader check-needed, add-needed and doctor share, as CorruptElf, one message each (issue 28).
+the one reader check-needed, add-needed and doctor share, as CorruptElf, one message each.
 """
 
 import mmap

@@ -77,9 +77,10 @@ def check_cudnn_needed(value: Any, source: str, name: str = 'cudnn_needed') -> A
         return value
     if isinstance(value, dict):
         for major, sonames in value.items():
-            if not (isinstance(major, int) and not isinstance(major, bool)):
+            if not (isinstance(major, int) and not isinstance(major, bool)) or major < 1:
+                # (-1 or 0, no cuDNN's major, made a key no library matches: the defaults were added instead)
                 raise PluginError(source, f'{name}: key {major!r:.40} must be a cuDNN major version (an int such '
-                                          f'as 9)')
+                                          f'as 9, from 1)')
             problem = _sonames_problem(sonames)
             if problem:
                 raise PluginError(source, f'{name}[{major}] {problem}')

@@ -5,10 +5,12 @@ crash is kept in the model, and the policy names why each failure is tolerated o
 is four layers and a service; each imports only the layers below it (setup.cfg's import contracts,
 checked in CI):
 
-    service          the one test step the easyblock and `eb-pytorch-cuda test-suite` call: where the
-                     policy applies, the executor (executor_for: here or Slurm), run and judge, the kept
-                     result, the reports, the cleanup; the only module of the step the easyblock imports
-                     (tests/test_easyblock_imports.py)
+    service          the test step assembled once (run_step, describe_step), which the easyblock and
+                     `eb-pytorch-cuda test-suite` call with their StepInputs and StepHost: the executor
+                     (executor_of: the one place that decides here or Slurm), where the policy applies, run
+                     and judge, the kept result, the reports, the cleanup; the only module of the step the
+                     easyblock imports (tests/test_easyblock_imports.py); beside it, sourcetree:
+                     `test-suite`'s inputs from a source tree and a Python, and the terminal as host
     spread/          one build's suites over N Slurm jobs: workqueue (the shared-directory queue, its
                      typed spec.json), slurm (sbatch, squeue, scancel, node-local refusal), worker (what
                      each job runs: the plan rebuilt from the spec), controller (SlurmExecutor, run_spread,
@@ -16,7 +18,8 @@ checked in CI):
     run/             running suites: plan (RunPlan, built once by build_plan: the environment, harness,
                      suites and pieces, call options, timeouts, GPU slots), executor (the protocol, execute),
                      here (HereExecutor, run_here: batches on this node), command (the runtest line, no
-                     shell), harness (run_test.py's serial lists and switches), discovery + selection_probe
+                     shell), shellwords (its words as shlex splits them, in linear time),
+                     harness (run_test.py's serial lists and switches), discovery + selection_probe
                      (the selection asked of the harness itself), calls (every call's options and
                      environment), launcher (how a call starts: real processes, or a test's), batches (one
                      run_test.py call of many suites), solo (a suite alone), store (the results of one build,
@@ -24,7 +27,7 @@ checked in CI):
                      device tests or upstream's SANDCASTLE=1), node (how many batches this node holds),
                      piece_times (the times file that splits a long suite into our pieces), reruns (one failed
                      test alone, once a run)
-    policy/          judging (scopes, known failures, the budget, the verdict), settings (the test
+    policy/          judging (known failures per scope, the budget, the verdict), settings (the test
                      parameters, one list), suggest (policy entries from failed runs), report (JSON, text,
                      Markdown)
     results/         model, grammar (every pattern that reads run_test.py's and its suites' output),
@@ -34,7 +37,8 @@ checked in CI):
                      testtimes (a long suite cut into shards), saved (results JSON: load, validate, merge),
                      records (the typed store record), cudatests (the tests that ran on a CUDA device,
                      from the XML), seconds (the one reader of a time), previous (the times in the previous
-                     results JSON)
+                     results JSON), scopes (Scope: a scope's kind, parsed once; ScopeContext: where a
+                     build runs)
 
 Every process the step starts goes through eb_pytorch_cuda.process (own group, dies with us).
 """

@@ -1,69 +1,172 @@
-"""The test step of a PyTorch build, EasyBuild-free: the one service the easyblock and `test-suite` call.
+"""The test step of a PyTorch build, EasyBuild-free: its sequence, assembled once (run_step, and describe_step
+for a dry run), which the easyblock and `eb-pytorch-cuda test-suite` both call.
 
-It owns what both must do alike: where the policy applies (scope_context: the GPUs the suites run on,
-else the build's compute capabilities), running the suites (here in batches, or spread over Slurm jobs),
-isolated reruns, the notes of the store, the verdict, keeping a run that failed on its verdict only, the
-reports (report_texts: the same JSON, notes included, and the same Markdown, scoped, for both) and the
-cleanup.  The callers supply their facts (the easyblock: EasyBuild's installation, environment and
-messages; the CLI: a source tree, a Python and a results directory) and print.
+A caller builds its StepInputs (the easyblock from an easyconfig and EasyBuild's environment; the CLI from
+options and a source tree) and a StepHost (how it speaks: EasyBuild's print and log, or the terminal; and what
+only it can do: make a tested installation, say whether the build has CUDA).  The step then: chooses where the
+suites run, once (executor_of: here, or over Slurm jobs), finds where the policy applies (scope_context: the GPUs
+the suites run on, else the build's compute capabilities), builds the command with the tests excluded there,
+reads the previous results once (results/previous.History), runs the suites not yet in the store with the CUDA
+device tests' mode decided (device_test_mode), reruns failures in isolation, judges, keeps a run that failed on
+its verdict only, and returns a StepOutcome that report_texts turns into the two reports.
 """
 
+import contextlib
 import dataclasses
 import hashlib
 import json
 import os
 import shutil
-import subprocess
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import (Callable, ContextManager, Dict, Iterator, List, Mapping, Optional, Protocol, Sequence, Tuple,
+                    Union)
 
 from eb_pytorch_cuda import process
-from eb_pytorch_cuda.leftovers import stop_leftovers
-from eb_pytorch_cuda.testsuite.run import calls
-from eb_pytorch_cuda.testsuite.run import discovery
-from eb_pytorch_cuda.testsuite.run.executor import Executor, execute
-from eb_pytorch_cuda.testsuite.run.here import HereExecutor
-from eb_pytorch_cuda.testsuite.run.launcher import PROCESSES, Launcher
-from eb_pytorch_cuda.testsuite.run.plan import HERE_PIECE_SECONDS, PieceRule, RunRequest, here_piece_rule
-from eb_pytorch_cuda.testsuite.run.reruns import rerun_failures
 from eb_pytorch_cuda.errors import PluginError
-from eb_pytorch_cuda.testsuite.policy.judging import Policy, ScopeContext, Verdict, detect_context, judge
-from eb_pytorch_cuda.testsuite.policy.report import RESULTS_JSON, RESULTS_MARKDOWN, to_json, to_markdown
+from eb_pytorch_cuda.escape import markdown_code, printable
+from eb_pytorch_cuda.leftovers import stop_leftovers
+from eb_pytorch_cuda.testsuite.policy import settings as _settings
+from eb_pytorch_cuda.testsuite.policy.judging import Policy, Verdict, judge
+from eb_pytorch_cuda.testsuite.policy.report import RESULTS_JSON, RESULTS_MARKDOWN, to_json, to_markdown, to_text
 from eb_pytorch_cuda.testsuite.policy.settings import DEFAULT_SUITE_TIMEOUT, JUDGING, TestSettings, rule_timeout
 from eb_pytorch_cuda.testsuite.policy.settings import TERMS_KEY, DeviceTerms, JudgedTerms
-from eb_pytorch_cuda.testsuite.results import previous
+from eb_pytorch_cuda.testsuite.results.cudatests import cuda_totals
 from eb_pytorch_cuda.testsuite.results.model import RunResult
 from eb_pytorch_cuda.testsuite.results.pieces import with_merged
-from eb_pytorch_cuda.testsuite.run.command import TestCommand, parse_runtest
-from eb_pytorch_cuda.testsuite.results.cudatests import cuda_totals
-from eb_pytorch_cuda.testsuite.run.devicetests import (CUDA_ENVIRONMENT, UPSTREAM_ENVIRONMENT, DeviceTestMode, decide,
+from eb_pytorch_cuda.testsuite.results.previous import History
+from eb_pytorch_cuda.testsuite.results.records import StoreRecord
+from eb_pytorch_cuda.testsuite.run import calls
+from eb_pytorch_cuda.testsuite.run.command import TestCommand, parse_runtest, with_test_options
+from eb_pytorch_cuda.testsuite.run.devicetests import (CUDA_ENVIRONMENT, DeviceTestMode, JobDecision, decide, planned,
                                                        suite_environment)
-from eb_pytorch_cuda.testsuite.run.devicetests import planned as planned_device_tests  # noqa: F401 - the dry run's
+from eb_pytorch_cuda.testsuite.run.executor import Executor, execute
 from eb_pytorch_cuda.testsuite.run.gpus import gpu_compute_capabilities, gpu_view
+from eb_pytorch_cuda.testsuite.run.here import HereExecutor
+from eb_pytorch_cuda.testsuite.run.launcher import PROCESSES, Launcher
 from eb_pytorch_cuda.testsuite.run.node import this_node
+from eb_pytorch_cuda.testsuite.run.plan import HERE_PIECE_SECONDS, RunRequest
+from eb_pytorch_cuda.testsuite.run.reruns import rerun_failures
 from eb_pytorch_cuda.testsuite.run.store import ResultStore
-from eb_pytorch_cuda.testsuite.policy import settings as _settings
-from eb_pytorch_cuda.testsuite.policy.judging import FAMILIES
-from eb_pytorch_cuda.testsuite.policy.report import to_text
-from eb_pytorch_cuda.testsuite.run.command import with_test_options
-from eb_pytorch_cuda.testsuite.spread.worker import CLAIM_SECONDS
+from eb_pytorch_cuda.testsuite.results import scopes as _scopes
+from eb_pytorch_cuda.testsuite.results.scopes import ScopeContext, detect_context
 
-if TYPE_CHECKING:
-    from eb_pytorch_cuda.testsuite.spread.controller import SpreadOptions
-
-# --- what the easyblock reads of the step: it imports this module only (tests/test_easyblock_imports.py) ---
-# the test step's easyconfig parameters (policy.settings: one list for all their readers) and their facts
+# the test step's easyconfig parameters (policy.settings: one list for all their readers), for extra_options
 SETTING_DEFAULTS = _settings.DEFAULTS
 SETTING_NAMES = _settings.NAMES
 MAX_RERUNS = _settings.MAX_RERUNS
 TIMEOUT_RULE = _settings.TIMEOUT_RULE
-CPU_FAMILIES = FAMILIES  # the CPU families a scope of excluded_tests/known_test_failures may name
-# what the dry run says of a run: suites per run_test.py call, the XML switch, a Slurm job's claim
-BATCH_SIZE = calls.DEFAULT_BATCH_SIZE
-XML_VARIABLE = calls.XML_VARIABLE
-CLAIM_MINUTES = CLAIM_SECONDS // 60
+SCOPE_HELP = _scopes.HELP  # what a scope of excluded_tests/known_test_failures may be, for the parameters' help
 
 FLAG_VARIABLES = ('CFLAGS', 'CXXFLAGS', 'LDFLAGS', 'TORCH_CUDA_ARCH_LIST')
+Say = Callable[[str], None]
+
+
+def _slurm_executor(settings: TestSettings, say: Say, launcher: Launcher) -> Executor:
+    from eb_pytorch_cuda.testsuite.spread import controller  # only a spread build needs Slurm's side
+    return controller.SlurmExecutor(int(settings.test_suite_jobs), None, say)
+
+
+# test_suite_executor's values besides 'auto' (policy/settings.EXECUTORS lists the same names): a new executor is
+# its module, a line here and its name there
+EXECUTORS: Dict[str, Callable[[TestSettings, Say, Launcher], Executor]] = {
+    'here': lambda settings, say, launcher: HereExecutor(say, launcher),
+    'slurm': _slurm_executor,
+}
+
+
+def executor_name(settings: TestSettings) -> str:
+    """Where the suites run: test_suite_executor, or for 'auto' Slurm where test_suite_jobs > 1, else here."""
+    if settings.test_suite_executor != 'auto':
+        return settings.test_suite_executor
+    return 'slurm' if int(settings.test_suite_jobs) > 1 else 'here'
+
+
+def executor_of(settings: TestSettings, say: Optional[Say] = None, launcher: Launcher = PROCESSES) -> Executor:
+    """The executor of a step (run/executor's protocol): the one place that decides here or Slurm."""
+    return EXECUTORS[executor_name(settings)](settings, say or (lambda message: None), launcher)
+
+
+def suite_timeouts(explicit: Optional[int], history: History) -> Dict[str, int]:
+    """{suite: seconds}, '' for the rest: the explicit value, else 4x (at least 10 min) each suite's time in
+    the previous results (history), else the default (settings.TIMEOUT_RULE)."""
+    if explicit:
+        return {'': int(explicit)}
+    timeouts = {'': DEFAULT_SUITE_TIMEOUT}
+    for suite, seconds in history.suite_seconds.items():
+        timeouts[suite] = rule_timeout(seconds)
+    return timeouts
+
+
+def run_suites(request: RunRequest, store: ResultStore, executor: Executor, say: Optional[Say] = None) -> RunResult:
+    """Run every suite of request not yet in store with executor, then rerun failures in isolation; return the
+    RunResult.  The plan of the run (run/plan) is built once, after the executor has refused what it cannot run."""
+    say = say or (lambda message: None)
+    # one run per store (a second one refuses in one line naming the directory); a SIGTERM/SIGHUP or Ctrl-C
+    # stops every suite, batch and rerun group before we exit (eb_pytorch_cuda.process)
+    with store.exclusive(), process.terminating_signals_stop_children():
+        if store.notice is None:
+            store.notice = say  # each store line set aside is said once, naming the file and the line
+        registry = store.path + '.children'  # the groups this run starts, for the next run to stop if it must
+        leftovers = stop_leftovers(registry)
+        for note in leftovers.notes:
+            say(note)
+        for group in leftovers.stopped:
+            say(f'stopped process group {group}, left running by a killed previous run on {store.path}')
+        with process.recorded_in(registry):
+            plan, result = execute(executor, request, store, say)
+            rerun_failures(result, plan, say)
+            return result
+
+
+@dataclass(frozen=True)
+class TestedInstallation:
+    """An installation made for the suites to test: its prefix (kept when the run fails on its verdict only) and
+    the variables that make the suites import it (PYTHONPATH, PATH)."""
+    __test__ = False  # not a pytest test class
+    prefix: str
+    env: Mapping[str, str] = field(default_factory=dict)
+
+
+class StepHost(Protocol):
+    """What differs between the callers of the step besides their inputs: how they speak, and what only they
+    know how to do."""
+
+    def say(self, message: str) -> None:
+        """One line of progress (EasyBuild's print and log, or the terminal's stderr)."""
+
+    def has_cuda(self, installation: Optional[str]) -> bool:
+        """The build under test has CUDA (installation: its tested installation, None in a dry run)."""
+
+    def tested_installation(self, parent: Optional[str]) -> ContextManager[Optional[TestedInstallation]]:
+        """The installation the suites test, made in parent (None: a temporary directory) and removed after
+        (None: the suites test what the environment already imports)."""
+
+
+@dataclass(frozen=True)
+class StepInputs:
+    """What a caller hands the step.  command: the test command with the tests excluded in force (a function:
+    they are known once the scope is); store: the results store of that command (a function for the same
+    reason); env: the environment the suites start from; source: what names the policy in messages (the
+    easyconfig); default_budget: max_failed_tests where the easyconfig sets none (the installed easyblocks');
+    built_capabilities, target: where the policy applies when no GPU decides it (scope_context);
+    previous_results: the previous installation's results JSON (its times); kept: a kept run's result and
+    its store, judged again without running a suite; build_dir: where a tested installation goes that other
+    nodes must see."""
+    settings: TestSettings
+    command: Callable[[Sequence[str]], TestCommand]
+    env: Mapping[str, str]
+    output_dir: str
+    python: str
+    store: Optional[Callable[[TestCommand], ResultStore]] = None
+    source: str = 'policy'
+    default_budget: int = 0
+    built_capabilities: Sequence[str] = ()
+    target: Optional[str] = None
+    previous_results: Optional[str] = None
+    kept: Optional[Tuple[RunResult, ResultStore]] = None
+    build_dir: Optional[str] = None
+    batch_size: int = calls.DEFAULT_BATCH_SIZE
+    launcher: Launcher = PROCESSES
 
 
 def build_fingerprint(easyconfig_values: Mapping[str, object], environ: Mapping[str, str],
@@ -74,75 +177,6 @@ def build_fingerprint(easyconfig_values: Mapping[str, object], environ: Mapping[
     flags = {name: environ.get(name, '') for name in FLAG_VARIABLES}
     text = json.dumps({'easyconfig': values, 'flags': flags, 'extra': extra or {}}, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()
-
-
-def suite_timeouts(explicit: Optional[int], previous_results: Optional[str],
-                   progress: Optional[Callable[[str], None]] = None) -> Dict[str, int]:
-    """{suite: seconds}, '' for the rest: the explicit value, else 4x (at least 10 min) each suite's time in
-    a previous results JSON (results.previous: a time that is not one is left out, said through progress),
-    else the default (settings.TIMEOUT_RULE)."""
-    if explicit:
-        return {'': int(explicit)}
-    timeouts = {'': DEFAULT_SUITE_TIMEOUT}
-    times = previous.suite_seconds(previous_results, previous.load(previous_results), progress or (lambda note: None))
-    for suite, seconds in times.items():
-        timeouts[suite] = rule_timeout(seconds)
-    return timeouts
-
-
-def executor_for(jobs: int, spread: Optional['SpreadOptions'] = None,
-                 progress: Optional[Callable[[str], None]] = None, launcher: Launcher = PROCESSES) -> Executor:
-    """The executor of a run (run/executor): with jobs > 1 the Slurm one (spread/controller, that many jobs,
-    spread: how), else the one here (run/here: batches on this node, its calls started by launcher)."""
-    if int(jobs) > 1:
-        from eb_pytorch_cuda.testsuite.spread import controller  # only a spread build needs Slurm's side
-        return controller.SlurmExecutor(int(jobs), spread, progress)
-    return HereExecutor(progress, launcher)
-
-
-def here_pieces(previous_results: Optional[str], parallel: int,
-                progress: Optional[Callable[[str], None]] = None) -> Optional[PieceRule]:
-    """How a run here with `parallel` slots cuts its long suites (run/plan.here_piece_rule), from previous_results
-    (a results JSON: its suites' and tests' times; what is not a time is said through progress); None without."""
-    if parallel <= 1 or not previous_results:
-        return None
-    data = previous.load(previous_results)
-    return here_piece_rule(previous.suite_seconds(previous_results, data),
-                           previous.test_seconds(previous_results, data, progress or (lambda note: None)), parallel)
-
-
-def spread_options(previous_results: Optional[str], tested_installation: Optional[str] = None,
-                   progress: Optional[Callable[[str], None]] = None) -> 'SpreadOptions':
-    """How the step spreads its suites: longest first and the long ones in pieces by previous_results (a
-    results JSON: its suites' and tests' times), the tested installation checked as a path the jobs see."""
-    from eb_pytorch_cuda.testsuite.spread import controller
-    rule = PieceRule(controller.previous_suite_seconds(previous_results),
-                     controller.previous_test_seconds(previous_results, progress))
-    return controller.SpreadOptions(tested_installation=tested_installation, pieces=rule)
-
-
-def run_suites(request: RunRequest, store: ResultStore, *, jobs: int = 1, spread: Optional['SpreadOptions'] = None,
-               progress: Optional[Callable[[str], None]] = None, launcher: Launcher = PROCESSES) -> RunResult:
-    """Run every suite of request not yet in store (here in batches, its long suites in pieces where the request
-    cuts them: here_pieces; or with jobs > 1 on that many Slurm jobs: executor_for), then rerun failures in
-    isolation; return the RunResult.  The plan of the run (run/plan) is built once, here, after the executor has
-    refused what it cannot run."""
-    progress = progress or (lambda message: None)
-    # one run per store (a second one refuses in one line naming the directory); a SIGTERM/SIGHUP or Ctrl-C
-    # stops every suite, batch and rerun group before we exit (eb_pytorch_cuda.process)
-    with store.exclusive(), process.terminating_signals_stop_children():
-        if store.notice is None:
-            store.notice = progress  # each store line set aside is said once, naming the file and the line
-        registry = store.path + '.children'  # the groups this run starts, for the next run to stop if it must
-        leftovers = stop_leftovers(registry)
-        for note in leftovers.notes:
-            progress(note)
-        for group in leftovers.stopped:
-            progress(f'stopped process group {group}, left running by a killed previous run on {store.path}')
-        with process.recorded_in(registry):
-            plan, result = execute(executor_for(jobs, spread, progress, launcher), request, store, progress)
-            rerun_failures(result, plan, progress)
-            return result
 
 
 def notes(store: ResultStore) -> dict:
@@ -186,32 +220,73 @@ class StepOutcome:
     device_tests: Optional[DeviceTestMode] = None  # the CUDA device tests' mode the suites ran in (None: not said)
     warnings: List[str] = field(default_factory=list)  # e.g. a GPU seen and 0 CUDA tests run
     terms: Optional[JudgedTerms] = None  # what it was judged by, for the results JSON (policy/settings.JudgedTerms)
+    # {Slurm job: the CUDA device tests' mode it decided on its node, its suites, the CUDA tests it ran}
+    jobs: Dict[str, dict] = field(default_factory=dict)
 
 
 def device_test_mode(requested: Union[bool, str], cuda_build: Callable[[], bool], env: Mapping[str, str],
                      on_this_node: bool = True) -> DeviceTestMode:
     """The CUDA device tests' mode (run/devicetests) for the suites about to run: on this node, from the GPUs it
-    sees (run.gpus.gpu_view: those nvidia-smi lists that CUDA_VISIBLE_DEVICES leaves); for suites spread to
-    Slurm jobs (on_this_node False) nothing is probed here, and only True turns the CUDA device tests on (the
-    jobs' nodes have the GPUs).  cuda_build is asked only where it decides (a GPU seen, or True)."""
-    if not on_this_node:
-        if requested is True:
-            return DeviceTestMode(True, True, (), True, 'True, suites spread over Slurm jobs (their nodes have the '
-                                                        'GPUs: not probed here)', dict(CUDA_ENVIRONMENT))
-        if requested is False:
-            return decide(False, None, ())
-        return DeviceTestMode(requested, None, (), False, "suites spread over Slurm jobs, whose GPUs are not probed "
-                                                          "here (set cuda_device_tests = True to run CUDA device tests "
-                                                          "there)", dict(UPSTREAM_ENVIRONMENT))
+    sees (run.gpus.gpu_view: those nvidia-smi lists that CUDA_VISIBLE_DEVICES leaves); for suites that run on
+    other nodes (on_this_node False: Slurm jobs) nothing is probed here: each job decides on its own node
+    (job_decision), and this mode only says so.  cuda_build is asked only where it decides (a GPU seen, or True)."""
     if requested is False:
         return decide(False, None, ())
+    if not on_this_node:
+        return DeviceTestMode(requested, None, (), False, 'decided by each Slurm job on its own node (its GPUs: '
+                                                          'nvidia-smi, CUDA_VISIBLE_DEVICES as Slurm sets it)', {})
     view = gpu_view(env)
     return decide(requested, bool(cuda_build()) if view.visible else None, view.names, view.describe())
 
 
+def job_decision(requested: Union[bool, str], cuda_build: bool, runtest_env: Mapping[str, str]
+                 ) -> Optional[JobDecision]:
+    """What each job that runs suites on another node decides the CUDA device tests by (run/devicetests
+    .JobDecision), None where there is nothing to decide (False, or 'auto' for a build without CUDA); True for a
+    build without CUDA: PluginError, before any job is submitted."""
+    if requested is False:
+        return None
+    if not cuda_build:
+        decide(requested, False, ())  # True: refused here, as on one node
+        return None
+    return JobDecision(requested, True, tuple(name for name in CUDA_ENVIRONMENT if name in runtest_env))
+
+
+def with_node_devices(mode: DeviceTestMode, devices: Mapping[str, Mapping], result: RunResult,
+                      records: Mapping[str, StoreRecord]) -> Tuple[DeviceTestMode, List[str], Dict[str, dict]]:
+    """(the run's mode, warnings, {job: what it decided and ran}) where the jobs decided on their own nodes
+    (devices: Executor.node_devices): enabled where any job ran with CUDA device tests, the GPUs of all; a warning
+    for each job that saw a GPU and ran 0 CUDA tests (results/cudatests: each record's suite counts)."""
+    if not devices:
+        return mode, [], {}
+    jobs: Dict[str, dict] = {}
+    warnings: List[str] = []
+    for job, facts in sorted(devices.items()):
+        counts = [record.suite.cuda_counts for record in records.values() if record.job == job]
+        known = [count for count in counts if count is not None]
+        ran = sum(count['ran'] for count in known) if known else None
+        jobs[job] = {'enabled': facts.get('enabled'), 'gpus': list(facts.get('gpus') or []),
+                     'reason': facts.get('reason'), 'suites': len(counts), 'cuda_tests_ran': ran}
+        if facts.get('enabled') and counts and ran == 0:
+            warnings.append(f"Slurm job {job_of_worker(job)} saw {len(jobs[job]['gpus'])} GPU(s) and the build has "
+                            f"CUDA, but 0 CUDA device tests ran in its {len(counts)} suite(s)")
+    enabled = [job for job, facts in jobs.items() if facts['enabled']]
+    gpus = tuple(dict.fromkeys(gpu for facts in jobs.values() for gpu in facts['gpus']))
+    reason = (f"decided by each Slurm job on its own node: {len(enabled)} of {len(jobs)} job(s) saw a GPU and ran "
+              f"CUDA and CPU device tests" + (f" ({', '.join(job_of_worker(job) for job in enabled)})" if enabled
+                                              else ''))
+    return (DeviceTestMode(mode.requested, mode.cuda_build, gpus, bool(enabled), reason,
+                           dict(CUDA_ENVIRONMENT) if enabled else {}), warnings, jobs)
+
+
+def job_of_worker(worker: str) -> str:
+    """The Slurm job id a worker name ('<job>.<host>.<pid>': spread/workqueue.worker_id) belongs to."""
+    return worker.split('.', 1)[0]
+
+
 def planned_slots(parallel: Union[int, str]) -> str:
     """The dry run's words for parallel_test_suites (nothing is probed: the step sizes the node it runs on), and
-    what more than one slot does with long suites (here_pieces)."""
+    what more than one slot does with long suites (run/plan.here_piece_rule)."""
     slots = (f'{parallel} call(s)' if parallel != 'auto' else
              "as many calls as the test step's node holds (parallel_test_suites='auto': its CPUs, memory and GPU "
              "memory; run/node)")
@@ -251,7 +326,7 @@ def cuda_test_warnings(result: RunResult, mode: Optional[DeviceTestMode]) -> Tup
 
 
 def scope_context(built_capabilities: Sequence, on_this_node: bool, env: Mapping[str, str],
-                  target: Optional[str] = None, aliases: tuple = (),
+                  target: Optional[str] = None,
                   progress: Optional[Callable[[str], None]] = None) -> ScopeContext:
     """Where the policy applies.  on_this_node (the suites run here): the compute capabilities of the GPUs
     they run on, where nvidia-smi sees any, for a known failure scoped '8.0' was seen on such GPUs;
@@ -261,69 +336,10 @@ def scope_context(built_capabilities: Sequence, on_this_node: bool, env: Mapping
     if seen and progress:
         progress(f"policy scope: compute capabilities {', '.join(seen)} (the GPUs the suites run on; built for "
                  f"{', '.join(map(str, built_capabilities)) or 'none given'})")
-    context = detect_context(seen or tuple(built_capabilities), target=target, aliases=aliases, environ=env)
+    context = detect_context(seen or tuple(built_capabilities), target=target, environ=env)
     if progress:
         progress(f'policy scope: {context.target_line()}')
     return context
-
-
-@dataclass(frozen=True)
-class TestStep:
-    """What a test step runs: the command (easyconfig_command, source_tree_command) and its environment (the
-    runtest line's and the caller's variables merged in), where the suites' outputs go, the Python of the
-    reruns, a previous results JSON (its times: the timeouts, a spread's order and pieces), the tested
-    installation (kept when the run fails on its verdict), the suites per run_test.py call (None: BATCH_SIZE)."""
-    __test__ = False  # not a pytest test class
-    command: TestCommand
-    env: Mapping[str, str]
-    output_dir: str
-    python: str
-    previous_results: Optional[str] = None
-    tested_installation: Optional[str] = None
-    batch_size: Optional[int] = None
-
-
-@dataclass(frozen=True)
-class StepTerms:
-    """What a test step is run and judged by: the easyconfig's test settings, the policy made of them, and
-    where that policy applies (scope_context)."""
-    settings: TestSettings
-    policy: Policy
-    context: ScopeContext
-
-
-def run_and_judge(step: TestStep, store: ResultStore, terms: StepTerms, *,
-                  progress: Optional[Callable[[str], None]] = None,
-                  device_tests: Optional[DeviceTestMode] = None) -> StepOutcome:
-    """Run every suite of step not yet in store (run_suites), judge by the terms' policy; a run that failed on
-    its verdict keeps its result, and its tested installation when one is given, for a re-judging without
-    running a suite.  device_tests (device_test_mode): the suites' environment gets its variables (the runtest
-    line's own win), and a run that saw a GPU and ran 0 CUDA tests is warned about (True: fails)."""
-    settings, command, env = terms.settings, step.command, dict(step.env)
-    if device_tests is not None:
-        env = dict(env, **suite_environment(device_tests, command.env))
-        if progress:
-            progress(device_tests.describe())
-    timeouts = suite_timeouts(settings.test_suite_timeout, step.previous_results, progress)
-    jobs = int(settings.test_suite_jobs)
-    slots = batch_slots(settings.parallel_test_suites, env, device_tests, progress)
-    request = RunRequest(command, env, step.output_dir, step.python, timeouts, slots, settings.rerun_failed_tests,
-                         step.batch_size or BATCH_SIZE,
-                         pieces=here_pieces(step.previous_results, slots, progress) if jobs <= 1 else None)
-    spread = spread_options(step.previous_results, step.tested_installation, progress) if jobs > 1 else None
-    result = run_suites(request, store, jobs=jobs, spread=spread, progress=progress)
-    verdict, warnings = judged(result, terms.policy, device_tests)
-    for warning in warnings:
-        if progress:
-            progress(f'WARNING: {warning}')
-    if step.tested_installation and not verdict.passed:
-        keep(store, result, step.tested_installation)
-    device = None if device_tests is None else DeviceTerms(device_tests.requested, device_tests.enabled,
-                                                           tuple(device_tests.gpus), device_tests.reason)
-    judged_by = JudgedTerms.of(terms.policy, tuple(settings.excluded(terms.context)), settings.rerun_failed_tests,
-                               device)
-    return StepOutcome(result, verdict, terms.context, notes(store), test_seconds(store), device_tests, warnings,
-                       judged_by)
 
 
 def judged(result: RunResult, policy: Policy,
@@ -358,6 +374,119 @@ def judge_kept(result: RunResult, policy: Policy, context: ScopeContext,
                        test_seconds(store) if store else {}, terms=JudgedTerms.of(policy))
 
 
+@dataclass(frozen=True)
+class StepTerms:
+    """What a test step is run and judged by: the easyconfig's test settings, the policy made of them, where
+    that policy applies (scope_context) and the tests excluded there."""
+    settings: TestSettings
+    policy: Policy
+    context: ScopeContext
+    excluded: Tuple[str, ...] = ()
+
+
+def step_terms(inputs: StepInputs, on_this_node: bool, say: Optional[Say] = None) -> StepTerms:
+    """The step's terms: where the policy applies (on_this_node: the suites run here, so its GPUs decide),
+    the policy and the excluded tests in force there."""
+    context = scope_context(inputs.built_capabilities or inputs.settings.cuda_compute_capabilities, on_this_node,
+                            inputs.env, inputs.target, say)
+    policy = inputs.settings.policy(context, inputs.default_budget, inputs.source)
+    return StepTerms(inputs.settings, policy, context, tuple(inputs.settings.excluded(context)))
+
+
+def run_step(inputs: StepInputs, host: StepHost) -> StepOutcome:
+    """The test step: run every suite not yet in the store, rerun failures, judge by the terms in force where
+    the suites run; a kept run (StepInputs.kept) is judged again instead, without running a suite."""
+    settings = inputs.settings
+    executor = executor_of(settings, host.say, inputs.launcher)
+    terms = step_terms(inputs, executor.on_this_node, host.say)
+    if inputs.kept is not None:
+        result, kept_store = inputs.kept
+        return judge_kept(result, terms.policy, terms.context, kept_store)
+    command = inputs.command(terms.excluded)
+    if inputs.store is None:
+        raise PluginError(inputs.source, 'the test step was given no results store')
+    store = inputs.store(command)
+    history = History.read(inputs.previous_results, host.say)
+    with host.tested_installation(executor.installation_parent(inputs.build_dir)) as installed:
+        env = dict(inputs.env, **command.env, **(installed.env if installed else {}))
+        # True without a GPU stops here, before any suite runs
+        device_tests = device_test_mode(settings.cuda_device_tests,
+                                        lambda: host.has_cuda(installed.prefix if installed else None), env,
+                                        on_this_node=executor.on_this_node)
+        env.update(suite_environment(device_tests, command.env))
+        host.say(device_tests.describe())
+        slots = batch_slots(settings.parallel_test_suites, env, device_tests, host.say)
+        prefix = installed.prefix if installed else None
+        decision = (None if executor.on_this_node or settings.cuda_device_tests is False else
+                    job_decision(settings.cuda_device_tests, host.has_cuda(prefix), command.env))
+        request = RunRequest(command, env, inputs.output_dir, inputs.python,
+                             suite_timeouts(settings.test_suite_timeout, history), slots,
+                             settings.rerun_failed_tests, inputs.batch_size,
+                             pieces=executor.piece_rule(history, slots), tested_installation=prefix,
+                             job_devices=decision)
+        result = run_suites(request, store, executor, host.say)
+        device_tests, warnings, jobs = with_node_devices(device_tests, executor.node_devices(store), result,
+                                                         store.load())
+        verdict, step_warnings = judged(result, terms.policy, device_tests)
+        warnings += step_warnings
+        for warning in warnings:
+            host.say(f'WARNING: {warning}')
+        if installed and not verdict.passed:
+            keep(store, result, installed.prefix)
+    device = DeviceTerms(device_tests.requested, device_tests.enabled, tuple(device_tests.gpus), device_tests.reason)
+    judged_by = JudgedTerms.of(terms.policy, terms.excluded, settings.rerun_failed_tests, device)
+    return StepOutcome(result, verdict, terms.context, notes(store), test_seconds(store), device_tests, warnings,
+                       judged_by, jobs)
+
+
+def describe_step(inputs: StepInputs, host: StepHost) -> List[str]:
+    """What the test step would do, for a dry run (`eb -x`): nothing is run, probed or read from the build."""
+    settings = inputs.settings
+    executor = executor_of(settings)
+    terms = step_terms(inputs, False)
+    context, policy = terms.context, terms.policy
+    lines = ['test suite (eb_pytorch_cuda):']
+    try:
+        command = inputs.command(terms.excluded)
+        lines.append(f"  command (no shell): {' '.join(command.argv)}  [in {command.cwd}]")
+        if command.env:
+            lines.append('  environment: ' + ' '.join(f'{k}={v}' for k, v in sorted(command.env.items())))
+        lines.append(f"  suites: as its --dry-run selects them, run {inputs.batch_size} at most per run_test.py call "
+                     f"(its own pool and serial list apply), {planned_slots(settings.parallel_test_suites)} at a "
+                     f"time; XML reports on ({calls.XML_VARIABLE}=1, --save-xml under pytest or with xmlrunner)")
+    except PluginError as err:
+        lines.append(f'  command: cannot run without a shell: {err}')
+    lines += [f'  {line}' for line in executor.describe(inputs.build_dir)]
+    device_line = planned(settings.cuda_device_tests, host.has_cuda(None), context.compute_capabilities,
+                          per_job=not executor.on_this_node)
+    lines.append('  ' + device_line)
+    lines.append(f'  scope: {context.cpu_family}, {context.target_line()}, '
+                 f"compute capabilities {', '.join(context.compute_capabilities) or 'none'}")
+    lines.append(f"  excluded (-x): {' '.join(terms.excluded) or 'none'}")
+    lines.append(f'  budget for unknown failures: {policy.max_failed_tests}; reruns: {settings.rerun_failed_tests}')
+    for entry in policy.known:
+        limit = f' (at most {entry.limit})' if entry.limit else ''
+        lines.append(f"  known failure [{entry.scope or 'all'}]: {entry.pattern}{limit} -- {entry.reason}")
+    others = [scope for scope in settings.known_test_failures if not context.applies(scope)]
+    if others:
+        lines.append(f"  known failures of scopes not in force here: {', '.join(others)} "
+                     f'(set $EESSI_SOFTWARE_SUBDIR to build for another target)')
+    lines.append(f'  results: {RESULTS_JSON} and {RESULTS_MARKDOWN} in <installdir>/easybuild/')
+    return lines
+
+
+def finish(store: ResultStore, settings: TestSettings) -> None:
+    """Drop what only this build's next run needed: the store, and what its executor left (a Slurm queue)."""
+    store.remove()
+    executor_of(settings).finish(store)
+
+
+@contextlib.contextmanager
+def no_installation(parent: Optional[str]) -> Iterator[Optional[TestedInstallation]]:
+    """StepHost.tested_installation of a caller whose suites test what the environment imports (`test-suite`)."""
+    yield None
+
+
 def report_texts(outcome: StepOutcome, title: str = 'PyTorch test suite') -> Dict[str, str]:
     """{file name: text} of the two reports, the same for the easyblock and `test-suite`: the JSON (with the
     scope and the store's notes; `eb-pytorch-cuda report` reads it back) and the Markdown summary."""
@@ -369,90 +498,29 @@ def report_texts(outcome: StepOutcome, title: str = 'PyTorch test suite') -> Dic
         mode = outcome.device_tests
         data['cuda_device_tests'] = {'requested': mode.requested, 'enabled': mode.enabled, 'reason': mode.reason,
                                      'gpus': list(mode.gpus), 'environment': mode.environment}
+        if outcome.jobs:
+            data['cuda_device_tests']['jobs'] = outcome.jobs
     data['warnings'] = list(outcome.warnings)
     if outcome.terms is not None:
         data[TERMS_KEY] = outcome.terms.to_dict()  # `report` judges the JSON again by them (settings.terms_of)
     markdown = to_markdown(outcome.result, outcome.verdict, title=title, context=outcome.context,
                            device_tests=outcome.device_tests.describe() if outcome.device_tests else None,
                            warnings=outcome.warnings)
+    if outcome.jobs:
+        markdown += '\n' + job_devices_markdown(outcome.jobs)
     return {RESULTS_JSON: json.dumps(data, indent=1, allow_nan=False) + '\n', RESULTS_MARKDOWN: markdown}
 
 
-def finish(store: ResultStore, jobs: int = 1) -> None:
-    """Drop what only this build's next run needed: the store, and the Slurm queue of a spread run."""
-    store.remove()
-    if jobs > 1:
-        from eb_pytorch_cuda.testsuite.spread.controller import remove_queue
-        remove_queue(store)
-
-
-# --- `eb-pytorch-cuda test-suite`: a source tree's suites against an installed torch, outside EasyBuild ---
-
-DEFAULT_RUNTEST = 'cd test && %(python)s run_test.py --continue-through-error %(excluded_tests)s'
-
-
-_IS_PYTHON = 'import sys; print("python", sys.hexversion)'
-
-
-def check_inputs(source: str, python: str) -> str:
-    """The test directory of source; PluginError (bad input) when source or python is unusable.  python must
-    run as a Python (one short child): `/bin/false` or `/bin/true` is refused here, before the results
-    directory, its lock and its registry are created (before, they were left behind by the refusal that
-    came from the harness's dry run)."""
-    test_dir = os.path.join(source, 'test')
-    if not os.path.isfile(os.path.join(test_dir, 'run_test.py')):
-        raise PluginError(source, 'is not a PyTorch source tree (no test/run_test.py)')
-    if not (os.path.isfile(python) and os.access(python, os.X_OK)):
-        raise PluginError(python, 'is not an executable Python' + ('' if os.sep in python else ' (nor found on PATH)'))
-    try:
-        done = process.capture([python, '-c', _IS_PYTHON], timeout=120, stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.TimeoutExpired) as err:
-        raise PluginError(python, f'is not an executable Python ({getattr(err, "strerror", None) or err})') \
-            from None
-    words = done.stdout.split()
-    if done.returncode != 0 or len(words) != 2 or words[0] != b'python' or not words[1].isdigit():
-        raise PluginError(python, f'is not a Python (`-c` code exited {done.returncode} without printing its '
-                                  f'version)')
-    return test_dir
-
-
-def make_results_dir(results_dir: str) -> None:
-    """Create results_dir (and its parents); PluginError naming it when it cannot be (`--results /dev/full`:
-    "is a character device, not a directory", where os.makedirs says only "File exists")."""
-    from eb_pytorch_cuda.inputs import file_kind
-    try:
-        os.makedirs(results_dir, exist_ok=True)
-    except FileExistsError:
-        try:
-            kind = file_kind(os.stat(results_dir).st_mode)
-        except OSError:
-            kind = 'a symbolic link to nothing'
-        raise PluginError(results_dir, f'is {kind}, not a directory') from None
-    except OSError as err:
-        raise PluginError(results_dir, f'cannot be created: {err.strerror}') from None
-
-
-def store_for(results_dir: str, source: str, python: str, argv: Sequence[str],
-              command_env: Optional[Dict[str, str]] = None) -> ResultStore:
-    """The results store of this tree, Python and command (its argv and the assignments of its runtest line and
-    pretestopts) in results_dir: the same command again runs only what is missing."""
-    facts: Dict[str, object] = {'source': os.path.realpath(source), 'python': os.path.abspath(python),
-                                'argv': list(argv)}
-    if command_env:  # a command without assignments keeps the key it always had
-        facts['env'] = dict(sorted(command_env.items()))
-    key = json.dumps(facts)
-    fingerprint = hashlib.sha256(key.encode()).hexdigest()
-    return ResultStore(os.path.join(results_dir, 'results.jsonl'), fingerprint)
-
-
-def source_tree_command(source: str, python: str, runtest: Optional[str] = None, excluded: Sequence[str] = (),
-                        pretestopts: str = '', testopts: str = '', origin: str = 'runtest') -> TestCommand:
-    """The test command of `test-suite` on source's test/ with python: runtest (an easyconfig's with its
-    pretestopts and testopts, or --runtest), else DEFAULT_RUNTEST, built as the test step builds its own
-    (easyconfig_command); origin names where a part that needs a shell came from."""
-    # the command runs in test/; a venv's python must stay a path into the venv
-    return easyconfig_command(runtest or DEFAULT_RUNTEST, pretestopts, testopts, origin, os.path.abspath(source),
-                              os.path.abspath(python), excluded)
+def job_devices_markdown(jobs: Mapping[str, Mapping]) -> str:
+    """The Markdown table of what each Slurm job decided about the CUDA device tests on its node."""
+    lines = ['## CUDA device tests per Slurm job', '',
+             '| job | GPUs seen | CUDA device tests | suites | CUDA tests ran |', '|---|---|---|---|---|']
+    for job, facts in jobs.items():
+        ran = facts.get('cuda_tests_ran')
+        lines.append(f"| {markdown_code(job, in_table=True)} | {len(facts.get('gpus') or [])} | "
+                     f"{'on' if facts.get('enabled') else 'off'} | {facts.get('suites', 0)} | "
+                     f"{'unknown' if ran is None else ran} |")
+    return '\n'.join(lines) + '\n'
 
 
 def easyconfig_command(runtest: str, pretestopts: str, testopts: str, source: str, start_dir: str, python: str,
@@ -463,52 +531,17 @@ def easyconfig_command(runtest: str, pretestopts: str, testopts: str, source: st
     (the easyconfig) when a part needs a shell."""
     text, pre_env = with_test_options(runtest, pretestopts, testopts, source)
     command = parse_runtest(text, start_dir, python, list(excluded))
-    command.env = {**pre_env, **command.env}
-    return command
+    return dataclasses.replace(command, env={**pre_env, **command.env})
 
 
 def verdict_lines(outcome: StepOutcome) -> List[str]:
-    """The verdict and its reasons, one screen of lines (policy.report.to_text), for the caller to print."""
-    return to_text(outcome.result, outcome.verdict).splitlines()
+    """The verdict and its reasons, one screen of lines (policy.report.to_text), then each suite's notes (a pass
+    without a summary, log and XML disagreeing), for the caller to print."""
+    return to_text(outcome.result, outcome.verdict).splitlines() + [
+        printable(f"note: {suite}: {'; '.join(notes)}") for suite, notes in outcome.notes.items()]
 
 
 def open_store(path: str, fingerprint: str) -> ResultStore:
     """The results store at path (JSON lines) of the build whose fingerprint (build_fingerprint) is given: the
     suites it holds for that fingerprint are not run again; records of another fingerprint are not read."""
     return ResultStore(path, fingerprint)
-
-
-def torch_has_cuda(python: str) -> bool:
-    """The torch that python imports is a CUDA build: its lib/ holds libtorch_cuda.so (found without importing
-    torch, which takes seconds)."""
-    code = ("import importlib.util as u, os; s = u.find_spec('torch'); "
-            "print(os.path.isfile(os.path.join(s.submodule_search_locations[0], 'lib', 'libtorch_cuda.so')) "
-            "if s and s.submodule_search_locations else False)")
-    try:
-        done = process.capture([python, '-c', code], timeout=60)
-    except (OSError, PluginError, subprocess.TimeoutExpired):
-        return False
-    return done.returncode == 0 and done.stdout.strip() == b'True'
-
-
-def test_source_tree(source: str, python: str, results_dir: str, command: TestCommand, terms: StepTerms, *,
-                     progress: Optional[Callable[[str], None]] = None,
-                     device_tests: Optional[DeviceTestMode] = None) -> StepOutcome:
-    """The test step of command (source_tree_command) on source's test/ with python, run and judged by terms;
-    results, outputs and reports kept in results_dir."""
-    check_inputs(source, python)
-    discovery.check_command(command)  # every refusal of the inputs before anything is created
-    python = os.path.abspath(python)
-    created = not os.path.lexists(results_dir)
-    make_results_dir(results_dir)
-    store = store_for(results_dir, source, python, command.argv, command.env)
-    step = TestStep(command, dict(os.environ, **command.env), os.path.join(results_dir, 'output'), python,
-                    os.path.join(results_dir, RESULTS_JSON))
-    try:
-        return run_and_judge(step, store, terms, progress=progress, device_tests=device_tests)
-    except PluginError:
-        # refused before any suite was stored (the harness's own dry run failed: a torch that does not import):
-        # the directory this call made, with only its lock and registry in it, goes again
-        if created and not os.path.exists(store.path):
-            shutil.rmtree(results_dir, ignore_errors=True)
-        raise

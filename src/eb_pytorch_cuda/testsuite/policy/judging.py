@@ -2,112 +2,20 @@
 
 Scopes let one easyconfig serve every build target: '' (everywhere), a CPU family ('x86_64'), an
 EESSI-style CPU target ('x86_64/intel/haswell', glob allowed: 'aarch64/*'), or a CUDA compute
-capability ('9.0').  Known failures are named (suite, optionally '::test', glob allowed) with a reason;
-they do not consume the budget, and one that did not fail is reported as stale.  A suite that was
+capability ('9.0'); results/scopes parses them and says where each applies.  Known failures are named
+(suite, optionally '::test', glob allowed) with a reason; they do not consume the budget, and one that
+did not fail is reported as stale.  A suite that was
 killed, crashed or failed without a countable summary fails the run unless a known entry names it.
 """
 
-import os
-import platform
 import re
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
-from typing import Any, List, Mapping, NamedTuple, Optional, Tuple
+from typing import Any, List, NamedTuple, Optional
 
 from eb_pytorch_cuda.errors import PluginError
-from eb_pytorch_cuda.testsuite.results.model import UNJUDGEABLE, RunResult
-
-_COMPUTE_CAPABILITY = re.compile(r'^\d+\.\d+$')
-_VENDORS = {'GenuineIntel': 'intel', 'AuthenticAMD': 'amd'}  # archspec's vendors that EESSI's targets name
-
-
-def is_compute_capability(scope: object) -> bool:
-    """Whether a scope names a CUDA compute capability ('8.0'), not a CPU family or target."""
-    return bool(_COMPUTE_CAPABILITY.match(str(scope)))
-
-
-# where a ScopeContext's target came from: named by the caller (--target, a saved result's scope), the EESSI
-# variable, archspec's detection of this CPU (as EESSI's own eessi_software_subdir_for_host.py), or neither
-GIVEN, EESSI, ARCHSPEC, FALLBACK = 'given', '$EESSI_SOFTWARE_SUBDIR', 'archspec', 'fallback'
-TARGET_SOURCES = (GIVEN, EESSI, ARCHSPEC, FALLBACK)
-_SAID = {GIVEN: 'as given', EESSI: 'from $EESSI_SOFTWARE_SUBDIR', ARCHSPEC: 'detected by archspec',
-         FALLBACK: 'fallback'}
-
-
-@dataclass(frozen=True)
-class ScopeContext:
-    """Where this build runs: CPU family, EESSI-style CPU target, CUDA compute capabilities."""
-
-    cpu_family: str
-    target: str
-    compute_capabilities: tuple = ()
-    aliases: tuple = ()  # other names of the CPU family, e.g. EasyBuild's 'AArch64', 'POWER'
-    target_source: str = GIVEN  # where the target came from (TARGET_SOURCES); FALLBACK: not known
-
-    @property
-    def target_known(self) -> bool:
-        """False where the target is FALLBACK's family/generic: no target-scoped entry applies then."""
-        return self.target_source != FALLBACK
-
-    def applies(self, scope: object) -> bool:
-        scope = str(scope)
-        if scope in ('', self.cpu_family) or scope in self.aliases:
-            return True
-        if is_compute_capability(scope):
-            return scope in self.compute_capabilities
-        return '/' in scope and self.target_known and fnmatchcase(self.target, scope)
-
-    def target_line(self) -> str:
-        """The target and where it came from, in one line; for a fallback also that target-scoped entries
-        will not apply (the dry run, the test step and `test-suite` print it)."""
-        if self.target_known:
-            return f'target {self.target} ({_SAID[self.target_source]})'
-        return (f'target unknown (fallback {self.target}: neither $EESSI_SOFTWARE_SUBDIR nor archspec names it; '
-                f'entries scoped to a CPU target will not apply: set $EESSI_SOFTWARE_SUBDIR, or --target, to name it)')
-
-
-def find_target(cpu_family: str, environ: Optional[Mapping[str, str]] = None) -> Tuple[str, str]:
-    """(target, source): $EESSI_SOFTWARE_SUBDIR when set; else family[/vendor]/microarchitecture from archspec,
-    named as EESSI names its targets (a vendor part for Intel and AMD only: 'x86_64/amd/zen3',
-    'aarch64/neoverse_v1'); else family/generic with source FALLBACK (archspec missing or unable to tell)."""
-    environ = os.environ if environ is None else environ
-    if environ.get('EESSI_SOFTWARE_SUBDIR'):
-        return environ['EESSI_SOFTWARE_SUBDIR'], EESSI
-    try:
-        import archspec.cpu
-        host = archspec.cpu.host()
-        vendor = _VENDORS.get(host.vendor)
-        name = str(host.name)
-    except Exception:  # noqa: BLE001 - archspec missing or unable to tell: said as FALLBACK
-        return f'{cpu_family}/generic', FALLBACK
-    if name in ('', 'generic') or name == cpu_family:  # archspec's own fallback: the family, nothing more
-        return f'{cpu_family}/generic', FALLBACK
-    return '/'.join(filter(None, (cpu_family, vendor, name))), ARCHSPEC
-
-
-def detect_target(cpu_family: str, environ: Optional[Mapping[str, str]] = None) -> str:
-    """The target of find_target, without its source."""
-    return find_target(cpu_family, environ)[0]
-
-
-_ALIASES = {'AArch64': 'aarch64', 'POWER': 'ppc64le', 'RISC-V': 'riscv64', 'x86_64': 'x86_64'}  # EasyBuild's names
-FAMILIES = ('x86_64', 'aarch64', 'ppc64le', 'riscv64')  # the CPU families a scope may name
-
-
-def detect_context(compute_capabilities: tuple = (), cpu_family: Optional[str] = None, target: Optional[str] = None,
-                   environ: Optional[Mapping[str, str]] = None, aliases: tuple = ()) -> ScopeContext:
-    """Where the build runs.  A target ('aarch64/neoverse_v1', given or $EESSI_SOFTWARE_SUBDIR) names its own
-    CPU family, so a dry run or a report made on another machine resolves that target's family scopes (and
-    EasyBuild's family names of another family are dropped)."""
-    env = os.environ if environ is None else environ
-    source = GIVEN if target else EESSI
-    target = target or env.get('EESSI_SOFTWARE_SUBDIR') or None
-    family = cpu_family or (str(target).split('/', 1)[0] if target and '/' in str(target) else platform.machine())
-    aliases = tuple(a for a in aliases if _ALIASES.get(a, family) == family)
-    if not target:
-        target, source = find_target(family, env)
-    return ScopeContext(family, target, tuple(str(c) for c in compute_capabilities), aliases, source)
-
+from eb_pytorch_cuda.testsuite.results.model import UNJUDGEABLE, RerunOutcome, RunResult
+from eb_pytorch_cuda.testsuite.results.scopes import Scope, ScopeContext
 
 # What can name a test file of run_test.py, one rule for excluded_tests and known_test_failures: its -x takes
 # names of its TESTS list only (its argparse choices, in the 2.1 line and in 2.6 alike), which its discover_tests
@@ -185,13 +93,13 @@ class KnownFailure:
         return pattern is None or fnmatchcase(test_id, pattern) or fnmatchcase(test_id.rsplit('.', 1)[-1], pattern)
 
 
-def known_failures(setting: Any, context: ScopeContext, source: str = 'known_test_failures', *,
-                   check_names: bool = True) -> List['KnownFailure']:
+def known_failures(setting: Any, context: ScopeContext, source: str = 'known_test_failures') -> List['KnownFailure']:
     """KnownFailure entries of the scopes that apply; entries are (pattern, reason) or {'test':..., 'reason':...}.
-    check_names: refuse a test-file part that cannot be one (an easyconfig's entry); a suggestion built from the
-    suite names a results file holds (policy/suggest) is judged as it is and only printed, escaped."""
+    PluginError(source, one line) for a scope that is none (results/scopes) or an entry of the wrong shape or
+    whose test-file part cannot be one."""
     entries = []
-    for scope, items in (setting or {}).items():
+    for text, items in (setting or {}).items():
+        scope = Scope.parse(text, source)
         if not isinstance(items, (list, tuple)):
             raise PluginError(source, f'scope {scope!r} must map to a list of (test, reason) entries')
         for item in items:
@@ -204,14 +112,14 @@ def known_failures(setting: Any, context: ScopeContext, source: str = 'known_tes
             if not pattern or not reason:
                 raise PluginError(source, f'entry {item!r} in scope {scope!r} needs both a test and a reason')
             pattern = str(pattern).strip()  # as excluded_tests' names: the whitespace around is no part of it
-            problem = name_problem(pattern.split('::', 1)[0], globs=True) if check_names else None
+            problem = name_problem(pattern.split('::', 1)[0], globs=True)
             if problem:
                 raise PluginError(source, f"entry {item!r} in scope {scope!r}: {pattern.split('::', 1)[0]!r} is "
                                           f"not a test file ({problem}; 'suite' or 'suite::Class.test' such as "
                                           f"'distributed/test_c10d', globs allowed)")
             if limit is not None and (not isinstance(limit, int) or limit < 1):
                 raise PluginError(source, f'entry {item!r} in scope {scope!r}: max must be a positive integer')
-            if context.applies(scope):
+            if scope.applies(context):
                 entries.append(KnownFailure(str(pattern), str(reason), str(scope), limit))
     return entries
 
@@ -316,7 +224,7 @@ def judge(result: 'RunResult', policy: 'Policy') -> 'Verdict':
             entry = _first(policy.known, lambda e: e.covers_suite(suite.name))
             if entry:
                 used.setdefault(entry, 0)
-            if not entry and suite.rerun_outcome == 'flaky':
+            if not entry and suite.rerun_outcome == RerunOutcome.FLAKY:
                 flaky.append(Failure(suite.name, None))  # passed when rerun as a whole
             else:
                 unjudgeable.append(Unjudgeable(suite.name, suite.status, suite.signal, entry))
@@ -326,7 +234,7 @@ def judge(result: 'RunResult', policy: 'Policy') -> 'Verdict':
             if entry:
                 known.append(KnownHit(suite.name, test.test_id, entry))
                 used[entry] = used.get(entry, 0) + 1
-            elif test.rerun_outcome == 'flaky':
+            elif test.rerun_outcome == RerunOutcome.FLAKY:
                 flaky.append(Failure(suite.name, test.test_id))
             else:
                 unknown.append(Failure(suite.name, test.test_id))
@@ -337,7 +245,7 @@ def judge(result: 'RunResult', policy: 'Policy') -> 'Verdict':
                 if entry:
                     known.append(KnownHit(suite.name, None, entry))
                     used[entry] = used.get(entry, 0) + 1
-                elif suite.rerun_outcome == 'flaky':
+                elif suite.rerun_outcome == RerunOutcome.FLAKY:
                     flaky.append(Failure(suite.name, None))
                 else:
                     unknown.append(Failure(suite.name, None))

@@ -10,8 +10,9 @@ from typing import Any, Dict, Optional, Sequence
 from eb_pytorch_cuda.escape import markdown_code, markdown_text, printable_lines
 
 from eb_pytorch_cuda.testsuite.results.cudatests import cuda_totals
-from eb_pytorch_cuda.testsuite.results.model import SUITE_FAILED, SUITE_PASSED, RunResult
-from eb_pytorch_cuda.testsuite.policy.judging import ScopeContext, Verdict
+from eb_pytorch_cuda.testsuite.results.model import SUITE_FAILED, SUITE_PASSED, RerunOutcome, RunResult
+from eb_pytorch_cuda.testsuite.results.scopes import ScopeContext
+from eb_pytorch_cuda.testsuite.policy.judging import Verdict
 from eb_pytorch_cuda.testsuite.results.saved import RESULT_FORMAT
 from eb_pytorch_cuda.testsuite.policy.suggest import for_verdict
 
@@ -51,9 +52,7 @@ def to_json(result: RunResult, verdict: Verdict, context: Optional[ScopeContext]
             'cuda_tests': cuda_totals(result),
             'input_notes': list(result.notes)}
     if context is not None:
-        data['scope'] = {'cpu_family': context.cpu_family, 'target': context.target,
-                         'target_source': context.target_source,
-                         'compute_capabilities': list(context.compute_capabilities)}
+        data['scope'] = context.to_json()
     data.update(result.to_dict())
     return data
 
@@ -70,6 +69,7 @@ def to_text(result: RunResult, verdict: Verdict) -> str:
         if suite.note:
             detail += f': {suite.note}'
         lines.append(f'{suite.name} ({detail})')
+    lines.append(_totals(result))
     terminated = ', '.join(f"{name} ({signal or status}, {'known' if entry else 'UNKNOWN'})"
                            for name, status, signal, entry in verdict.unjudgeable) or 'none'
     lines.append(f'known: {len(verdict.known)}, unknown: {len(verdict.unknown)} (budget {verdict.budget}), '
@@ -81,7 +81,7 @@ def to_text(result: RunResult, verdict: Verdict) -> str:
     for name, test in verdict.flaky:
         lines.append(f"  flaky (passed on rerun): {name}{'::' + test if test else ' (whole suite)'}")
     reproducible = [f'{s.name}::{t.test_id}' for s in result.suites.values() for t in s.failed_tests
-                    if t.rerun_outcome == 'reproducible']
+                    if t.rerun_outcome == RerunOutcome.REPRODUCIBLE]
     if reproducible:
         lines.append(f"  reproducible on rerun: {', '.join(sorted(reproducible)[:10])}"
                      + (f' and {len(reproducible) - 10} more' if len(reproducible) > 10 else ''))
@@ -94,6 +94,11 @@ def to_text(result: RunResult, verdict: Verdict) -> str:
     lines.append(f"verdict: {'PASS' if verdict.passed else 'FAIL'}"
                  + ('' if verdict.passed else ': ' + '; '.join(verdict.reasons)))
     return printable_lines(lines)
+
+
+def _totals(result: RunResult) -> str:
+    """The run's size, as both reports give it: its suites and its failed tests (failed plus errored)."""
+    return f'{len(result.suites)} suites, {sum(s.failing_count for s in result.suites.values())} failed tests'
 
 
 def _cuda_line(result) -> str:
@@ -123,7 +128,6 @@ def to_markdown(result: RunResult, verdict: Verdict, title: str = 'PyTorch test 
     """A summary fit for a pull-request comment; on FAIL it ends with the suggested policy entries (collapsed).
     note (report's line on the terms it judged by), device_tests (the test step's CUDA device tests' mode, in one
     line) and warnings follow the title."""
-    total = sum(s.failing_count for s in result.suites.values())
     lines = [f"### {title}: {'PASS' if verdict.passed else 'FAIL'}", '']
     if note is not None:
         lines += [markdown_text(note), '']
@@ -133,7 +137,7 @@ def to_markdown(result: RunResult, verdict: Verdict, title: str = 'PyTorch test 
         lines += [f'**WARNING**: {markdown_text(warning)}', '']
     for note in result.notes:
         lines += [f'Note: {markdown_text(note)}', '']
-    lines += [f'{len(result.suites)} suites, {total} failed tests: {len(verdict.known)} known, '
+    lines += [f'{_totals(result)}: {len(verdict.known)} known, '
               f'{len(verdict.unknown)} unknown (budget {verdict.budget}), {len(verdict.flaky)} flaky', '',
               markdown_text(_cuda_line(result)), '']
     if not verdict.passed:

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, Mapping, NoReturn, Optional, Tuple, Union
 
 from eb_pytorch_cuda.errors import PluginError
-from eb_pytorch_cuda.testsuite.policy.judging import (KnownFailure, Policy, ScopeContext, excluded_tests,
-                                                      known_failures, name_problem)
+from eb_pytorch_cuda.testsuite.policy.judging import KnownFailure, Policy, excluded_tests, known_failures, name_problem
 from eb_pytorch_cuda.testsuite.results.pieces import Piece
+from eb_pytorch_cuda.testsuite.results.scopes import Scope, ScopeContext
 
 DEFAULT_SUITE_TIMEOUT = 3 * 3600  # s a suite may run without a previous time: PyTorch's slowest take under 1 h
 TIMEOUT_FACTOR, LEAST_TIMEOUT = 4, 600  # else: 4x its time in the previous results, at least 10 minutes
@@ -73,6 +73,8 @@ PARAMETERS: Tuple[Tuple[str, Any, bool], ...] = (
     ('test_suite_timeout', None, True),
     ('parallel_test_suites', 'auto', True),  # 'auto': from the node (run/node), else a count
     ('test_suite_jobs', 1, True),  # where the suites run, not what is tested: Slurm jobs (testsuite/spread)
+    # where the suites run: 'auto' (Slurm where test_suite_jobs > 1, else here), or an executor's name
+    ('test_suite_executor', 'auto', True),
     ('cuda_compute_capabilities', (), False),  # EasyBuild's own parameter (and build option)
     # 'auto', True or False: whether the suites run PyTorch's device-generic tests for CUDA (run/devicetests):
     # what is tested, so part of the build fingerprint
@@ -99,6 +101,7 @@ class TestSettings:
     test_suite_timeout: Optional[int] = None
     parallel_test_suites: Union[int, str] = 'auto'
     test_suite_jobs: int = 1
+    test_suite_executor: str = 'auto'
     cuda_compute_capabilities: tuple = ()
     cuda_device_tests: Union[bool, str] = 'auto'
 
@@ -115,13 +118,14 @@ class TestSettings:
         return cls(max_failed_tests=values.get('max_failed_tests'),
                    allow_missing_failures=value('allow_missing_failures'),
                    allow_extra_failures=value('allow_extra_failures'),
-                   known_test_failures=dict(value('known_test_failures')),
+                   known_test_failures=scoped(value('known_test_failures')),
                    flaky_failures_consume_budget=bool(value('flaky_failures_consume_budget')),
                    rerun_failed_tests=value('rerun_failed_tests'),
-                   excluded_tests=stripped_names(value('excluded_tests')),
+                   excluded_tests=scoped(stripped_names(value('excluded_tests'))),
                    test_suite_timeout=None if timeout in (None, '') else timeout,
                    parallel_test_suites=value('parallel_test_suites'),
                    test_suite_jobs=value('test_suite_jobs'),
+                   test_suite_executor=value('test_suite_executor'),
                    cuda_compute_capabilities=tuple(value('cuda_compute_capabilities')),
                    cuda_device_tests=value('cuda_device_tests'))
 
@@ -148,6 +152,8 @@ _MINIMUM = {'max_failed_tests': 0, 'rerun_failed_tests': 0, 'test_suite_timeout'
 # reruns of one failed test: a flaky test passes within a few; 10**6 (a typo, a stray digit) ran until killed
 MAX_RERUNS = 10
 _MAXIMUM = {'rerun_failed_tests': MAX_RERUNS}
+# test_suite_executor's values: 'auto' and the executors' names (service.EXECUTORS has one entry for each)
+EXECUTORS = ('auto', 'here', 'slurm')
 _EVERYWHERE = ScopeContext('', '')  # known_failures checks every entry, whatever scope is in force
 
 
@@ -169,6 +175,12 @@ def stripped_names(setting: Mapping[str, Iterable[str]]) -> Dict[str, list]:
     """excluded_tests without the whitespace around each name, which upstream's EB_PyTorch loses when it joins
     them with spaces into `-x ...` (its PyTorch-2.9.1 easyconfigs have 'inductor/test_flex_decoding ')."""
     return {scope: [name.strip() for name in names] for scope, names in setting.items()}
+
+
+def scoped(setting: Mapping[str, Any]) -> Dict[Scope, Any]:
+    """A checked {scope: [...]} setting (check_values) with its scopes parsed once: the judge asks each Scope
+    where it applies."""
+    return {Scope.parse(scope): items for scope, items in setting.items()}
 
 
 def allowance(value: Union[bool, int]) -> Optional[int]:
@@ -199,6 +211,10 @@ def _check_scopes(source, name, value, check_items):
     for scope, items in value.items():
         if not isinstance(scope, str):
             raise PluginError(source, f'{name}: scope {_shown(scope)} must be a string (\'\' for all)')
+        try:
+            Scope.parse(scope, source)
+        except PluginError as err:
+            raise PluginError(source, f'{name}: {err.problem}') from None
         check_items(scope, items)
 
 
@@ -247,6 +263,13 @@ def check_values(values: dict, source: str = 'easyconfig') -> None:
                                      or not all(isinstance(c, str) and c.strip() for c in capabilities)):
         raise PluginError(source, f"cuda_compute_capabilities must be a list of strings such as ['8.0', '9.0'], "
                                   f'got {_shown(capabilities)}')
+    executor = values.get('test_suite_executor')
+    if executor is not None and executor not in EXECUTORS:
+        raise PluginError(source, f"test_suite_executor must be one of {', '.join(map(repr, EXECUTORS))}, got "
+                                  f"{_shown(executor)}")
+    if executor == 'here' and given('test_suite_jobs') and values['test_suite_jobs'] != 1:
+        raise PluginError(source, f"test_suite_jobs = {_shown(values['test_suite_jobs'])} is the Slurm executor's "
+                                  f"option: with test_suite_executor = 'here' the suites run on this node")
     device_tests = values.get('cuda_device_tests')
     if device_tests is not None and not (device_tests is True or device_tests is False or device_tests == 'auto'):
         raise PluginError(source, f"cuda_device_tests must be 'auto', True or False, got {_shown(device_tests)}")

@@ -16,19 +16,16 @@ the runs span (runs of Intel targets alone say nothing about AMD ones: they give
 run showed.
 """
 
-import json
 import os
 import re
 from dataclasses import dataclass, field, replace
-from typing import Callable, Optional, Tuple
+from typing import Callable, Dict, Optional, Tuple
 
-from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.escape import printable_lines
 from eb_pytorch_cuda.testsuite.results.model import RunResult
-from eb_pytorch_cuda.testsuite.policy.judging import (FAMILIES, TARGET_SOURCES, Budget, KnownFailure, Policy,
-                                                      ScopeContext, Verdict, detect_context, judge,
-                                                      is_compute_capability, known_failures)
-from eb_pytorch_cuda.testsuite.results.saved import load_results, load_saved
+from eb_pytorch_cuda.testsuite.results.scopes import EVERYWHERE, Scope, ScopeContext
+from eb_pytorch_cuda.testsuite.policy.judging import Budget, KnownFailure, Policy, Verdict, judge
+from eb_pytorch_cuda.testsuite.results.saved import load_results, recorded_context
 
 PLACEHOLDER = 'TODO: why it fails, and the issue or PR URL'
 
@@ -50,7 +47,7 @@ class Run:
     """One test run to suggest for: its results, the policy in force there and what scope new entries get."""
 
     label: str  # where it came from, for the report
-    scope: str  # the target (or compute capability, or family) the entries are scoped to
+    scope: Scope  # the target (or compute capability, or family) the entries are scoped to; its text is parsed
     context: Optional[ScopeContext]
     result: RunResult
     policy: Policy
@@ -58,14 +55,8 @@ class Run:
     not_run: list = field(default_factory=list)  # patterns of known entries whose suite is not in the results
     passes_now: Optional[bool] = None  # its verdict under its own policy, before any suggested entry
 
-
-def validate_scope(scope: str, source: str = '--suggest-policy') -> str:
-    """A scope the policy can apply: '', a CPU family, an EESSI target ('family/...') or a compute capability."""
-    scope = str(scope)
-    if scope in ('',) + FAMILIES or is_compute_capability(scope) or scope.split('/', 1)[0] in FAMILIES:
-        return scope
-    raise PluginError(source, f"scope {scope!r} is not '', a CPU family ({', '.join(FAMILIES)}), an EESSI target "
-                              f"such as 'x86_64/intel/haswell', or a CUDA compute capability such as '9.0'")
+    def __post_init__(self) -> None:
+        self.scope = Scope.parse(self.scope)
 
 
 def suggest(result: RunResult, policy: Policy) -> list:
@@ -99,9 +90,9 @@ def _literal(test_id):
     return re.sub(r'([*?[])', r'[\1]', test_id)
 
 
-def with_entries(policy: Policy, entries: list, scope: str) -> Policy:
+def with_entries(policy: Policy, entries: list, scope: Scope) -> Policy:
     """policy with entries added (placeholder reasons), as the easyconfig would resolve them in that scope."""
-    added = [KnownFailure(e.pattern, PLACEHOLDER, scope, e.limit) for e in entries]
+    added = [KnownFailure(e.pattern, PLACEHOLDER, str(scope), e.limit) for e in entries]
     return replace(policy, known=list(policy.known) + added)
 
 
@@ -110,15 +101,6 @@ def budget_left(result: RunResult, policy: Policy) -> Tuple[bool, int, int]:
     are its judging.Budget)."""
     verdict = judge(result, policy)
     return (verdict.passed, *verdict.spent)
-
-
-def _levels(scope):
-    """The scopes a run's scope lifts to, narrowest first: 'x86_64/intel/haswell' -> 'x86_64/intel/*', 'x86_64'."""
-    if is_compute_capability(scope) or scope == '':
-        return []
-    parts = scope.split('/')
-    levels = [f'{parts[0]}/{parts[1]}/*'] if len(parts) >= 3 else []
-    return levels + ([parts[0]] if '/' in scope else [])
 
 
 def merge(runs: list) -> dict:
@@ -136,7 +118,7 @@ def merge(runs: list) -> dict:
             merged.setdefault(scope, [])
             if entry not in merged[scope]:
                 merged[scope].append(entry)
-    return {scope: sorted(merged[scope], key=_entry_order) for scope in sorted(merged, key=_scope_order)}
+    return {scope: sorted(merged[scope], key=_entry_order) for scope in sorted(merged, key=Scope.order)}
 
 
 def _lift(where, scopes):
@@ -147,28 +129,24 @@ def _lift(where, scopes):
     of its vendors or targets; to 'family/vendor/*' when every run of that vendor (two or more) does.
     """
     distinct, needed = set(scopes), set(where)
-    if needed == distinct and len({_levels(s)[-1] if _levels(s) else s for s in distinct}) > 1:
-        return ['']
+    if needed == distinct and len({s.widenings()[-1] if s.widenings() else s for s in distinct}) > 1:
+        return [EVERYWHERE]
     result = []
     for depth in ('family', 'vendor'):
         groups: dict = {}
         for scope in distinct:
-            levels = _levels(scope)
+            levels = scope.widenings()
             if depth == 'family' and levels:
                 groups.setdefault(levels[-1], set()).add(scope)
             elif depth == 'vendor' and len(levels) == 2:
                 groups.setdefault(levels[0], set()).add(scope)
-        for group, members in sorted(groups.items()):
-            spread = {_levels(m)[0] if len(_levels(m)) == 2 else m for m in members} if depth == 'family' else members
+        for group, members in sorted(groups.items(), key=lambda item: str(item[0])):
+            spread = ({m.widenings()[0] if len(m.widenings()) == 2 else m for m in members} if depth == 'family'
+                      else members)
             if len(spread) > 1 and members <= needed:
                 result.append(group)
                 needed -= members
-    return result + sorted(needed)
-
-
-def _scope_order(scope):
-    rank = 0 if scope == '' else 3 if is_compute_capability(scope) else 1 if '/' not in scope else 2
-    return rank, scope
+    return result + sorted(needed, key=str)
 
 
 def _entry_order(entry):
@@ -177,21 +155,24 @@ def _entry_order(entry):
 
 def verify(runs: list, merged: dict) -> list:
     """For each run: (passes, counted, budget) with the merged entries resolved for that run's context."""
-    setting = {scope: [e.as_tuple() for e in entries] for scope, entries in merged.items()}
     outcome = []
     for run in runs:
-        added = known_failures(setting, run.context, 'suggestion', check_names=False)
+        # the entries as the easyconfig would resolve them in the run's context; their names are the suite names
+        # the results hold, judged as they are (only printed, escaped: a hostile one is refused once pasted)
+        added = [KnownFailure(e.pattern, PLACEHOLDER, str(scope), e.limit) for scope, entries in merged.items()
+                 if run.context is not None and scope.applies(run.context) for e in entries]
         policy = replace(run.policy, known=list(run.policy.known) + added)
         outcome.append(budget_left(run.result, policy))
     return outcome
 
 
-def render(runs: list, merged: dict, outcome: list) -> str:
+def render(runs: list, merged: Dict[Scope, list], outcome: list) -> str:
     """The suggestion as easyconfig text to paste into known_test_failures, with what each entry is and does:
     Python that is only the one assignment, whatever the names and targets in the files hold."""
     sources = ', '.join(f'{run.label} [{run.scope or "all"}]' for run in runs)
     lines = [f'# Suggested known_test_failures entries (from {sources}).',
              '# Replace each TODO with the reason and the issue or pull request; keep the counts.']
+    lines += [f'# scope {scope!r}: {scope.describe()}' for scope in merged]
     if not merged:
         lines.append('# Nothing to add: every failure is known or flaky.')
     warnings = []
@@ -244,8 +225,9 @@ def _run_data(run, passes: bool, budget: Budget) -> dict:
             'budget_left': budget.left}
 
 
-def suggest_runs(runs: list, scope: Optional[str] = None) -> tuple:
+def suggest_runs(runs: list, scope: Optional[Scope] = None) -> tuple:
     """Fill each run's entries, merge them (or put them all in scope when one is forced); (merged, outcome)."""
+    scope = None if scope is None else Scope.parse(scope)
     for run in runs:
         verdict = judge(run.result, run.policy)
         run.entries, run.not_run = entries_for(verdict), [entry.pattern for entry in verdict.not_run]
@@ -260,55 +242,28 @@ def suggest_runs(runs: list, scope: Optional[str] = None) -> tuple:
     return merged, verify(runs, merged)
 
 
-def run_scope(context: ScopeContext) -> str:
-    """The scope a run's new entries get: the one compute capability a CUDA build for one GPU generation was
-    made for (what differs between GPU nodes), else the CPU target; where the target is not known (a fallback:
-    ScopeContext.target_known) the CPU family, and render() says so."""
-    capabilities = context.compute_capabilities
-    if len(capabilities) == 1:
-        return capabilities[0]
-    return context.target if context.target_known else context.cpu_family  # a fallback names no target
-
-
-def _saved_scope(path):
-    """The (target, compute capabilities, target source) a saved JSON result recorded, or None (a log, XML or
-    bare result); the source is None where the result does not say it (saved before it was recorded)."""
-    if os.path.isdir(path) or not str(path).endswith('.json'):
-        return None
-    load_saved(path)  # validates, with the one-line error naming the file
-    with open(path) as handle:
-        scope = json.load(handle).get('scope')
-    if isinstance(scope, dict) and scope.get('target'):
-        return (str(scope['target']), tuple(str(c) for c in scope.get('compute_capabilities') or ()),
-                scope.get('target_source'))
-    return None
-
-
-def runs_from_paths(paths: list, policy_for: Callable[[ScopeContext], Policy], target: Optional[str] = None,
-                    capabilities: tuple = (), load: Callable = load_results) -> list:
-    """The runs to suggest for: with target, all paths are one run for it (as `report` judges them); without,
-    each saved JSON result that recorded its target (the easyblock writes one per build) is a run of its own
-    and the other paths form one run for the detected target.  policy_for(context) gives each run its policy;
-    load reads a run's paths (report also reads EasyBuild's failure summary: eb.ebsummary.load)."""
-    groups: dict = {}  # (target, capabilities, target source) -> paths
+def runs_from_paths(paths: list, policy_for: Callable[[ScopeContext], Policy], given: ScopeContext,
+                    recorded: bool = True, load: Callable = load_results) -> list:
+    """The runs to suggest for: where recorded, each saved JSON result that recorded where it ran (the easyblock
+    and test-suite write one per run) is a run of its own there and the other paths form one run in the given
+    context; else all paths are one run in it (as `report` judges them with --target).  policy_for(context)
+    gives each run its policy; load reads a run's paths (report also reads EasyBuild's failure summary:
+    eb.ebsummary.load)."""
+    groups: dict = {}  # ScopeContext -> paths
     for path in paths:
-        scope = None if target else _saved_scope(path)
-        key = scope or (target, tuple(capabilities), None)
-        groups.setdefault(key, []).append(path)
+        context = recorded_context(path) if recorded else None
+        groups.setdefault(context or given, []).append(path)
     runs = []
-    for (run_target, run_capabilities, source), group in groups.items():
-        context = detect_context(run_capabilities, target=run_target)
-        if source in TARGET_SOURCES:  # as the run found it: a fallback stays one
-            context = replace(context, target_source=source)
+    for context, group in groups.items():
         label = ', '.join(os.path.basename(os.path.normpath(str(p))) for p in group)
-        runs.append(Run(label, run_scope(context), context, load(group), policy_for(context)))
+        runs.append(Run(label, context.run_scope(), context, load(group), policy_for(context)))
     return runs
 
 
 def for_verdict(result: RunResult, verdict: Verdict, context: Optional[ScopeContext],
                 label: str = 'this run') -> str:
     """render() text for one judged run (the Markdown report's block); the scope is the run's target."""
-    scope = run_scope(context) if context is not None else ''
+    scope = context.run_scope() if context is not None else EVERYWHERE
     policy = verdict.policy or Policy(verdict.budget)
     run = Run(label, scope, context, result, policy, entries_for(verdict), [e.pattern for e in verdict.not_run],
               verdict.passed)

@@ -69,10 +69,10 @@ backtrack over one line, look-behinds where a search could restart inside a long
 summary line parses in milliseconds.
 
 CRLF line ends are read as LF, and so is a lone CR (a log written on an old Mac or through a tool that
-turns every newline into a carriage return; before, a CR-only log was one line and only its first suite
-showed, with no hint): what a terminal shows as a line is a line.
+turns every newline into a carriage return, which would otherwise read as one line showing only its first
+suite): what a terminal shows as a line is a line.
 
-The log is streamed (issue 28: a kept EasyBuild log of a whole test step reaches a gigabyte): read in blocks
+The log is streamed (a kept EasyBuild log of a whole test step reaches a gigabyte): read in blocks
 cut after a line end (LF, CRLF or a lone CR, never between the CR and LF of a CRLF), twice.  The first pass
 collects the marker lines only (so every announced suite and the marker after each piece are known, as the
 cut above needs); the second feeds each piece to a small state (its owner, the suite the last test file
@@ -81,7 +81,9 @@ those starting with a character a pattern starts with, and those holding `failed
 (found by substring search, which is what makes a gigabyte take seconds); a test file mention is searched
 for backwards from a summary. A multi-line summary (`Ran N tests` ... `OK`, run_test.py's assertion list)
 cut by a block's end is held back and read with the next block, and a selection list cut by one is read on at
-the next.  Memory: two blocks, the markers, the selection lists, the failed test ids and the longest line.
+the next.  Memory: a few blocks, the markers, the selection lists and the failed test ids; a line longer than
+LINE_LIMIT (8 MiB) is read in pieces of about that, each as a line of its own, and a NUL byte anywhere refuses
+the file as binary (_file_blocks).
 tests/test_logparse_streaming.py checks the result is the same at many block sizes on every log the tests keep,
 and the whole-text reader's (kept there) but where judge_run marks a suite the log does not show ending;
 tests/test_log_cuts.py checks every line prefix of every kept real run_test.py log.
@@ -647,6 +649,8 @@ class _Runs:
 
 
 BLOCK = 1 << 23  # characters (bytes) read at a time: 8 MiB, the largest part of the memory a log takes
+LINE_LIMIT = 1 << 23  # bytes: a longer line is read in pieces of about this (_file_blocks); a real log's longest is
+# a few hundred KB (the consistent-failures list of a suite with thousands of failing tests)
 
 
 class _Piece:
@@ -762,7 +766,7 @@ Blocks = Callable[[], Iterator[str]]
 
 def _lf_blocks(blocks: Blocks) -> Blocks:
     """blocks with CRLF and lone CR line ends read as LF: a log copied through Windows or a web form is the same
-    run (the summaries' patterns end at `\n`; before, such a passing run read as `no summary`), and so is a
+    run (the summaries' patterns end at `\n`, so it would read as `no summary`), and so is a
     CR-only log.  A block ends after a line end that is not the CR of a CRLF, so no CRLF is cut."""
     def converted():
         for block in blocks():
@@ -937,10 +941,29 @@ def _cut(data: bytes) -> int:
     return max(data.rfind(b'\n'), data.rfind(b'\r', 0, len(data) - 1)) + 1
 
 
+def _piece_end(data: bytes) -> int:
+    """Where a piece of a line longer than LINE_LIMIT ends: the whole of data, less a last CR (perhaps a CRLF's) and
+    an unfinished UTF-8 sequence (its lead byte and continuation bytes), so that pieces decode as the line does."""
+    end = len(data) - 1 if data.endswith(b'\r') else len(data)
+    back = end
+    while back > max(end - 4, 0) and 0x80 <= data[back - 1] < 0xc0:
+        back -= 1
+    if back > max(end - 4, 0) and data[back - 1] >= 0xc0:
+        needed = 2 if data[back - 1] < 0xe0 else 3 if data[back - 1] < 0xf0 else 4
+        if end - (back - 1) < needed:
+            end = back - 1
+    return end or len(data)
+
+
 def _file_blocks(path: str, size: int) -> Blocks:
+    """The text of the log at path in blocks of about size bytes, each ending after a line end.  A NUL byte anywhere
+    refuses the file as binary (a test log holds none; before, only the first 8 KB were looked at, and 16 KB of
+    log then 1 GiB of NULs, no line end in it, took 5,154 MB).  A line longer than LINE_LIMIT comes in pieces of
+    about that, each ended by a line end of its own (one 1 GiB line took 3,107 MB): memory stays bounded."""
     def blocks():
         with os.fdopen(open_regular(path), 'rb') as handle:
-            rest: List[bytes] = []
+            held: List[bytes] = []  # the start of a line that no block has ended yet
+            held_size = offset = 0
             while True:
                 try:
                     data = handle.read(size)
@@ -948,18 +971,27 @@ def _file_blocks(path: str, size: int) -> Blocks:
                     raise PluginError(path, f'cannot be read: {err.strerror}') from None
                 if not data:
                     break
+                nul = data.find(b'\0')
+                if nul >= 0:
+                    raise PluginError(path, f'is a binary file (a NUL byte at byte {offset + nul}), not a test log')
+                offset += len(data)
                 cut = _cut(data)
-                if not cut:  # a line longer than a block: kept whole (parts joined once)
-                    rest.append(data)
-                    continue
-                if rest:
-                    data = b''.join(rest + [data])
+                if held:
+                    held.append(data)
+                    held_size += len(data)
+                    if not cut and held_size < LINE_LIMIT:
+                        continue
+                    data, held, held_size = b''.join(held), [], 0  # (parts joined once)
                     cut = _cut(data)
-                # a line end ends no multi-byte sequence: blocks decode as the whole file does
-                yield str(memoryview(data)[:cut], 'utf-8', 'replace')
-                rest = [data[cut:]] if cut < len(data) else []
-            if rest:
-                yield b''.join(rest).decode('utf-8', 'replace')
+                if not cut and len(data) >= LINE_LIMIT:  # this piece of a longer line is read as a line
+                    cut = _piece_end(data)
+                    yield str(memoryview(data)[:cut], 'utf-8', 'replace') + '\n'
+                elif cut:  # a line end ends no multi-byte sequence: blocks decode as the whole file does
+                    yield str(memoryview(data)[:cut], 'utf-8', 'replace')
+                if cut < len(data):
+                    held, held_size = [data[cut:]], len(data) - cut
+            if held:
+                yield b''.join(held).decode('utf-8', 'replace')
     return blocks
 
 

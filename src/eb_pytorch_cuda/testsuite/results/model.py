@@ -47,7 +47,23 @@ UNJUDGEABLE = (SUITE_UNCOUNTED, SUITE_TERMINATED, SUITE_INCOMPLETE, SUITE_TIMED_
                SUITE_REPORT_INCOMPLETE, SUITE_BAD_REPORT)
 SUITE_STATES = tuple(SuiteStatus)  # SUITE_PASSED, SUITE_FAILED, then UNJUDGEABLE
 TEST_STATES = (PASSED, FAILED, ERROR, SKIPPED, XFAILED, XPASSED)
-RERUN_OUTCOMES = ('flaky', 'reproducible')
+
+
+class RerunOutcome(str, Enum):
+    """What the isolated reruns of a failed test (or of a suite rerun whole) showed (run/reruns).  A str, as
+    SuiteStatus, so that the JSON files hold the same words and a word read from one compares equal."""
+
+    FLAKY = 'flaky'  # passed on a rerun: not counted against the budget unless the policy says so
+    REPRODUCIBLE = 'reproducible'  # failed on every rerun
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self.value), spec)
+
+
+RERUN_OUTCOMES = tuple(RerunOutcome)
 # the tests of a suite that ran on a CUDA device (results/cudatests): executed (not skipped), failed or errored
 # among them, skipped; a suite's `cuda_counts` is None where nothing could tell (no XML report, an older record)
 CUDA_COUNT_KEYS = ('ran', 'failed', 'skipped')
@@ -103,7 +119,24 @@ class TestCase:
     test_id: str
     state: str
     reruns: int = 0
-    rerun_outcome: Optional[str] = None  # 'flaky' (passed on an isolated rerun) or 'reproducible'
+    rerun_outcome: Optional[RerunOutcome] = None  # None: not rerun
+
+    def to_json(self) -> Dict[str, Any]:
+        """The test as the JSON files hold it: every field, in field order, the outcome as its word."""
+        return dict(asdict(self), rerun_outcome=_word(self.rerun_outcome))
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> 'TestCase':
+        """The test of a checked mapping (results.saved.check_suite)."""
+        return cls(**dict(data, rerun_outcome=_outcome(data.get('rerun_outcome'))))
+
+
+def _word(outcome: Optional[RerunOutcome]) -> Optional[str]:
+    return None if outcome is None else RerunOutcome(outcome).value
+
+
+def _outcome(word: Optional[str]) -> Optional[RerunOutcome]:
+    return None if word is None else RerunOutcome(word)
 
 
 @dataclass
@@ -116,7 +149,7 @@ class Suite:
     failed_tests: List[TestCase] = field(default_factory=list)  # failing ones only
     signal: Optional[str] = None
     sources: List[str] = field(default_factory=list)  # 'log', 'xml'
-    rerun_outcome: Optional[str] = None  # for a suite rerun as a whole: 'flaky' or 'reproducible'
+    rerun_outcome: Optional[RerunOutcome] = None  # for a suite rerun as a whole
     seconds: Optional[float] = None  # how long the suite ran, when it ran in a process of its own
     note: Optional[str] = None  # why the suite could not be judged, when a parser knows more than the status says
     cuda_counts: Optional[Dict[str, int]] = None  # {CUDA_COUNT_KEYS: n} of its tests on a CUDA device (None: unknown)
@@ -135,8 +168,9 @@ class Suite:
         """The suite as the JSON files hold it: every field, in field order (the mapping asdict gave)."""
         data = {item.name: getattr(self, item.name) for item in fields(self)}
         data.update(status=self.status.value, counts=self.counts.to_json(),
-                    failed_tests=[asdict(test) for test in self.failed_tests], sources=list(self.sources),
-                    cuda_counts=dict(self.cuda_counts) if self.cuda_counts is not None else None)
+                    failed_tests=[test.to_json() for test in self.failed_tests], sources=list(self.sources),
+                    cuda_counts=dict(self.cuda_counts) if self.cuda_counts is not None else None,
+                    rerun_outcome=_word(self.rerun_outcome))
         return data
 
     @classmethod
@@ -145,7 +179,8 @@ class Suite:
         item = dict(data)
         item['status'] = SuiteStatus(item.get('status', SuiteStatus.PASSED))
         item['counts'] = Counts.from_json(item.get('counts', {}))
-        item['failed_tests'] = [TestCase(**test) for test in item.get('failed_tests', [])]
+        item['failed_tests'] = [TestCase.from_json(test) for test in item.get('failed_tests', [])]
+        item['rerun_outcome'] = _outcome(item.get('rerun_outcome'))
         return cls(**item)
 
 

@@ -1,4 +1,4 @@
-"""Pieces of a long suite: one pytest shard of one test file, a unit of the spread queue (issue 23).
+"""Pieces of a long suite: one pytest shard of one test file, a unit of the spread queue.
 
 Why: the spread stops scaling at its longest suite (a full PyTorch run has a suite of 21.5 h on a slow
 machine), so a suite expected to take longer than PIECE_SECONDS is handed out as k pieces, each run by

@@ -7,6 +7,7 @@ in one that is, each time goes through the one number reader (results.seconds), 
 """
 
 import json
+from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Mapping, Optional
 
 from eb_pytorch_cuda.testsuite.results.seconds import NotSeconds, seconds_of
@@ -68,3 +69,19 @@ def test_seconds(path: Optional[str], data: Mapping, notice: Notice = _quiet) ->
             if kept:
                 found[suite] = kept
     return found
+
+
+@dataclass(frozen=True)
+class History:
+    """What a run plans with from the previous installation's results JSON, read once (History.read) and handed to
+    the timeouts, the executor's piece rule and a spread's order: its suites' and long suites' tests' seconds."""
+    path: Optional[str] = None
+    suite_seconds: Mapping[str, float] = field(default_factory=dict)
+    test_seconds: Mapping[str, Dict[str, float]] = field(default_factory=dict)
+
+    @classmethod
+    def read(cls, path: Optional[str], notice: Notice = _quiet) -> 'History':
+        """The times in path (none without one, or when it cannot be read); what is not a time is said once,
+        through notice, naming the file and the place."""
+        data = load(path)
+        return cls(path, suite_seconds(path, data, notice), test_seconds(path, data, notice))

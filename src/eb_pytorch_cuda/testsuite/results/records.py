@@ -13,7 +13,8 @@ key for key and in the same order, so the stores earlier versions wrote read as 
 today is byte for byte what it was (tests/data/store-82948c5, tests/data/store-2fa24cb).  Which keys a line
 has tells what wrote it, so to_json() leaves out what a writer never wrote: the batch keys outside a batch, the
 notes of a record that has none (a suite whose jobs all died), the per-test times, the correction mark, the
-piece labels, the fingerprint until the store adds it, and the interruption mark a suite killed from outside has.
+piece labels, the fingerprint until the store adds it, the interruption mark a suite killed from outside has, and
+the Slurm job of a record a spread run's job wrote.
 
 Only `suite` is required on reading: a record written by an earlier version, or by hand in a test, may lack the
 other keys, and they take the defaults below.  What the JSON on disk must satisfy to be such a record is checked
@@ -21,7 +22,7 @@ in one place, run/store.parse_record.
 """
 
 from dataclasses import dataclass
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
 from eb_pytorch_cuda.testsuite.results.model import Suite
 
@@ -53,7 +54,7 @@ class StoreRecord:
     batch_exit_code: Optional[int] = None  # a suite of a batch: run_test.py's exit status, None when killed
     gpu: Optional[str] = None  # the GPU it was pinned to (CUDA_VISIBLE_DEVICES), None: all of them
     notes: Optional[Tuple[str, ...]] = None  # what the outcome noticed (a pass with 0 tests); None: none recorded
-    output_tail: str = ''  # the last run/calls.OUTPUT_KEPT characters of its output
+    output_tail: str = ''  # the last OUTPUT_KEPT characters of its output
     output_file: Optional[str] = None  # the log it ran into
     test_seconds: Optional[Dict[str, float]] = None  # {test id: seconds} of a long suite: how the next build splits it
     corrected: bool = False  # a batch's end changed the record stored when the suite ended (the last one counts)
@@ -62,6 +63,7 @@ class StoreRecord:
     fingerprint: Optional[str] = None  # the build it belongs to (added by ResultStore.append)
     # the signal that killed the suite's run_test.py from outside (not its own failure): a rerun runs it again
     interrupted: Optional[str] = None
+    job: Optional[str] = None  # the Slurm job's worker that ran it (spread/worker; None: run by the step itself)
 
     def to_json(self) -> Dict[str, Any]:
         """The line's mapping, keys in the writers' order, each key a writer leaves out left out (see the module)."""
@@ -84,6 +86,8 @@ class StoreRecord:
             data['fingerprint'] = self.fingerprint
         if self.interrupted is not None:
             data['interrupted'] = self.interrupted
+        if self.job is not None:
+            data['job'] = self.job
         return data
 
     @classmethod
@@ -97,7 +101,8 @@ class StoreRecord:
                    test_seconds=data.get('test_seconds'), corrected=bool(data.get('corrected', False)),
                    piece=PieceLabel.from_json(piece) if piece is not None else None,
                    fingerprint=data.get('fingerprint'),
-                   interrupted=data.get('interrupted'))  # `pieces` is never stored: a line's is not read
+                   interrupted=data.get('interrupted'),
+                   job=data.get('job'))  # `pieces` is never stored: a line's is not read
 
 
 # the keys of a record that are times: each is also read by the one number reader (results.seconds), so that a
@@ -110,5 +115,21 @@ OPTIONAL_TYPES = {
     'exit_code': (int, type(None)), 'seconds': (int, float, type(None)), 'gpu': (str, type(None)),
     'output_tail': (str,), 'output_file': (str, type(None)), 'batch_seconds': (int, float, type(None)),
     'batch_exit_code': (int, type(None)), 'corrected': (bool,),
-    'interrupted': (str, type(None)),
+    'interrupted': (str, type(None)), 'job': (str, type(None)),
 }
+
+
+OUTPUT_KEPT = 20000  # characters of a suite's output kept in its record
+
+
+def suite_record(suite: Suite, *, output: str = '', output_file: Optional[str] = None, exit_code: Optional[int] = None,
+                 seconds: Optional[float] = None, gpu: Optional[str] = None, notes: Optional[Sequence[str]] = None,
+                 test_seconds: Optional[Dict[str, float]] = None, interrupted: Optional[str] = None,
+                 batch_seconds: Optional[float] = None, batch_exit_code: Optional[int] = None) -> StoreRecord:
+    """The record of one suite's run, whichever runner ran it (a batch, the suite alone, a Slurm job's submitter
+    for a suite its jobs never finished): the last OUTPUT_KEPT characters of output kept, notes as given (None:
+    none recorded), per-test times only where there are some."""
+    return StoreRecord(suite=suite, exit_code=exit_code, seconds=seconds, batch_seconds=batch_seconds,
+                       batch_exit_code=batch_exit_code, gpu=gpu, notes=None if notes is None else tuple(notes),
+                       output_tail=output[-OUTPUT_KEPT:], output_file=output_file, test_seconds=test_seconds or None,
+                       interrupted=interrupted)

@@ -8,8 +8,8 @@ The test step adds runner directories of its own, each holding OWN, which the ha
 - a piece's (results.pieces): python-pytest#shard<i>of<k>, as several jobs may run pieces of one suite at once;
 - an attempt's: <source>#attempt-<id>.  Every run of suites (a batch, a suite alone, a piece) writes into a
   fresh one (Attempt: the override) and its outcome is read from that one only, so a report written late by
-  an earlier, killed attempt (a process that outlived its group, a job on another node) is never counted
-  (issue 28).  Once the attempt's outcome is recorded, its files are moved to the harness's own place
+  an earlier, killed attempt (a process that outlived its group, a job on another node) is never
+  counted.  Once the attempt's outcome is recorded, its files are moved to the harness's own place
   (publish), so the tree ends as the harness leaves it; a read of the whole tree (`report test-reports`)
   skips an attempt's directory that is still there (never published: killed, or running now).  The
   distributed suites' dist-<backend> directories are the harness's override, not ours: they are cleared

@@ -23,6 +23,7 @@ from eb_pytorch_cuda.testsuite.results.model import (COUNT_KEYS, CUDA_COUNT_KEYS
                                                      SUITE_MISSING, SUITE_STATES, SUITE_TERMINATED, TEST_STATES,
                                                      UNJUDGEABLE, RunResult, Suite)
 from eb_pytorch_cuda.testsuite.results.reportdirs import variant_of
+from eb_pytorch_cuda.testsuite.results.scopes import ScopeContext
 from eb_pytorch_cuda.testsuite.results.seconds import NotSeconds, seconds_of
 from eb_pytorch_cuda.testsuite.results.xmlparse import parse_report_dir
 
@@ -137,14 +138,10 @@ def _check_text(path, where, value, optional=False):
 
 def _check_scope(path, scope):
     """The scope a judged run recorded (report.to_json): where its known failures applied, and the target a
-    --suggest-policy run of it gets; strings of any content (printed escaped, as Python literals)."""
-    if not isinstance(scope, dict) or set(scope) - {'cpu_family', 'target', 'target_source', 'compute_capabilities'}:
-        _refuse(path, 'scope', 'must be an object of cpu_family, target, target_source and compute_capabilities')
-    for key in ('cpu_family', 'target', 'target_source'):
-        _check_text(path, f'scope.{key}', scope.get(key), optional=True)
-    capabilities = scope.get('compute_capabilities', [])
-    if not isinstance(capabilities, list) or not all(isinstance(c, str) and c for c in capabilities):
-        _refuse(path, 'scope.compute_capabilities', f'must be a list of strings, got {capabilities!r:.60}')
+    --suggest-policy run of it gets (ScopeContext.json_problem says what it may hold)."""
+    problem = ScopeContext.json_problem(scope)
+    if problem:
+        _refuse(path, *problem)
 
 
 def _check_test(path, where, test):
@@ -250,6 +247,23 @@ def read_saved(path: str) -> dict:
         raise PluginError(path, f'is not a readable JSON result ({err})') from None
     validate_saved(path, data)
     return data
+
+
+def recorded_context(path: str) -> Optional[ScopeContext]:
+    """Where the judged run saved at path ran, as it recorded it (scopes.ScopeContext.from_json): None for a log,
+    an XML report directory, or a saved result that recorded no target."""
+    if os.path.isdir(path) or not str(path).endswith('.json'):
+        return None
+    scope = read_saved(path).get('scope')
+    return ScopeContext.from_json(scope) if isinstance(scope, dict) else None
+
+
+def common_context(paths: Iterable[str]) -> Optional[ScopeContext]:
+    """Where the runs saved among paths ran, when each saved result that recorded it recorded the same: a report
+    judges them there (their known failures of compute capability 9.0 apply, wherever the report runs); None
+    when none recorded one, or they differ (each is then a run of its own for a suggestion)."""
+    found = {context for context in map(recorded_context, paths) if context is not None}
+    return found.pop() if len(found) == 1 else None
 
 
 def load_results(paths: Iterable[str], parsed: Optional[dict] = None) -> RunResult:

@@ -1,4 +1,4 @@
-"""Per-test times from a suite's XML reports, and what they predict for its pieces (issue 23 item 2).
+"""Per-test times from a suite's XML reports, and what they predict for its pieces.
 
 Why: a suite split into k pieces is split by the harness, by a hash of each test's pytest node id
 (2.2+: test/pytest_shard_custom.py, `sha256(nodeid)` as a little-endian integer modulo k, shard i

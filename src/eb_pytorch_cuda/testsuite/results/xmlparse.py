@@ -12,7 +12,8 @@ What is refused, each with a one-line error naming the file (upstream easybuild-
 (no entity expansion), a root other than <testsuites>/<testsuite>, a <testsuite> whose `tests` is below
 max(failures, errors) + skipped, one that reports tests but holds no test case, and one test case twice
 in one file (except failed + errored, which pytest writes when a failed test's teardown errors too: one
-failure).  In the test step (strict=False) such a file does not abort the step: its suite becomes
+failure).  So is a declared encoding expat cannot read (shift_jis, gbk, UTF-7: pyexpat takes single-byte codecs
+only).  In the test step (strict=False) such a file does not abort the step: its suite becomes
 SUITE_BAD_REPORT, judged like a crash.  An empty or comment-only file (a suite killed while writing it)
 is skipped and its suite marked SUITE_REPORT_INCOMPLETE, never "passed", as is a suite whose reports
 hold no test case at all (2.6 writes a `tests="0"` report for a pool suite's `-m serial` pass; a suite
@@ -70,8 +71,8 @@ _UTF16 = ((b'\xff\xfe', 'utf-16-le'), (b'\xfe\xff', 'utf-16-be'), (b'<\0?\0', 'u
 
 def _as_utf8(data):
     """data, a report in UTF-8 (a byte order mark dropped) or UTF-16 (with or without one), as UTF-8 bytes with
-    any encoding declaration saying so: the readers below work on ASCII-compatible bytes (before, a BOM or
-    UTF-16 report was refused as `root element is <?>`).  _Refused naming the encoding when it does not decode."""
+    any encoding declaration saying so: the readers below work on ASCII-compatible bytes (a BOM or UTF-16
+    would read as `root element is <?>`).  _Refused naming the encoding when it does not decode."""
     if data.startswith(b'\xef\xbb\xbf'):
         return data[3:]
     if data.startswith((b'\0\0\xfe\xff', b'\xff\xfe\0\0', b'\0\0\0<', b'<\0\0\0')):
@@ -110,6 +111,11 @@ def _read(path):
         raise _Refused(f'malformed XML ({err})') from None
     except LookupError as err:  # expat asks Python's codecs for an encoding it does not know itself
         raise _Refused(f'declares an encoding Python does not know ({err}); write the report as UTF-8') from None
+    except ValueError as err:
+        # pyexpat takes only single-byte codecs for the encodings expat lacks: shift_jis, gbk, big5, UTF-7
+        # ('multi-byte encodings are not supported'), punycode, idna (UnicodeError, a ValueError)
+        raise _Refused(f'declares the encoding {_declared_encoding(data)!r}, which is not read ({err}); write the '
+                       f'report as UTF-8') from None
     tag = root[0] if root else '?'
     if tag not in ('testsuites', 'testsuite'):
         raise _Refused(f'root element is <{tag}>, not <testsuites> or <testsuite>')
@@ -119,6 +125,13 @@ def _read(path):
 
 
 _DTD = 'contains a DTD or entity declarations; refused (no entity expansion)'
+_ENCODING_VALUE = re.compile(rb'<\?xml[^>]*?\bencoding\s*=\s*(["\'])([^"\']*)\1')
+
+
+def _declared_encoding(data) -> str:
+    """The encoding named in data's XML declaration, as text ('?' when there is none)."""
+    match = _ENCODING_VALUE.match(data.lstrip()[:200])
+    return match.group(2).decode('ascii', 'replace') if match else '?'
 
 
 def _refuse_dtd(*_declaration):
@@ -142,8 +155,8 @@ def _reference(match) -> str:
 
 def attribute_value(raw: str) -> str:
     """An attribute's value as XML 1.0 (3.3.3) defines it, and as expat and ElementTree give it: each line end
-    and tab a space, then character and entity references replaced (so &#10; stays a newline).  Before, the
-    fast path kept a raw newline and '&#65;', where the ElementTree path read ' ' and 'A'."""
+    and tab a space, then character and entity references replaced (so &#10; stays a newline): the fast path
+    and the ElementTree path read the same name."""
     value = _LINE_END.sub(' ', raw)
     return _REFERENCE.sub(_reference, value) if '&' in value else value
 

@@ -24,10 +24,10 @@ from eb_pytorch_cuda.testsuite.results.splitting import SuiteOutput, announced_r
 from eb_pytorch_cuda.testsuite.results.testtimes import kept_times, node_prefix
 from eb_pytorch_cuda.testsuite.results.outcome import Ending, build_outcome, remove_reports, report_files
 from eb_pytorch_cuda.testsuite.results.model import SUITE_TERMINATED
-from eb_pytorch_cuda.testsuite.results.records import StoreRecord
+from eb_pytorch_cuda.testsuite.results.records import StoreRecord, suite_record
 from eb_pytorch_cuda.testsuite.results.reportdirs import Attempt
 from eb_pytorch_cuda.testsuite.run import discovery, solo
-from eb_pytorch_cuda.testsuite.run.calls import DEFAULT_BATCH_SIZE, OUTPUT_KEPT, batch_env
+from eb_pytorch_cuda.testsuite.run.calls import DEFAULT_BATCH_SIZE, batch_env
 from eb_pytorch_cuda.testsuite.run.calls import died_by, killed_from_outside
 from eb_pytorch_cuda.testsuite.run.launcher import PROCESSES, Launcher
 from eb_pytorch_cuda.testsuite.run.plan import RunPlan
@@ -47,10 +47,9 @@ class BatchSink(Protocol):
 
 
 def _stored(result, exit_code, notes, suite_seconds, batch_seconds, code, gpu, text, output_path) -> StoreRecord:
-    """The store's record of one suite of a batch (the form solo.run_suite gives a suite run alone)."""
-    return StoreRecord(suite=result, exit_code=exit_code, seconds=suite_seconds, batch_seconds=batch_seconds,
-                       batch_exit_code=code, gpu=gpu, notes=tuple(notes), output_tail=text[-OUTPUT_KEPT:],
-                       output_file=output_path)
+    """The store's record of one suite of a batch (results/records.suite_record, as for a suite run alone)."""
+    return suite_record(result, output=text, output_file=output_path, exit_code=exit_code, seconds=suite_seconds,
+                        gpu=gpu, notes=notes, batch_seconds=batch_seconds, batch_exit_code=code)
 
 
 def _record(suite, out, seconds, code, gpu, output_path, test_dir, attempt):

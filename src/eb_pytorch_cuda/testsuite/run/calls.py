@@ -13,7 +13,6 @@ from eb_pytorch_cuda.testsuite.results.reportdirs import Attempt
 from eb_pytorch_cuda.testsuite.run.command import TestCommand
 from eb_pytorch_cuda.testsuite.run.harness import Harness
 
-OUTPUT_KEPT = 20000  # characters of a suite's output kept in the results file
 DEFAULT_BATCH_SIZE = 50  # suites per run_test.py call: ~4 s of start-up per 50 suites, resume granularity
 XML_VARIABLE = 'EASYBUILD_WRITE_PYTORCH_TEST_REPORTS'  # upstream EB_PyTorch's switch for XML reports
 

@@ -10,11 +10,11 @@ redirections) is refused with a message saying so.
 
 import os
 import re
-import shlex
 from dataclasses import dataclass, field
-from typing import Dict, Mapping, Optional, Sequence, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from eb_pytorch_cuda.errors import PluginError
+from eb_pytorch_cuda.testsuite.run.shellwords import split_words
 
 _ASSIGNMENT = re.compile(r'^[A-Za-z_][A-Za-z0-9_]*=')
 _SHELL_SYNTAX = ('|', ';', '>', '<', '`', '$(', '||', '&')
@@ -25,6 +25,10 @@ _SHELL_SYNTAX = ('|', ';', '>', '<', '`', '$(', '||', '&')
 # and GitHub runners set CI=true, so a build run inside a CI job would otherwise test differently from the
 # same build on a build node.
 CI_MODE_VARIABLES = ('CI',)
+
+# Linux refuses execve() (E2BIG, "Argument list too long") when one argument or environment string, its
+# terminating NUL included, is longer than 32 pages (MAX_ARG_STRLEN): 131,071 bytes pass, 131,072 do not
+MAX_ARG_STRLEN = 32 * 4096
 
 
 @dataclass
@@ -39,7 +43,7 @@ def parse_runtest(runtest: str, start_dir: str, python: str, excluded: Sequence[
     marker = '\0EXCLUDED\0'
     text = runtest.replace('%(python)s', python).replace('%(excluded_tests)s', f' {marker} ')
     try:
-        words = shlex.split(text)
+        words = split_words(text)
     except ValueError as err:
         raise PluginError('runtest', f'cannot be split into words ({err}): {runtest!r}') from None
     cwd = start_dir
@@ -74,26 +78,53 @@ def harness_environment(environ: Mapping[str, str], command: TestCommand) -> Dic
     return env
 
 
+def _shown(text: str) -> str:
+    """text as repr() shows it, cut to a readable length for a one-line message."""
+    shown = repr(text)
+    return shown if len(shown) <= 200 else f'{shown[:160]}... ({len(text)} characters)'
+
+
+def _words(source: str, parameter: str, text: str) -> List[str]:
+    """The words of one of the easyconfig's test command strings; PluginError naming source and parameter for
+    what no command can hold: a NUL byte (execve() ends a string there; subprocess refuses it with a
+    traceback), a word over MAX_ARG_STRLEN (execve() fails with E2BIG, after minutes of splitting before),
+    or unbalanced quotes."""
+    if '\0' in text:
+        raise PluginError(source, f'{parameter} holds a NUL byte, which no argument or environment value can '
+                                  f'hold: {_shown(text)}')
+    try:
+        words = split_words(text)
+    except ValueError as err:
+        raise PluginError(source, f'{parameter} cannot be split into words ({err}): {_shown(text)}') from None
+    for word in words:
+        size = len(os.fsencode(word)) + 1
+        if size > MAX_ARG_STRLEN:
+            raise PluginError(source, f"{parameter} has a word of {size - 1} bytes ({_shown(word[:40])}...), over "
+                                      f"the kernel's {MAX_ARG_STRLEN} bytes for one argument or environment "
+                                      f'string (MAX_ARG_STRLEN): it cannot run')
+    return words
+
+
 def with_test_options(runtest: str, pretestopts: Optional[str] = '', testopts: Optional[str] = '',
                       source: str = 'easyconfig') -> Tuple[str, Dict[str, str]]:
     """(runtest with testopts appended, {VAR: value} from pretestopts): as PythonPackage.test_step joins
     `pretestopts runtest testopts` into one shell line, without the shell.  pretestopts may hold only
     `export VAR=value &&` (or `;`) and `VAR=value` words: those set the test command's environment (the
     runtest line's own assignments win, as in the shell); anything else in it (`ulimit ...`, a command) would
-    need a shell and is refused in one line naming the parameter, rather than dropped."""
+    need a shell and is refused in one line naming the parameter, rather than dropped.  A NUL byte or a word
+    too long for execve() in any of the three is refused naming it (_words)."""
+    _words(source, 'runtest', runtest)
+    _words(source, 'testopts', str(testopts or ''))
     runtest = f'{runtest} {testopts}' if testopts and str(testopts).strip() else runtest
     env = {}
-    try:
-        words = shlex.split(pretestopts or '')
-    except ValueError as err:
-        raise PluginError(source, f'pretestopts cannot be split into words ({err}): {pretestopts!r}') from None
-    for word in words:
+    for word in _words(source, 'pretestopts', pretestopts or ''):
         if word in ('export', '&&', ';'):
             continue
         word = word[:-1] if word.endswith(';') else word
         if not _ASSIGNMENT.match(word) or any(token in word for token in _SHELL_SYNTAX):
-            raise PluginError(source, f'pretestopts: {word!r} needs a shell; only `export VAR=value &&` and '
-                                      f'`VAR=value` are applied to the test command (no shell): {pretestopts!r}')
+            raise PluginError(source, f'pretestopts: {_shown(word)} needs a shell; only `export VAR=value &&` and '
+                                      f'`VAR=value` are applied to the test command (no shell): '
+                                      f'{_shown(pretestopts or "")}')
         name, _, value = word.partition('=')
         env[name] = value
     return runtest, env

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Dict, Mapping, Optional, Sequence, Tuple, Union
 
 from eb_pytorch_cuda.errors import PluginError
+from eb_pytorch_cuda.testsuite.run.gpus import gpu_view
 
 SANDCASTLE = 'SANDCASTLE'
 UPSTREAM_ENVIRONMENT: Dict[str, str] = {}  # nothing changed: the test step's SANDCASTLE=1 (upstream's) stays
@@ -67,16 +68,20 @@ def decide(requested: Union[bool, str], cuda_build: Optional[bool], gpus: Sequen
     return DeviceTestMode(requested, cuda_build, gpus, False, f'{seen}{build}', dict(UPSTREAM_ENVIRONMENT))
 
 
-def planned(requested: Union[bool, str], cuda_build: bool, compute_capabilities: Sequence[str]) -> str:
-    """The dry run's line (nothing is probed: the step decides on the node it runs on)."""
+def planned(requested: Union[bool, str], cuda_build: bool, compute_capabilities: Sequence[str],
+            per_job: bool = False) -> str:
+    """The dry run's line (nothing is probed: the step decides on the node it runs on; per_job: each job of a
+    spread run decides on its own node)."""
     if requested is False:
         return f'cuda_device_tests=False: CPU device tests only (upstream\'s {SANDCASTLE}=1)'
     if not cuda_build:
         return (f'cuda_device_tests={requested!r}: the build has no CUDA: CPU device tests only ({SANDCASTLE}=1)'
                 + (' (True: the test step will stop)' if requested is True else ''))
     built = ', '.join(compute_capabilities) or 'none given'
-    where = ('stops before any suite runs' if requested is True else f'CPU device tests only, {SANDCASTLE}=1')
-    return (f'cuda_device_tests={requested!r}: where the test step sees a GPU (nvidia-smi, CUDA_VISIBLE_DEVICES): CUDA '
+    who = 'each Slurm job, on its own node,' if per_job else 'the test step'
+    where = ('stops before any suite runs' if requested is True and not per_job else
+             'the step stops, naming the job' if requested is True else f'CPU device tests only, {SANDCASTLE}=1')
+    return (f'cuda_device_tests={requested!r}: where {who} sees a GPU (nvidia-smi, CUDA_VISIBLE_DEVICES): CUDA '
             f'and CPU device tests, {SANDCASTLE}=0; where it sees none: {where} (cuda_compute_capabilities: {built})')
 
 
@@ -84,3 +89,40 @@ def suite_environment(mode: DeviceTestMode, runtest_env: Mapping[str, str]) -> D
     """What the suites' environment gets from the mode; the runtest line's own assignment of a variable wins, as
     every assignment on that line does."""
     return {name: value for name, value in mode.environment.items() if name not in runtest_env}
+
+
+@dataclass(frozen=True)
+class JobDecision:
+    """What a job that runs suites on another node (a Slurm job of a spread run) needs to decide the mode there,
+    on its own GPUs: the mode as requested, whether the build has CUDA (asked where the tested installation was
+    made), and the mode's variables the runtest line sets itself (those stay as the line sets them)."""
+
+    requested: Union[bool, str]
+    cuda_build: bool
+    runtest_sets: Tuple[str, ...] = ()
+
+    def to_json(self) -> Dict[str, object]:
+        return {'requested': self.requested, 'cuda_build': self.cuda_build, 'runtest_sets': list(self.runtest_sets)}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, object]) -> 'JobDecision':
+        """The decision is_job_decision accepted."""
+        requested = data['requested']
+        sets = data.get('runtest_sets')
+        return cls(requested if isinstance(requested, (bool, str)) else 'auto', bool(data['cuda_build']),
+                   tuple(str(name) for name in sets) if isinstance(sets, list) else ())
+
+    def on_this_node(self, env: Mapping[str, str]) -> DeviceTestMode:
+        """The mode on the node that runs with env (its GPUs: run/gpus.gpu_view, CUDA_VISIBLE_DEVICES as Slurm set
+        it); PluginError for True where this node cannot run CUDA tests."""
+        view = gpu_view(env)
+        mode = decide(self.requested, self.cuda_build if view.visible else None, view.names, view.describe())
+        kept = {name: value for name, value in mode.environment.items() if name not in self.runtest_sets}
+        return DeviceTestMode(mode.requested, mode.cuda_build, mode.gpus, mode.enabled, mode.reason, kept)
+
+
+def is_job_decision(data: object) -> bool:
+    """data is a JobDecision's JSON (a queue spec's key, checked before a job reads it)."""
+    return (isinstance(data, dict) and data.get('requested') in ('auto', True, False)
+            and isinstance(data.get('cuda_build'), bool)
+            and all(isinstance(name, str) for name in data.get('runtest_sets') or []))

@@ -54,7 +54,7 @@ def _names_and_serial(output):
 
 def check_command(command) -> None:
     """PluginError (bad input) unless command runs a run_test.py, which discovery asks which suites it runs;
-    called before anything is created for a run (service.test_source_tree), and again by the probe."""
+    called before anything is created for a run (sourcetree.test_source_tree), and again by the probe."""
     if len(command.argv) < 2 or not command.argv[1].endswith('run_test.py'):
         raise PluginError('runtest', f"'{' '.join(command.argv)}' does not run a run_test.py: the test step asks "
                                      f"PyTorch's harness which suites it runs (write it as '[cd test &&] "

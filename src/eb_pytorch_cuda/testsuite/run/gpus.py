@@ -35,7 +35,7 @@ import subprocess
 from dataclasses import dataclass
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
-from eb_pytorch_cuda.testsuite.policy.judging import is_compute_capability
+from eb_pytorch_cuda.testsuite.results.scopes import is_compute_capability
 
 VARIABLE = 'CUDA_VISIBLE_DEVICES'
 _GPU_LINE = re.compile(r'GPU (\d+): .*\(UUID: (GPU-[^)\s]+)\)')  # nvidia-smi -L: `GPU 0: NVIDIA H200 (UUID: GPU-...)`

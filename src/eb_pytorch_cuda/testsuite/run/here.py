@@ -13,27 +13,49 @@ import functools
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, Iterator, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
 
 from eb_pytorch_cuda.testsuite.results.model import SUITE_PASSED
 from eb_pytorch_cuda.testsuite.results.pieces import Piece, with_merged
+from eb_pytorch_cuda.testsuite.results.previous import History
 from eb_pytorch_cuda.testsuite.results.records import StoreRecord
 from eb_pytorch_cuda.testsuite.run import discovery, solo
 from eb_pytorch_cuda.testsuite.run.batches import plan_batches, run_batch_to_the_end
 from eb_pytorch_cuda.testsuite.run.launcher import PROCESSES, Launcher
 from eb_pytorch_cuda.testsuite.run.executor import Executor
-from eb_pytorch_cuda.testsuite.run.plan import RunPlan
+from eb_pytorch_cuda.testsuite.run.plan import PieceRule, RunPlan, RunRequest, here_piece_rule
 from eb_pytorch_cuda.testsuite.run.store import ResultStore
 
 
 class HereExecutor(Executor):
-    """Runs a plan here (executor protocol: run/executor.Executor; nothing to prepare, nothing refused); progress
-    hears each suite's outcome.  A plan with pieces (its request's run/plan.here_piece_rule, from the previous
-    run's times) has its long suites' pieces run side by side, each alone (run/solo) in a slot of its own."""
+    """Runs a plan here, on the step's own node (executor protocol: run/executor.Executor; nothing refused);
+    progress hears each suite's outcome.  With more than one slot and a previous run's times, its long suites'
+    pieces run side by side, each alone (run/solo) in a slot of its own (run/plan.here_piece_rule)."""
+
+    name = 'here'
+    on_this_node = True
 
     def __init__(self, progress: Optional[Callable[[str], None]] = None, launcher: Launcher = PROCESSES) -> None:
         self.progress = progress or (lambda message: None)
         self.launcher = launcher
+
+    def installation_parent(self, build_dir: Optional[str]) -> Optional[str]:
+        return None  # only this node reads it
+
+    def piece_rule(self, history: History, slots: int) -> Optional[PieceRule]:
+        return here_piece_rule(history.suite_seconds, history.test_seconds, slots)
+
+    def prepare(self, request: RunRequest, store: ResultStore) -> RunRequest:
+        return request
+
+    def describe(self, build_dir: Optional[str]) -> List[str]:
+        return []
+
+    def finish(self, store: ResultStore) -> None:
+        return None
+
+    def node_devices(self, store: ResultStore) -> Dict[str, Dict[str, Any]]:
+        return {}  # decided by the step, on this node
 
     def run(self, plan: RunPlan, units: Sequence[str], store: ResultStore) -> None:
         command = plan.command

@@ -1,21 +1,19 @@
 """The run plan: everything a test step's run is made of, put together once (build_plan), then handed to
 an executor (run/executor: here in batches, or over Slurm jobs) and to the reruns.
 
-Before, the service, the batched run, the Slurm controller and each Slurm job each rebuilt parts of it
-(the suites' environment three times, the harness facts four, the suites discovered in two places); a
-change to one part had to be made in each.  Now build_plan is the one caller of harness_environment,
-harness_of and discovery.discover: the submitting side builds the plan from the test command, a Slurm job
-rebuilds it from its queue spec (spread/worker.plan_of_spec) through the same function, with the units
-given instead of discovered.
+build_plan is the one caller of harness_environment, harness_of and discovery.discover: the submitting side
+builds the plan from the test command, a Slurm job rebuilds it from its queue spec (spread/worker.plan_of_spec)
+through the same function, with the units given instead of discovered.
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Dict, FrozenSet, Mapping, Optional, Sequence, Tuple
 
 from eb_pytorch_cuda.testsuite.policy.settings import DEFAULT_SUITE_TIMEOUT, piece_timeouts, timeout_of
 from eb_pytorch_cuda.testsuite.results import pieces
 from eb_pytorch_cuda.testsuite.run import calls, discovery, piece_times
 from eb_pytorch_cuda.testsuite.run.command import TestCommand, harness_environment
+from eb_pytorch_cuda.testsuite.run.devicetests import JobDecision
 from eb_pytorch_cuda.testsuite.run.gpus import slot_gpus
 from eb_pytorch_cuda.testsuite.run.harness import Harness, harness_of
 from eb_pytorch_cuda.testsuite.run.node import threads_per_suite, usable_cpus
@@ -39,8 +37,8 @@ def here_piece_rule(previous_seconds: Mapping[str, float], previous_test_seconds
                     parallel: int) -> Optional[PieceRule]:
     """How a run here (run/here) with `parallel` slots cuts its long suites, from a previous run's times: a suite
     longer than its share of the node (the previous run's total over the slots, at least HERE_PIECE_SECONDS) runs
-    as pieces side by side, so one long suite no longer holds the node while the other slots idle (issue 33: one
-    GPU, 16 cores).  None: one slot, or no previous times (the first build of a target runs whole suites)."""
+    as pieces side by side, so one long suite does not hold the node while the other slots idle (a GPU node:
+    one GPU, 16 cores).  None: one slot, or no previous times (the first build of a target runs whole suites)."""
     if parallel <= 1 or not previous_seconds:
         return None
     share = sum(previous_seconds.values()) / parallel
@@ -54,7 +52,9 @@ class RunRequest:
     piece key: s, '': every other}), the calls at a time, the reruns of a failed test, the suites per call.
     units (suite or piece keys) given: run those, nothing is discovered (a Slurm job, a test); serial: keys
     the harness runs alone besides its own lists; pieces: cut long suites (a spread run); done: keys already
-    measured (not cut, their times files not written)."""
+    measured (not cut, their times files not written); tested_installation: the installation the suites test
+    (where the executor checks that its nodes see it, and what is kept when the run fails on its verdict only);
+    job_devices: where the suites run on other nodes, what each decides the CUDA device tests' mode by there."""
     command: TestCommand
     environ: Mapping[str, str]
     output_dir: str
@@ -67,19 +67,25 @@ class RunRequest:
     serial: FrozenSet[str] = frozenset()
     pieces: Optional[PieceRule] = None
     done: FrozenSet[str] = frozenset()
+    tested_installation: Optional[str] = None
+    job_devices: Optional[JobDecision] = None
 
 
 @dataclass(frozen=True)
 class RunPlan:
-    """One run, built once (build_plan): every runner, executor and the reruns read it, none rebuilds a part.
+    """One run, built once (build_plan) from its request: every runner, executor and the reruns read it, none
+    rebuilds a part.  It holds the request and what it derives from it, nothing copied.
 
-    env: the suites' environment (run.command.harness_environment: without PyTorch's CI switch unless the
-    runtest line sets it); harness: run_test.py's facts, its serial list completed by what it listed in its
-    dry run; suites: the whole suites, in the harness's order; units: what runs (suite or piece keys; a
-    piece: results/pieces); options: every run_test.py call's options (run/calls.batch_options);
-    timeouts: {key: s, '': s}, the pieces' shares included (policy.settings.piece_timeouts); expected:
-    {key: s} a unit is expected to take (a spread run orders its queue by it); gpus: the GPU of each of the
-    `parallel` slots (run/gpus.slot_gpus; empty: not pinned)."""
+    command: the request's, with the excluded tests the harness does not know left out (run/discovery); env: the
+    suites' environment (run.command.harness_environment: without PyTorch's CI switch unless the runtest line
+    sets it; the threads per suite where several calls share the node); harness: run_test.py's facts, its serial
+    list completed by what it listed in its dry run and what the request runs alone; suites: the whole suites,
+    in the harness's order; units: what runs (suite or piece keys; a piece: results/pieces); options: every
+    run_test.py call's options (run/calls.batch_options); timeouts: {key: s, '': s}, the pieces' shares included
+    (policy.settings.piece_timeouts); expected: {key: s} a unit is expected to take (a spread run orders its
+    queue by it); parallel: the calls at a time (at least 1); gpus: the GPU of each slot (run/gpus.slot_gpus;
+    empty: not pinned)."""
+    request: RunRequest
     command: TestCommand
     env: Mapping[str, str]
     harness: Harness
@@ -88,12 +94,28 @@ class RunPlan:
     options: Tuple[str, ...]
     timeouts: Mapping[str, float]
     expected: Mapping[str, float]
-    output_dir: str
-    python: str
     parallel: int
     gpus: Tuple[str, ...]
-    reruns: int
-    batch_size: int
+
+    @property
+    def output_dir(self) -> str:
+        """Where the suites' outputs go (the request's)."""
+        return self.request.output_dir
+
+    @property
+    def python(self) -> str:
+        """The Python of the reruns (the request's)."""
+        return self.request.python
+
+    @property
+    def reruns(self) -> int:
+        """Reruns of a failed test (the request's)."""
+        return int(self.request.reruns)
+
+    @property
+    def batch_size(self) -> int:
+        """Suites per run_test.py call (the request's)."""
+        return self.request.batch_size
 
     def timeout_for(self, key: str) -> float:
         """A suite's or piece's timeout: its own, else its suite's, else the default (policy.settings.timeout_of)."""
@@ -111,7 +133,7 @@ def build_plan(request: RunRequest, progress: Optional[Callable[[str], None]] = 
     if request.units is None:
         selection = discovery.select(command, env)
         suites = selection.suites
-        harness.serial |= selection.serial or set()  # what this very harness says it runs alone
+        harness = replace(harness, serial=harness.serial | (selection.serial or set()))  # what it says runs alone
         if selection.unknown_excluded:  # not an error: upstream's easyconfigs name files that some trees lack
             progress(discovery.unknown_exclusions_line(selection.unknown_excluded))
             command = selection.command
@@ -119,7 +141,7 @@ def build_plan(request: RunRequest, progress: Optional[Callable[[str], None]] = 
     else:
         units = [pieces.Piece.parse(key) for key in request.units]
         suites = list(dict.fromkeys(unit.suite for unit in units))
-    harness.serial |= set(request.serial)
+    harness = replace(harness, serial=harness.serial | set(request.serial))
     safe = calls.xml_reports_safe(harness, command, env)
     if not safe:
         progress(f"XML reports off: the suites run under unittest and {command.argv[0]} cannot import xmlrunner "
@@ -147,11 +169,9 @@ def build_plan(request: RunRequest, progress: Optional[Callable[[str], None]] = 
         env = dict(env, OMP_NUM_THREADS=threads)
         progress(f"OMP_NUM_THREADS={threads} for each suite process ({usable_cpus()} CPUs over {parallel} "
                  f"run_test.py calls of up to {harness.pool_size} suites; set OMP_NUM_THREADS to choose)")
-    return RunPlan(command, env, harness, tuple(suites), tuple(unit.key for unit in units),
-                   tuple(calls.batch_options(harness, safe)),
-                   timeouts, expected,
-                   request.output_dir, request.python, parallel, tuple(slot_gpus(env, parallel)), int(request.reruns),
-                   request.batch_size)
+    return RunPlan(request, command, env, harness, tuple(suites), tuple(unit.key for unit in units),
+                   tuple(calls.batch_options(harness, safe)), timeouts, expected, parallel,
+                   tuple(slot_gpus(env, parallel)))
 
 
 def suite_threads(env: Mapping[str, str], parallel: int, pool_size: int, cpus: int) -> Optional[str]:

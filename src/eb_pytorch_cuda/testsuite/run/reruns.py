@@ -11,7 +11,7 @@ from eb_pytorch_cuda.testsuite.run.calls import XML_VARIABLE, batch_env
 from eb_pytorch_cuda.testsuite.run.command import TestCommand
 from eb_pytorch_cuda.testsuite.run.harness import Harness
 from eb_pytorch_cuda.testsuite.run.plan import RunPlan
-from eb_pytorch_cuda.testsuite.results.model import UNJUDGEABLE, RunResult
+from eb_pytorch_cuda.testsuite.results.model import UNJUDGEABLE, RerunOutcome, RunResult
 
 
 SHOWN_ID = 200  # characters of a test id in a progress line
@@ -53,9 +53,9 @@ def apply_reruns(result: RunResult, times: int, rerun: Callable[[str, Optional[s
     """Rerun each failed test (or its suite when names are missing) up to `times` times, in isolation.
 
     rerun(suite, test_id or None) -> (passed, output), passed None when it cannot be rerun.  Sets
-    rerun_outcome to 'flaky' (passed on a rerun) or 'reproducible' on each failed TestCase, and on suites
+    rerun_outcome to FLAKY (passed on a rerun) or REPRODUCIBLE on each failed TestCase, and on suites
     that could only be rerun whole; one that cannot be rerun keeps none (judged as not rerun).
-    Returns [(suite, test_id or None, outcome, or the note of a rerun that was skipped)].
+    Returns [(suite, test_id or None, the outcome's word, or the note of a rerun that was skipped)].
     """
     done: list = []
     if times <= 0:
@@ -71,14 +71,14 @@ def apply_reruns(result: RunResult, times: int, rerun: Callable[[str, Optional[s
 
 
 def _outcome(rerun, suite, test_id, times):
-    """('flaky' or 'reproducible', the same) after up to `times` reruns; (None, why) when one cannot run."""
+    """(the RerunOutcome, its word) after up to `times` reruns; (None, why) when one cannot run."""
     for _ in range(times):
         passed, output = rerun(suite, test_id)
         if passed is None:
             return None, output
         if passed:
-            return 'flaky', 'flaky'
-    return 'reproducible', 'reproducible'
+            return RerunOutcome.FLAKY, RerunOutcome.FLAKY.value
+    return RerunOutcome.REPRODUCIBLE, RerunOutcome.REPRODUCIBLE.value
 
 
 def rerun_failures(result: RunResult, plan: RunPlan, progress: Callable[[str], None]) -> None:

@@ -15,12 +15,12 @@ from eb_pytorch_cuda.testsuite.results import grammar
 from eb_pytorch_cuda.testsuite.results.model import SUITE_INCOMPLETE
 from eb_pytorch_cuda.testsuite.results.outcome import Ending, build_outcome, remove_reports, report_files
 from eb_pytorch_cuda.testsuite.results.pieces import Piece, mark
-from eb_pytorch_cuda.testsuite.results.records import StoreRecord
+from eb_pytorch_cuda.testsuite.results.records import StoreRecord, suite_record
 from eb_pytorch_cuda.testsuite.results.reportdirs import Attempt
 from eb_pytorch_cuda.testsuite.results.splitting import split_batch_output
 from eb_pytorch_cuda.testsuite.results.testtimes import KEPT_FROM, kept_times, node_prefix
 from eb_pytorch_cuda.testsuite.run import discovery
-from eb_pytorch_cuda.testsuite.run.calls import OUTPUT_KEPT, batch_env, died_by, killed_from_outside
+from eb_pytorch_cuda.testsuite.run.calls import batch_env, died_by, killed_from_outside
 from eb_pytorch_cuda.testsuite.run.launcher import PROCESSES, Launcher, run_to_end
 from eb_pytorch_cuda.testsuite.run.plan import RunPlan
 
@@ -68,10 +68,10 @@ def run_suite(plan: RunPlan, unit: str, *, gpu: Optional[str] = None, timeout: O
     # per-test times: how the next build splits this suite (results/testtimes; a time that is no time adds a note)
     times = kept_times(result.seconds if not piece else KEPT_FROM, report_files(command.cwd, suite, attempt, not piece),
                        node_prefix(text, command.cwd), notes)
-    record = StoreRecord(suite=result, exit_code=code if timed_out is None else None, seconds=result.seconds,
-                         gpu=gpu, notes=tuple(notes), output_tail=text[-OUTPUT_KEPT:], output_file=output_path,
-                         test_seconds=times or None,
-                         interrupted=interrupted or killed_from_outside(result.status, result.signal))
+    interrupted = interrupted or killed_from_outside(result.status, result.signal)
+    record = suite_record(result, output=text, output_file=output_path,
+                          exit_code=code if timed_out is None else None, seconds=result.seconds, gpu=gpu, notes=notes,
+                          test_seconds=times, interrupted=interrupted)
     attempt.publish(suite)
     attempt.discard()
     return mark(record, piece) if piece else record

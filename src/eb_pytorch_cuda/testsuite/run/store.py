@@ -164,7 +164,7 @@ class ResultStore:
     def load_final(self) -> Optional[RunResult]:
         """The kept complete result of this build (save_final), None when there is none or it is another
         build's; PluginError naming the file when it is not one save_final wrote (a directory, invalid JSON, a
-        key we never write, `suites: 5`): before, a traceback out of RunResult.from_dict."""
+        key we never write, `suites: 5`), never a traceback out of RunResult.from_dict."""
         if not os.path.lexists(self.final_path):
             return None
         path = self.final_path

@@ -20,30 +20,18 @@ import shutil
 import sys
 import time
 from dataclasses import dataclass, field, replace
-from typing import Callable, Dict, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
+from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite.results import pieces, previous
 from eb_pytorch_cuda.testsuite.spread import slurm
+from eb_pytorch_cuda.testsuite.spread.worker import CLAIM_SECONDS
 from eb_pytorch_cuda.testsuite.run.plan import PieceRule, RunPlan, RunRequest
 from eb_pytorch_cuda.testsuite.run.store import ResultStore
-from eb_pytorch_cuda.testsuite.results.records import StoreRecord
+from eb_pytorch_cuda.testsuite.results.records import StoreRecord, suite_record
 from eb_pytorch_cuda.testsuite.results.model import SUITE_INCOMPLETE, SUITE_PASSED, Suite
 from eb_pytorch_cuda.testsuite.spread.workqueue import (DEFAULT_MAX_ATTEMPTS, DEFAULT_STALE_AFTER, RecordReader,
                                                         QueueSpec, SuiteQueue, job_of, longest_first)
-
-
-def previous_suite_seconds(results_json: Optional[str]) -> Dict[str, float]:
-    """{suite: seconds} from a previous results JSON (`suite_seconds`), or from its suites' `seconds`
-    (results.previous; what is not a time was said by service.suite_timeouts, which reads the same)."""
-    return previous.suite_seconds(results_json, previous.load(results_json))
-
-
-def previous_test_seconds(results_json: Optional[str],
-                          progress: Optional[Callable[[str], None]] = None) -> Dict[str, Dict[str, float]]:
-    """{suite: {node id: seconds}} from a previous results JSON's `test_seconds` (what the records of its long
-    suites kept: results/testtimes), {} when it has none or cannot be read; what is not a time is left out
-    and said through progress (results.previous)."""
-    return previous.test_seconds(results_json, previous.load(results_json), progress or (lambda note: None))
 
 
 def queue_dir_of(store: ResultStore) -> str:
@@ -65,8 +53,8 @@ class SpreadOptions:
     Slurm's own variables are read (default: this process's); poll: seconds between looks at the queue;
     stale_after: seconds without a heartbeat before a worker counts as dead; max_attempts: claims of a suite
     whose jobs all died before it is recorded as never finished (judged like a crashed suite); worker_python:
-    the Python that runs the jobs' worker (default: this one); tested_installation: must be on a path the jobs
-    see; pieces: how long suites are cut (run/plan.PieceRule: a previous run's times)."""
+    the Python that runs the jobs' worker (default: this one); pieces: how long suites are cut when the
+    service gives no previous times (run/plan.PieceRule)."""
     slurm_settings: Optional[dict] = None
     shared_paths: Sequence[str] = ()
     environ: Optional[Mapping[str, str]] = None
@@ -74,12 +62,16 @@ class SpreadOptions:
     stale_after: float = DEFAULT_STALE_AFTER
     max_attempts: int = DEFAULT_MAX_ATTEMPTS
     worker_python: Optional[str] = None
-    tested_installation: Optional[str] = None
     pieces: PieceRule = field(default_factory=PieceRule)
 
 
 class SlurmExecutor:
-    """Runs a plan's units on `jobs` Slurm jobs (executor protocol: run/executor.Executor)."""
+    """Runs a plan's units on `jobs` Slurm jobs (executor protocol: run/executor.Executor): the suites run on
+    the jobs' nodes, so nothing of this node is probed, and the tested installation is made in the build
+    directory, which the jobs must see."""
+
+    name = 'slurm'
+    on_this_node = False
 
     def __init__(self, jobs: int, options: Optional[SpreadOptions] = None,
                  progress: Optional[Callable[[str], None]] = None) -> None:
@@ -87,21 +79,41 @@ class SlurmExecutor:
         self.options = options or SpreadOptions()
         self.progress = progress or (lambda message: None)
 
+    def installation_parent(self, build_dir: Optional[str]) -> Optional[str]:
+        return build_dir
+
+    def piece_rule(self, history: previous.History, slots: int) -> Optional[PieceRule]:
+        return PieceRule(dict(history.suite_seconds), dict(history.test_seconds))
+
     def prepare(self, request: RunRequest, store: ResultStore) -> RunRequest:
         """Refuse a node-local path the jobs need and Slurm options it cannot use (PluginError, one line);
         the request with long suites cut into pieces (those already in store left as they are)."""
         environ = os.environ if self.options.environ is None else self.options.environ
         checks = [(os.path.dirname(store.path), 'the results directory'), (request.command.cwd, 'the test directory'),
                   (request.output_dir, 'the test output directory')]
-        if self.options.tested_installation:
-            checks.append((self.options.tested_installation, 'the tested installation'))
+        if request.tested_installation:
+            checks.append((request.tested_installation, 'the tested installation'))
         for path, what in checks:
             slurm.refuse_node_local(path, what, self.options.shared_paths, environ)
         slurm.job_options(self.options.slurm_settings, environ)
-        return replace(request, pieces=self.options.pieces)  # what is stored: run/executor.execute fills it in
+        if request.pieces is None:
+            request = replace(request, pieces=self.options.pieces)
+        return request  # what is stored: run/executor.execute fills it in
 
     def run(self, plan: RunPlan, units: Sequence[str], store: ResultStore) -> None:
         run_spread(plan, units, store, jobs=self.jobs, options=self.options, progress=self.progress)
+
+    def describe(self, build_dir: Optional[str]) -> List[str]:
+        return [f'spread over {self.jobs} Slurm jobs (sbatch; claims of up to {CLAIM_SECONDS // 60} minutes of '
+                f'suites from a shared queue, longest first, each claim one run_test.py call; tested installation '
+                f'and results under {build_dir})']
+
+    def finish(self, store: ResultStore) -> None:
+        remove_queue(store)
+
+    def node_devices(self, store: ResultStore) -> Dict[str, Dict[str, Any]]:
+        """{worker: the CUDA device tests' mode it decided on its node} (workqueue.SuiteQueue.devices)."""
+        return SuiteQueue(queue_dir_of(store)).devices()
 
 
 def run_spread(plan: RunPlan, units: Sequence[str], store: ResultStore, *, jobs: int,
@@ -128,6 +140,8 @@ def run_spread(plan: RunPlan, units: Sequence[str], store: ResultStore, *, jobs:
         # claims small enough that every job slot gets about two: a short queue keeps all jobs busy
         'max_claim': max(1, len(todo) // (2 * max(1, int(jobs)) * parallel)),
         'expected_seconds': {key: plan.expected[key] for key in todo if key in plan.expected}}
+    if plan.request.job_devices is not None:  # each job decides the CUDA device tests on its own node
+        spec['cuda_device_tests'] = plan.request.job_devices.to_json()
     queue.create(spec, todo)
     os.makedirs(plan.output_dir, exist_ok=True)
     reader = RecordReader(queue, progress)  # a worker's line that is no record is named, then set aside
@@ -164,13 +178,17 @@ def _never_finished(key: str, attempts: int) -> StoreRecord:
     piece = pieces.Piece.parse(key)
     result = Suite(piece.suite, status=SUITE_INCOMPLETE, sources=[],
                    signal=f'its Slurm job ended {attempts} times while running it (node failure, time limit, scancel)')
-    return pieces.mark(StoreRecord(suite=result), piece)  # no notes: none was recorded
+    return pieces.mark(suite_record(result), piece)  # no notes: none was recorded
 
 
 def _wait(queue, pool, suites, done, failed, collect, progress, poll):
     """Until every suite has an outcome: collect outcomes, replace dead jobs, print progress on change."""
     shown = None
     while True:
+        refused = {worker: facts['refused'] for worker, facts in queue.devices().items() if facts.get('refused')}
+        if refused:  # cuda_device_tests = True and a job's node cannot run CUDA tests: the run stops here
+            worker, reason = sorted(refused.items())[0]
+            raise PluginError(queue.directory, f'Slurm job {job_of(worker)} ran no suite: {reason}')
         collect()
         finished = sum(1 for suite in suites if suite in done)
         if finished == len(suites):

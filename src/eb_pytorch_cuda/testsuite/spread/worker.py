@@ -23,6 +23,7 @@ import sys
 import threading
 import traceback
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Callable, Dict, Iterator, List, Mapping, Optional
 
 from eb_pytorch_cuda.errors import PluginError
@@ -31,6 +32,7 @@ from eb_pytorch_cuda.testsuite.run import solo
 from eb_pytorch_cuda.testsuite.run.batches import run_batch_to_the_end
 from eb_pytorch_cuda.testsuite.run.calls import DEFAULT_BATCH_SIZE
 from eb_pytorch_cuda.testsuite.run.command import CI_MODE_VARIABLES, TestCommand
+from eb_pytorch_cuda.testsuite.run.devicetests import DeviceTestMode, JobDecision
 from eb_pytorch_cuda.testsuite.run.plan import RunPlan, RunRequest, build_plan
 from eb_pytorch_cuda.testsuite.results.records import StoreRecord
 from eb_pytorch_cuda.testsuite.spread.workqueue import HEARTBEAT_EVERY, QueueSpec, SuiteQueue, worker_id
@@ -150,13 +152,33 @@ def job_environment(spec: QueueSpec, own: Mapping[str, str]) -> dict:
     return env
 
 
+def job_device_tests(queue: SuiteQueue, worker: str, decision: JobDecision, env: Mapping[str, str],
+                     log: Callable[..., None]) -> Dict[str, str]:
+    """The CUDA device tests' variables of this job, decided on its own node (its GPUs as Slurm gave them:
+    CUDA_VISIBLE_DEVICES), noted in the queue for the submitter's report and said in the job's log.  A mode of
+    True on a node that cannot run CUDA tests: noted as refused, PluginError (the job runs no suite; the
+    submitter stops the run naming the job)."""
+    try:
+        mode = decision.on_this_node(env)
+    except PluginError as err:
+        queue.note_devices(worker, DeviceTestMode(decision.requested, decision.cuda_build, (), False, err.problem),
+                           refused=str(err))
+        raise PluginError(queue.directory, f'worker {worker}: {err}') from None
+    queue.note_devices(worker, mode)
+    log(f'{worker}: {mode.describe()}', flush=True)
+    return dict(mode.environment)
+
+
 def work(queue_dir: str, worker: Optional[str] = None, log: Callable[..., None] = print) -> int:
     """Claim and run suites until none is left; return how many this worker ran."""
     queue = SuiteQueue(queue_dir)
     spec = queue.job_spec
     queue.stale_after, queue.max_attempts = spec['stale_after'], spec['max_attempts']
     worker = worker or worker_id()
-    plan = plan_of_spec(spec, job_environment(spec, os.environ))
+    env = job_environment(spec, os.environ)
+    if spec.get('cuda_device_tests') is not None:  # decided here, on this job's node and GPUs
+        env = dict(env, **job_device_tests(queue, worker, JobDecision.from_json(spec['cuda_device_tests']), env, log))
+    plan = plan_of_spec(spec, env)
     slots, gpus = plan.parallel, plan.gpus
     os.makedirs(spec['output_dir'], exist_ok=True)
     store = queue.store(worker)
@@ -172,6 +194,7 @@ def work(queue_dir: str, worker: Optional[str] = None, log: Callable[..., None] 
     expected = spec['expected_seconds']
 
     def finish(suite, record):
+        record = replace(record, job=worker)  # the per-job CUDA counts of the report (service.job_device_tests)
         with lock:
             queue.record(store, record)
             ran[0] += 1

@@ -37,6 +37,7 @@ from eb_pytorch_cuda.testsuite.results.pieces import key_of
 from eb_pytorch_cuda.testsuite.results.records import StoreRecord
 from eb_pytorch_cuda.testsuite.results.seconds import is_seconds
 from eb_pytorch_cuda.testsuite.run.batches import DEFAULT_BATCH_SIZE
+from eb_pytorch_cuda.testsuite.run.devicetests import DeviceTestMode, is_job_decision
 from eb_pytorch_cuda.testsuite.run.store import ResultStore, parse_record
 
 SPEC = 'spec.json'
@@ -70,6 +71,9 @@ class QueueSpec(_QueueCore, total=False):
     serial: List[str]  # suites the harness runs alone (its must-serial list), run alone in their job too
     max_claim: int  # suites one claim holds at most
     expected_seconds: Dict[str, float]  # {suite or piece key: seconds of the previous run}
+    # what each job decides the CUDA device tests' mode by, on its own node (run/devicetests.JobDecision); absent:
+    # the submitter's environment as it is
+    cuda_device_tests: Dict[str, Any]
 
 
 JOB_KEYS = ('cwd', 'argv', 'env', 'timeouts', 'output_dir')
@@ -107,6 +111,8 @@ _SPEC_RULES: Dict[str, tuple] = {
     'serial': (_strings, 'a list of strings'),
     'max_claim': (_is_integer, 'an integer'),
     'expected_seconds': (lambda v: _mapping(v, is_seconds), 'an object of seconds (results.seconds)'),
+    'cuda_device_tests': (is_job_decision, "an object of 'requested' ('auto', true, false), 'cuda_build' (a boolean) "
+                                           "and 'runtest_sets' (names)"),
 }
 
 
@@ -178,7 +184,7 @@ class SuiteQueue:
 
     def create(self, spec: Mapping[str, Any], suites: List[str]) -> None:
         """Write spec (with the ordered suites) atomically; keep claims, results and markers of a previous run."""
-        for sub in ('claims', 'workers', 'dead', 'done', 'results', 'output'):
+        for sub in ('claims', 'workers', 'dead', 'done', 'results', 'output', 'devices'):
             os.makedirs(self.path(sub), exist_ok=True)
         write_atomically(self.path(SPEC), json.dumps(dict(spec, suites=list(suites)), indent=1, allow_nan=False))
         self._spec = None
@@ -317,6 +323,29 @@ class SuiteQueue:
         store.append(record)
         with open(self.path('done', _name(key_of(record))), 'w') as handle:
             handle.write(os.path.basename(store.path) + '\n')
+
+    def note_devices(self, worker: str, mode: DeviceTestMode, refused: Optional[str] = None) -> None:
+        """What worker decided about the CUDA device tests on its node (refused: why it runs no suite there: the
+        mode was True and the node cannot run CUDA tests), for the submitter's report."""
+        facts = {'enabled': mode.enabled, 'gpus': list(mode.gpus), 'reason': mode.reason,
+                 'environment': dict(mode.environment), 'refused': refused}
+        write_atomically(self.path('devices', f'{worker}.json'), json.dumps(facts, allow_nan=False))
+
+    def devices(self) -> Dict[str, Dict[str, Any]]:
+        """{worker: what it decided (note_devices)}; a file that is not such a JSON object is left out."""
+        found: Dict[str, Dict[str, Any]] = {}
+        directory = self.path('devices')
+        for name in sorted(os.listdir(directory)) if os.path.isdir(directory) else ():
+            if not name.endswith('.json'):
+                continue
+            try:
+                with open(os.path.join(directory, name), encoding='utf-8') as handle:
+                    data = json.load(handle)
+            except (OSError, ValueError):
+                continue
+            if isinstance(data, dict) and isinstance(data.get('enabled'), bool) and isinstance(data.get('gpus'), list):
+                found[name[:-len('.json')]] = data
+        return found
 
     # --- reading outcomes back ---
 

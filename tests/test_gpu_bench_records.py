@@ -1,0 +1,225 @@
+"""The H200's kept records of benchmarks/bench_gpu_node.py (docs/validation/, docs/benchmarks.md), replayed on a
+CPU: each record's figures, its plain run_test.py log or its runs of ours read again by the benchmark's own readers.
+
+The node: 16 cores, one H200, torch 2.11.0+cu130, Debian 2.6.0's run_test.py, the GPU hidden for the CPU cases.
+- conv: nn/test_convolution's CUDA set without the two 64-bit-indexing tests, plain, ours serially and ours with
+  the node's count: the same results each way, ours serial within 1.1x.
+- cpu: 22 CPU suites in one plain call, 1413.0 s.  run_test.py runs the files of its serial list (test_show_pickle,
+  test_sort_and_select, test_tensor_creation_ops) alone before anything else, 862 s there, and our runner runs them
+  alone too (run/batches.plan_batches): no run of ours can take under 0.61x of this selection.  test_tensor_creation_ops
+  alone took 843 s in 79 pytest sessions (1 + 3 for each of its 26 failing tests: 2.6's run_test_retries) while its
+  tests' own times add up to 16 s; the 26 failures are scipy's (`get_window` refuses Nx=0).
+- cpu-pool: the 19 of them off the serial list, plain 541.4 s (reused by every later run of ours).  Without a bound
+  on each suite process's threads (torch takes one per core), ours took 0.48x and, with test_masked cut in two,
+  0.80x; the same code on another machine 0.59x.  With run/plan's OMP_NUM_THREADS rule (1 there: 16 CPUs over 8
+  calls of up to 3 suites) 0.36x to 0.46x on two machines, and test_masked about a tenth of its time.
+"""
+
+import gzip
+import importlib.util
+import json
+import os
+import re
+import tarfile
+from datetime import datetime
+
+import pytest
+
+from eb_pytorch_cuda.testsuite.run.plan import HERE_PIECE_SECONDS
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+VALIDATION = os.path.join(ROOT, 'docs', 'validation')
+RUNNING = re.compile(r'^Running (\S+) 1/1 \.\.\. \[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+)\]$', re.M)
+SERIAL_LIST = {'test_show_pickle', 'test_sort_and_select', 'test_tensor_creation_ops'}
+POOL_FAILING = {'test_dlpack': 4, 'test_license': 1, 'test_type_promotion': 1, 'test_view_ops': 1}
+OMP_LINE = ('== OMP_NUM_THREADS=1 for each suite process (16 CPUs over 8 run_test.py calls of up to 3 suites; '
+            'set OMP_NUM_THREADS to choose)')
+BATCHES = '== 8 batch(es) at a time (parallel_test_suites=auto: 16 CPUs, 125 GiB available; 2 CPUs, 4 GiB a batch)'
+
+# record: (case, {run: (seconds, ratio to the plain call)}), as docs/benchmarks.md's tables give them
+FIGURES = {
+    'h200-2026-12-02-eb-complete': ('conv', {'plain': (80.3, 1.0), 'ours_serial': (81.4, 1.01),
+                                             'ours_pieces': (76.7, 0.96)}),
+    'h200-2026-12-02-bench-cpu': ('cpu', {'plain': (1413.0, 1.0)}),
+    'h200-2026-12-02-bench-cpu-pool': ('cpu-pool', {'plain': (541.4, 1.0)}),
+    'h200-2026-12-03-bench-cpu-pool-ours': ('cpu-pool', {'plain': (541.4, 1.0), 'ours_auto': (257.6, 0.48),
+                                                         'ours_second': (433.5, 0.8)}),
+    'h200-2026-12-03-bench-cpu-pool-ours-rerun': ('cpu-pool', {'plain': (541.4, 1.0), 'ours_auto': (319.2, 0.59)}),
+    'h200-2026-12-03-bench-cpu-pool-threads': ('cpu-pool', {'plain': (541.4, 1.0), 'ours_auto': (233.2, 0.43),
+                                                            'ours_second': (247.1, 0.46)}),
+    'h200-2026-12-03-bench-cpu-pool-threads-rerun': ('cpu-pool', {'plain': (541.4, 1.0), 'ours_auto': (197.2, 0.36),
+                                                                  'ours_second': (233.5, 0.43)}),
+}
+# record: (its plain log, kept gzipped, the harness's own closing figure)
+PLAIN_LOGS = {'h200-2026-12-02-bench-cpu': ('cpu-plain.log', 1403.3),
+              'h200-2026-12-02-bench-cpu-pool': ('cpu-pool-plain.log', 531.07)}
+# record: (runs of ours kept in bench-runs.tar.gz, whether the thread rule was in the code it ran)
+OUR_RUNS = {'h200-2026-12-03-bench-cpu-pool-ours': (('auto', 'second'), False),
+            'h200-2026-12-03-bench-cpu-pool-ours-rerun': (('auto',), False),
+            'h200-2026-12-03-bench-cpu-pool-threads': (('auto', 'second'), True),
+            'h200-2026-12-03-bench-cpu-pool-threads-rerun': (('auto', 'second'), True)}
+
+
+def _figures(record):
+    """A record's bench-gpu-node.json, as the benchmark wrote it."""
+    with open(os.path.join(VALIDATION, record, 'bench-gpu-node.json')) as handle:
+        return json.load(handle)
+
+
+def _case(record):
+    return _figures(record)['cases'][FIGURES[record][0]]
+
+
+def _bench():
+    """benchmarks/bench_gpu_node.py, whose readers made the records' rows (a script, not a package)."""
+    spec = importlib.util.spec_from_file_location('bench_gpu_node', os.path.join(ROOT, 'benchmarks',
+                                                                                 'bench_gpu_node.py'))
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    return bench
+
+
+@pytest.fixture(scope='module')
+def plain_logs(tmp_path_factory):
+    """{record: (path, text)} of the plain logs, unpacked from their .gz (kept gzipped: up to 1 MB of text)."""
+    logs = {}
+    for record, (name, _cost) in PLAIN_LOGS.items():
+        path = tmp_path_factory.mktemp('bench-log') / name
+        with gzip.open(os.path.join(VALIDATION, record, f'{name}.gz'), 'rb') as packed:
+            path.write_bytes(packed.read())
+        logs[record] = (str(path), path.read_text(errors='replace'))
+    return logs
+
+
+def _unpacked_runs(record, where):
+    """{run: (its step output, its results JSON path)} of a record's runs of ours, from its bench-runs.tar.gz."""
+    with tarfile.open(os.path.join(VALIDATION, record, 'bench-runs.tar.gz')) as packed:
+        packed.extractall(where, filter='data')
+    found = {}
+    for run in OUR_RUNS[record][0]:
+        with open(where / f'cpu-pool-{run}' / 'bench-stdout.txt') as handle:
+            found[run] = (handle.read(), str(where / f'cpu-pool-{run}' / 'pytorch-test-results.json'))
+    return found
+
+
+@pytest.mark.parametrize('record', sorted(FIGURES))
+def test_record_figures_are_the_documented_ones_with_the_same_results(record):
+    figures = _figures(record)
+    case, expected = FIGURES[record]
+    assert figures['cpus'] == 16 and sorted(figures['cases']) == [case]
+    runs = figures['cases'][case]
+    assert {run: (row['seconds'], row['ratio']) for run, row in runs.items()} == expected
+    assert all(row['same_results'] for run, row in runs.items() if run != 'plain')
+
+
+def test_conv_case_results_are_the_330_cuda_tests_each_way():
+    conv = _case('h200-2026-12-02-eb-complete')
+    assert all(run['same_results'] for run in conv.values())
+    assert conv['plain']['results'] == {'nn/test_convolution': [330, 0, 229, []]}
+    assert conv['ours_serial']['ratio'] <= 1.1
+
+
+def test_cpu_case_plain_run_has_22_suites_five_failing():
+    plain = _case('h200-2026-12-02-bench-cpu')['plain']
+    assert len(plain['results']) == 22
+    failing = {suite: len(row[3]) for suite, row in plain['results'].items() if row[1]}
+    assert failing == {'test_tensor_creation_ops': 26, **POOL_FAILING}
+    assert all(re.match(r'TestTensorCreationCPU\.test_(kaiser|signal_windows?_functions)', test)
+               for test in plain['results']['test_tensor_creation_ops'][3])
+
+
+def test_pool_case_is_the_cpu_case_less_the_serial_list_with_its_results():
+    plain = _case('h200-2026-12-02-bench-cpu-pool')['plain']
+    assert sorted(plain['results']) == sorted(set(_bench().CPU_SUITES) - SERIAL_LIST)
+    cpu = _case('h200-2026-12-02-bench-cpu')['plain']['results']
+    assert plain['results'] == {suite: cpu[suite] for suite in plain['results']}
+    later = _case('h200-2026-12-03-bench-cpu-pool-ours')['plain']
+    assert later['seconds'] == plain['seconds'] and later['reused_from'] == 'bench-gpu-node.json'
+    assert {suite: len(row[3]) for suite, row in later['results'].items() if row[1]} == POOL_FAILING
+    assert all(_case(record)['plain'] == later for record in OUR_RUNS)
+
+
+@pytest.mark.parametrize('record', sorted(PLAIN_LOGS))
+def test_plain_log_reads_as_the_benchmark_recorded_it(record, plain_logs):
+    path, text = plain_logs[record]
+    assert _bench().results_of_log(path) == _case(record)['plain']['results']
+    assert f"Running test batch 'tests to run' cost {PLAIN_LOGS[record][1]} seconds" in text
+
+
+def test_cpu_plain_log_runs_its_serial_list_alone_first_for_862_s(plain_logs):
+    """The serial list bounds every run that honours it (0.61x); the restarts of failing tests fill it."""
+    text = plain_logs['h200-2026-12-02-bench-cpu'][1]
+    assert re.search(r'Serial tests \(3\):\n    test_show_pickle 1/1\n    test_sort_and_select 1/1\n'
+                     r'    test_tensor_creation_ops 1/1\n  Parallel tests \(19\):', text)
+    starts = [(suite, datetime.fromisoformat(stamp)) for suite, stamp in RUNNING.findall(text)]
+    assert [suite for suite, _ in starts[:4]] == ['test_show_pickle', 'test_sort_and_select',
+                                                  'test_tensor_creation_ops', 'test_complex']
+    tensor_creation = (starts[3][1] - starts[2][1]).total_seconds()
+    serial_list = (starts[3][1] - starts[0][1]).total_seconds()
+    assert round(tensor_creation) == 843 and round(serial_list) == 862
+    assert round(serial_list / 1413.0, 2) == 0.61
+    segment = text[text.index('Running test_tensor_creation_ops 1/1'):text.index('Running test_complex 1/1')]
+    assert segment.count('test session starts') == 79 == 1 + 3 * 26
+    assert segment.count('Retrying single test...') == 2 * 26
+    own = sum(float(seconds) for seconds in re.findall(
+        r'^test_tensor_creation_ops\.py::\S+ (?:PASSED|FAILED|SKIPPED|RERUN)\S* \[(\d+\.\d+)s\]', segment, re.M))
+    assert round(own) == 16
+    assert 'ValueError: Parameter Nx=0 is not a positive integer' in segment
+
+
+def test_pool_plain_log_spends_191_s_in_serial_sessions_then_test_masked(plain_logs):
+    """Each file's `-m serial` session one at a time (191 s), then the pool of 3, in which test_masked's one
+    session (240.1 s of tests) bounds any run that keeps it whole."""
+    text = plain_logs['h200-2026-12-02-bench-cpu-pool'][1]
+    assert 'Serial tests (0):\n  Parallel tests (19):' in text
+    starts = [(suite, datetime.fromisoformat(stamp)) for suite, stamp in RUNNING.findall(text)]
+    assert len(starts) == 38  # each file twice: its -m serial session, then its pool session
+    assert round((starts[19][1] - starts[0][1]).total_seconds()) == 191
+    assert '154 passed, 40 skipped in 240.10s (0:04:00)' in text
+
+
+@pytest.mark.parametrize('record', sorted(OUR_RUNS))
+def test_our_runs_read_as_recorded_on_8_batches_with_the_plain_results(record, tmp_path):
+    case = _case(record)
+    rule = OUR_RUNS[record][1]
+    bench = _bench()
+    for run, (output, results) in _unpacked_runs(record, tmp_path).items():
+        assert BATCHES in output
+        assert (OMP_LINE in output) if rule else ('OMP_NUM_THREADS' not in output)
+        assert bench.results_of_json(results) == case[f'ours_{run}']['results'] == case['plain']['results']
+        with open(results) as handle:
+            data = json.load(handle)
+        assert data['verdict'] == 'pass' and data['failed_tests'] == 7 and data['cuda_tests']['ran'] == 0
+        if rule:  # test_masked about a tenth of its time without the rule: under a piece's floor, never cut
+            assert 'run as pieces' not in output
+            assert 22 < data['suite_seconds']['test_masked'] < 27 < HERE_PIECE_SECONDS
+            assert sum(data['suite_seconds'].values()) < 101
+
+
+def test_without_the_thread_rule_the_second_run_cut_test_masked_into_slower_pieces(tmp_path):
+    """Over a suite's share (the larger of 120 s and 396 s over 8 slots), test_masked ran as two shards side by
+    side, which took 844.5 s of pytest time together against 194 s whole."""
+    runs = _unpacked_runs('h200-2026-12-03-bench-cpu-pool-ours', tmp_path)
+    auto, second = runs['auto'][0], runs['second'][0]
+    assert 'run as pieces' not in auto
+    assert '== 1 long suite(s) run as pieces (2 in all): test_masked' in second
+    assert 'test_masked#shard1/2 passed' in second and 'test_masked#shard2/2 passed' in second
+    seconds = {}
+    for run in runs:
+        with open(runs[run][1]) as handle:
+            seconds[run] = json.load(handle)['suite_seconds']
+    assert seconds['auto']['test_masked'] == 193.97 and seconds['second']['test_masked'] == 844.5
+    total = sum(seconds['auto'].values())
+    assert round(total) == 396 and seconds['auto']['test_masked'] > max(HERE_PIECE_SECONDS, total / 8)
+
+
+def test_suite_threads_benchmark_here_four_processes_on_two_cores():
+    """benchmarks/bench_suite_threads.py on a 2-core VM: test_masked's mask_layout tests, one process 9.1 s (8.9 s
+    with one thread); four side by side 139.3 s with torch's default threads, 19.3 s with OMP_NUM_THREADS=1."""
+    with open(os.path.join(ROOT, 'benchmarks', 'data', 'suite-threads-2cpu-2026-12-03.json')) as handle:
+        measured = json.load(handle)
+    runs = measured['runs']
+    assert measured['cpus'] == 2 and measured['same_summaries']
+    assert runs['4 side by side, default threads']['seconds'] == 139.3 and runs['4 side by side, the rule'] == {
+        'seconds': 19.3, 'threads': 1, 'summaries': ['104 passed, 58 skipped, 50 deselected'] * 4}
+    assert runs['alone, default threads']['seconds'] == 9.1 and runs['alone, the rule']['seconds'] == 8.9
