@@ -121,6 +121,7 @@ TIER_OF_MODULE = {
     'test_packaging': 'real_tools', 'test_patch_faults': 'real_tools', 'test_patch_plan': 'real_tools',
     'test_resolve': 'real_tools', 'test_run_here': 'real_tools', 'test_result_store_faults': 'real_tools',
     'test_process': 'real_tools', 'test_no_orphans': 'real_tools', 'test_suggest_policy': 'real_tools',
+    'test_names_as_eb': 'real_eb',
     'test_leftovers': 'real_tools', 'test_bad_times': 'real_tools', 'test_results_terms': 'real_tools',
     'test_log_cuts_cli': 'real_tools', 'test_executors': 'real_tools',
     'test_gpu_mixed_record': 'real_tools', 'test_elf_string_tables': 'real_tools',
@@ -138,7 +139,8 @@ UNIT_MODULES = {'test_store_records', 'test_device_tests', 'test_easyblock_impor
                 'test_results_parsing', 'test_testsuite_policy', 'test_upstream_corpus', 'test_xml_encodings',
                 'test_report_plain26', 'test_unit_tier_pure', 'test_docstring_names',
                 'test_batch_logic', 'test_cuda_visible_devices', 'test_config_plan', 'test_project_metadata',
-                'test_cli_help', 'test_command_words', 'test_scopes', 'test_heartbeat_line', 'test_timechart'}
+                'test_cli_help', 'test_command_words', 'test_scopes', 'test_heartbeat_line', 'test_timechart',
+                'test_target_source'}
 TIERS = ('unit', 'real_tools', 'real_eb', 'slurm', 'real_harness')
 
 

@@ -6,6 +6,7 @@ EasyBuild 5's pip needs to build the stand-ins there, is a declared dependency.
 """
 
 import os
+import re
 import subprocess
 import sys
 
@@ -38,6 +39,19 @@ def test_demo_builds_tests_patches_checks_and_shows_the_prevented_error(tmp_path
     assert 'libcudnn_cnn_train.so.8: cannot open shared object file' in out
     assert 'as installed: exit 0' in out and 'torch_conv(20) = 41' in out
     assert (tmp_path / 'easybuild' / 'modules' / 'all' / 'PyTorch' / '2.1.2-standin-easyblock.lua').exists()
+    # the test step says the policy's CPU target and where it came from (here no $EESSI_SOFTWARE_SUBDIR)
+    log = (tmp_path / 'eb-output.log').read_text()
+    assert re.search(r'^== policy scope: target (\S+ \(detected by archspec\)|unknown \(fallback x86_64/generic: '
+                     r'neither \$EESSI_SOFTWARE_SUBDIR nor archspec names it; entries scoped to a CPU target will '
+                     r'not apply)', log, re.M), log
+    # doctor on the installations (PyTorch, its cuDNN, OpenBLAS), no --from: it starts at libtorch_cuda.so as PyTorch
+    # does, and the layout the real loader loads above is judged fine (before: exit 1, cuDNN's cnn_infer loaded by
+    # itself could not dlopen() cnn_train)
+    doctor = subprocess.run([str(venv / 'bin' / 'eb-pytorch-cuda'), 'doctor', str(tmp_path / 'easybuild' / 'software')],
+                            env=env, capture_output=True, text=True, timeout=300)
+    assert doctor.returncode == 0, doctor.stdout + doctor.stderr
+    assert doctor.stdout.splitlines()[0].endswith('nothing found')
+    assert 'libtorch_cuda.so, as PyTorch loads it' in doctor.stdout
 
 
 def test_demo_says_up_front_when_eb_5_cannot_build_wheels_with_this_python(tmp_path):

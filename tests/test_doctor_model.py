@@ -144,3 +144,32 @@ def test_an_order_hazard_names_the_system_copy_a_dlopened_library_would_take_its
     assert hazard.details['elsewhere'] == {'liba.so.1': f'{system}/liba.so.1 (ld.so.cache)'}
     assert hazard.severity == 'order' and hazard.fix == [str(top / 'libroot.so'), 'libb.so.1']
     assert 'only outside the installation' in hazard.message
+
+
+def test_on_an_installation_loads_start_at_libtorch_cuda_as_pytorch_loads_them(standin8):
+    """doctor given the installation and its cuDNN, no --from: it starts at libtorch_cuda.so, as PyTorch does
+    and as --from would, and its exit status is the real loader's.  Before, every object no other one needs
+    was a root: cuDNN's cnn_infer loaded by itself could not find cnn_train by its own dlopen() (no RPATH
+    chain), and doctor exited 1 on the patched layout that loads."""
+    from eb_pytorch_cuda.cudnn import DEFAULT_NEEDED
+    from eb_pytorch_cuda.patch.needed import add_needed
+    from helpers import run_loadcheck
+    paths = (Path(standin8.torch_lib).parent, standin8.cudnn_prefix)
+    note = (f'note: loads start at {standin8.torch_lib}, as PyTorch loads it (the installation\'s libtorch_cuda.so; '
+            f'--from LIB to start elsewhere)')
+    # unpatched (the field failure): the real loader fails, doctor says so and names the fix
+    loaded = run_loadcheck(standin8.loadcheck, standin8.torch_lib)
+    assert 'libcudnn_cnn_train.so.8: cannot open shared object file' in loaded.stderr + loaded.stdout
+    unpatched = cli('doctor', *paths, check_rc=1).stdout
+    assert f'eb-pytorch-cuda add-needed {standin8.torch_lib} libcudnn_cnn_train.so.8' in unpatched
+    assert note in unpatched.splitlines()
+    # patched as the hooks patch it: the real loader loads it, and doctor finds nothing
+    add_needed(standin8.torch_lib, list(DEFAULT_NEEDED[8]))
+    assert run_loadcheck(standin8.loadcheck, standin8.torch_lib).returncode == 0
+    patched = cli('doctor', *paths, check_rc=0).stdout
+    assert patched.splitlines()[0].endswith('nothing found') and note in patched.splitlines()
+    assert cli('doctor', '--from', standin8.torch_lib, *paths, check_rc=0).stdout.splitlines()[0] == \
+        patched.splitlines()[0]  # the same objects checked as with --from
+    data = json.loads(cli('doctor', *paths, '--format', 'json', check_rc=0).stdout)
+    assert [(f['kind'], f['severity'], f['object']) for f in data['findings']] == \
+        [('started', 'info', standin8.torch_lib)]

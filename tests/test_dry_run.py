@@ -13,16 +13,20 @@ import pytest
 
 from helpers import cli
 from eb_runner import EB_VERSIONS, LMOD_CMD, eb_venv
+from environment import missing
 
 EC = 'PyTorch-2.1.2-foss-2023a-CUDA-12.1.1.eb'
 
 
-def dry_run(version, tmp_path, configfile=None, target='x86_64/intel/haswell', easyconfigs=(EC,)):
+def dry_run(version, tmp_path, configfile=None, target='x86_64/intel/haswell', easyconfigs=(EC,), extra_env=None):
+    """(exit status, output) of `eb -x` for target ($EESSI_SOFTWARE_SUBDIR; None: not set, detected)."""
     venv = eb_venv(version)
     env = {k: v for k, v in os.environ.items() if not k.startswith(('EASYBUILD_', 'EBROOT', 'EESSI_'))}
     env.update(PATH=f"{venv / 'bin'}:/usr/bin:/bin", LMOD_CMD=LMOD_CMD, EASYBUILD_PREFIX=str(tmp_path / 'eb'),
-               EASYBUILD_MODULES_TOOL='Lmod', EASYBUILD_MODULE_SYNTAX='Lua', EESSI_SOFTWARE_SUBDIR=target,
-               EASYBUILD_ALLOW_USE_AS_ROOT_AND_ACCEPT_CONSEQUENCES='1')
+               EASYBUILD_MODULES_TOOL='Lmod', EASYBUILD_MODULE_SYNTAX='Lua',
+               EASYBUILD_ALLOW_USE_AS_ROOT_AND_ACCEPT_CONSEQUENCES='1', **(extra_env or {}))
+    if target:
+        env['EESSI_SOFTWARE_SUBDIR'] = target
     command = [str(venv / 'bin' / 'eb'), '-x', *map(str, easyconfigs), '--cuda-compute-capabilities=8.0,9.0']
     if configfile:
         command.insert(1, f'--configfiles={configfile}')
@@ -49,7 +53,8 @@ def test_dry_run_is_clean_and_shows_the_whole_plan(tmp_path, configfile, version
     assert re.search(r'command \(no shell\): \S+/bin/python run_test.py --continue-through-error --verbose '
                      r'-x test_cuda_expandable_segments distributed/test_distributed_spawn ', out)
     # the failure policy for this target
-    assert 'scope: x86_64, target x86_64/intel/haswell, compute capabilities 8.0, 9.0' in out
+    assert ('scope: x86_64, target x86_64/intel/haswell (from $EESSI_SOFTWARE_SUBDIR), compute capabilities 8.0, '
+            '9.0') in out
     assert 'budget for unknown failures: 0; reruns: 1' in out
     # which CUDA device tests the step will run, and what decides it: the main job has CUDA
     assert ("cuda_device_tests='auto': where the test step sees a GPU (nvidia-smi, CUDA_VISIBLE_DEVICES): CUDA and "
@@ -76,6 +81,42 @@ def test_other_targets_get_their_own_known_failures(tmp_path, configfile, versio
     assert len(re.findall(r'^  known failure \[', out, re.M)) == 8  # cc 8.0 8; grace has no public data
     assert ('known failures of scopes not in force here: aarch64/generic, aarch64/neoverse_n1, aarch64/neoverse_v1, '
             'x86_64/intel/cascadelake, x86_64/intel/icelake, x86_64/intel/sapphirerapids') in out
+
+
+def _archspec_target(python):
+    """The target archspec gives python's process, named as EESSI names its targets; `missing` without archspec."""
+    code = ("import archspec.cpu as c, platform; h = c.host(); "
+            "v = {'GenuineIntel': 'intel/', 'AuthenticAMD': 'amd/'}.get(h.vendor, ''); "
+            "print(f'{platform.machine()}/{v}{h.name}')")
+    done = subprocess.run([str(python), '-c', code], capture_output=True, text=True, timeout=120)
+    if done.returncode != 0:
+        missing(f'archspec in {python} (a declared dependency: pip install .)')
+    return done.stdout.strip()
+
+
+@pytest.mark.parametrize('version', EB_VERSIONS)
+def test_without_eessi_software_subdir_the_target_is_detected_by_archspec_and_said(tmp_path, configfile, version):
+    host = _archspec_target(eb_venv(version) / 'bin' / 'python')
+    code, out = dry_run(version, tmp_path, configfile, target=None)
+    assert code == 0, out[-3000:]
+    assert f'target {host} (detected by archspec), compute capabilities 8.0, 9.0' in out
+
+
+@pytest.mark.parametrize('version', EB_VERSIONS)
+def test_a_fallback_target_is_said_and_its_target_scoped_entries_left_out(tmp_path, configfile, version):
+    """archspec hidden from eb's Python (a package of that name that fails to import, first on PYTHONPATH: what a
+    machine without it has): before, the plan said `target x86_64/generic` and nothing else."""
+    hidden = tmp_path / 'hidden'
+    (hidden / 'archspec').mkdir(parents=True)
+    (hidden / 'archspec' / '__init__.py').write_text("raise ImportError('archspec hidden by the test')\n")
+    path = os.pathsep.join(filter(None, [str(hidden), os.environ.get('PYTHONPATH')]))
+    code, out = dry_run(version, tmp_path, configfile, target=None, extra_env={'PYTHONPATH': path})
+    assert code == 0, out[-3000:]
+    assert ('scope: x86_64, target unknown (fallback x86_64/generic: neither $EESSI_SOFTWARE_SUBDIR nor archspec '
+            'names it; entries scoped to a CPU target will not apply: set $EESSI_SOFTWARE_SUBDIR, or --target, to '
+            'name it), compute capabilities 8.0, 9.0') in out
+    assert len(re.findall(r'^  known failure \[', out, re.M)) == 8  # cc 8.0's alone, as on a target without data
+    assert 'x86_64/intel/icelake' in re.search(r'known failures of scopes not in force here: .*', out).group(0)
 
 
 @pytest.mark.parametrize('version', EB_VERSIONS)
@@ -135,7 +176,7 @@ FIELD_POLICY = {
 def test_the_dry_run_shows_the_policy_resolved_for_each_target(tmp_path, configfile, version, target):
     code, out = dry_run(version, tmp_path, configfile, target=target)
     assert code == 0 and 'ignoring error' not in out, out[-3000:]
-    assert f'target {target}, compute capabilities 8.0, 9.0' in out
+    assert f'target {target} (from $EESSI_SOFTWARE_SUBDIR), compute capabilities 8.0, 9.0' in out
     cpu = [line.strip() for line in re.findall(r'^  known failure (\[.*)$', out, re.M) if not line.startswith('[8.0]')]
     assert len(cpu) == len(FIELD_POLICY[target]), cpu
     for line, expected in zip(cpu, FIELD_POLICY[target]):

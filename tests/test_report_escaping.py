@@ -128,7 +128,7 @@ def test_our_json_of_a_long_id_and_a_newline_name_reads_back_the_same(tmp_path):
 
 
 @pytest.mark.parametrize('scope,problem', [
-    (['x86_64'], 'scope: must be an object of cpu_family, target and compute_capabilities'),
+    (['x86_64'], 'scope: must be an object of cpu_family, target, target_source and compute_capabilities'),
     ({'target': 5}, 'scope.target: must be a non-empty string, got 5'),
     ({'target': 'x86_64/generic', 'compute_capabilities': 8}, 'scope.compute_capabilities: must be a list of'),
 ])

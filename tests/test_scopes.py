@@ -122,7 +122,8 @@ def test_a_scope_survives_copy_and_pickle():
 
 def test_the_recorded_context_reads_back():
     data = json.loads(json.dumps(HASWELL.to_json()))
-    assert data == {'cpu_family': 'x86_64', 'target': 'x86_64/intel/haswell', 'compute_capabilities': ['9.0']}
+    assert data == {'cpu_family': 'x86_64', 'target': 'x86_64/intel/haswell', 'target_source': 'given',
+                    'compute_capabilities': ['9.0']}
     assert ScopeContext.from_json(data) == HASWELL
     assert ScopeContext.from_json({'cpu_family': 'x86_64'}) is None
     assert detect_context(('9.0',), target='aarch64/neoverse_v1') == ScopeContext('aarch64', 'aarch64/neoverse_v1',

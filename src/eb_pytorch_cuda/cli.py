@@ -10,6 +10,7 @@ take (closed, full) is lost, the status stays.
 import argparse
 import os
 import shlex
+import shutil
 import signal
 import sys
 from typing import Dict, Optional, Sequence, Union
@@ -88,6 +89,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     given = bool(args.target or args.cuda_compute_capabilities)
     here = detect_context(capabilities, target=args.target)
     context = (None if given else common_context(args.paths)) or here
+    if args.easyconfig and not context.target_known:  # its target-scoped entries are left out: said
+        print(f'note: {context.target_line()}', file=sys.stderr)
     ran = carried if not args.easyconfig else None  # judged again by the terms the results carry
     if ran is not None:
         policy, device = ran.policy(args.max_failed_tests), service.device_mode_of(ran.device_tests)
@@ -348,10 +351,12 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument('--max-failed-tests', type=int, metavar='N',
                         help='budget for unknown failures (default: the one a saved JSON result was judged by)')
     report.add_argument('--easyconfig', metavar='EC', help='take the policy (budget, known failures) from EC '
-                                                           '(default: the terms a saved JSON result was judged by)')
+                                                           '(a path, or a file name eb finds on its robot path; '
+                                                           'default: the terms a saved JSON result was judged by)')
     report.add_argument('--target', metavar='TARGET',
                         help='CPU target for scoped entries (default: the one the saved JSON results recorded, '
-                             'else $EESSI_SOFTWARE_SUBDIR or detected)')
+                             'else $EESSI_SOFTWARE_SUBDIR, else detected by archspec; neither: entries scoped to a '
+                             'target do not apply)')
     report.add_argument('--cuda-compute-capabilities', metavar='CC[,CC]',
                         help="e.g. 8.0,9.0 (default: the GPUs' the saved JSON results recorded, else EC's)")
     report.add_argument('--suggest-policy', action='store_true',
@@ -369,15 +374,18 @@ def build_parser() -> argparse.ArgumentParser:
     suite = sub.add_parser('test-suite', help="run a PyTorch source tree's test suites against an installed torch, "
                                               'judge and report them as the easyblock does', **about('test-suite'))
     suite.add_argument('source', metavar='SRC', help='PyTorch source tree (its test/run_test.py is run)')
-    suite.add_argument('--python', required=True, metavar='PY', help='a Python that imports the torch to test')
+    suite.add_argument('--python', required=True, metavar='PY',
+                       help='a Python that imports the torch to test (a path, or a name looked up on PATH)')
     suite.add_argument('--runtest', metavar='CMD', help='test command as in an easyconfig (default: EC\'s runtest '
                                                         'with its pretestopts and testopts, else '
                                                         '"cd test && %%(python)s run_test.py --continue-through-error '
                                                         '%%(excluded_tests)s")')
     suite.add_argument('--easyconfig', metavar='EC', help='take the policy (budget, known failures, excluded tests, '
-                                                          'reruns) from EC')
+                                                          'reruns) from EC (a path, or a file name eb finds on its '
+                                                          'robot path)')
     suite.add_argument('--target', metavar='TARGET',
-                       help='CPU target for scoped entries (default: $EESSI_SOFTWARE_SUBDIR or detected)')
+                       help='CPU target for scoped entries (default: $EESSI_SOFTWARE_SUBDIR, else detected by '
+                            'archspec; neither: entries scoped to a target do not apply)')
     suite.add_argument('--parallel', type=int, metavar='N', help='run N batches of suites at a time (default: '
                                                                  "parallel_test_suites of EC, else auto: as many as "
                                                                  "this node's CPUs and memory hold)")
@@ -395,7 +403,7 @@ def build_parser() -> argparse.ArgumentParser:
                             f'test_suite_heartbeat of EC, else {DEFAULT_HEARTBEAT}, 5 minutes)')
     suite.add_argument('--results', metavar='DIR', help='where results and reports go (default: ./pytorch-test-'
                                                         'suite); the same command again runs only what is missing')
-    suite.add_argument('--cuda-device-tests', choices=('auto', 'true', 'false'),
+    suite.add_argument('--cuda-device-tests', choices=('auto', 'true', 'false'), type=str.lower,  # True, FALSE: as EC
                        help="PyTorch's device-generic CUDA tests: auto (where a GPU is seen and the torch has CUDA), "
                             "true (required: no GPU, or 0 CUDA tests run, fails), false (upstream's SANDCASTLE=1); "
                             "default: cuda_device_tests of EC, else auto")
@@ -409,7 +417,9 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.add_argument('--format', choices=('text', 'json'), default='text',
                         help='text for a terminal (default), json for scripts')
     doctor.add_argument('--from', dest='start', metavar='LIB',
-                        help='load only LIB (as with dlopen()), instead of every object no other one needs')
+                        help='load only LIB (as with dlopen()); default: the Python extension modules, else an '
+                             "installation's libtorch_cuda.so (what PyTorch loads), else every object no other one "
+                             'needs')
     doctor.add_argument('--executable', metavar='EXE',
                         help="the program that loads them (its RPATH and symbols count, e.g. python3); "
                              "default: none, and symbols nothing defines are taken to come from that program")
@@ -542,6 +552,16 @@ def _raise_terminated(signum, frame):
     raise Terminated(signum)
 
 
+def _names_as_eb_takes_them(args: argparse.Namespace) -> None:
+    """--easyconfig NAME found on the robot path as eb finds it (eb/ecfind), --python NAME on PATH: before any
+    command reads them, so every message names the file that was used."""
+    if getattr(args, 'easyconfig', None):
+        from eb_pytorch_cuda.eb.ecfind import locate_easyconfig
+        args.easyconfig = locate_easyconfig(args.easyconfig)
+    if getattr(args, 'python', None):
+        args.python = shutil.which(args.python) or args.python  # not found: refused by name (sourcetree.check_inputs)
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     streams = _standard_streams()  # the exit status is the documented one whatever they are
     # SIGTERM/SIGHUP become an exception, like SIGINT's KeyboardInterrupt, so every cleanup (the
@@ -552,6 +572,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         try:
             args = build_parser().parse_args(argv)
+            _names_as_eb_takes_them(args)
             code = args.func(args)
             sys.stdout.flush()  # a write error at exit would name nothing: seen here, it names the stream
             return code

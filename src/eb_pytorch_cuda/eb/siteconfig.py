@@ -29,7 +29,9 @@ class EasyBuildSettings:
 
     robot_paths: the effective list (EasyBuild's default robot paths when nothing sets it);
     default_robot_paths: that default (what %(DEFAULT_ROBOT_PATHS)s stands for in a configuration file);
-    configfiles: the files read; from_environment: {key: variable} for keys an $EASYBUILD_* variable sets."""
+    configfiles: the files read; from_environment: {key: variable} for keys an $EASYBUILD_* variable sets;
+    ignore_dirs, consider_archived: how eb searches the robot path for an easyconfig named by its file name
+    (eb/ecfind)."""
 
     hooks: Optional[str] = None
     robot_paths: Tuple[str, ...] = ()
@@ -37,6 +39,8 @@ class EasyBuildSettings:
     include_easyblocks: Tuple[str, ...] = ()
     configfiles: Tuple[str, ...] = ()
     from_environment: Dict[str, str] = field(default_factory=dict)
+    ignore_dirs: Tuple[str, ...] = ('.git', '.svn')  # directories eb's easyconfig search skips (--ignore-dirs)
+    consider_archived: bool = False  # --consider-archived-easyconfigs: the robot path's __archive__ searched too
 
     def hooks_origin(self) -> str:
         """Where the hooks setting comes from, in words (the variable, else the configuration files)."""
@@ -72,7 +76,9 @@ def read_settings() -> EasyBuildSettings:
             default_robot_paths=tuple(options.default_robot_paths),
             include_easyblocks=tuple(values.include_easyblocks or ()),
             configfiles=tuple(values.configfiles or ()),
-            from_environment={key: variable for key, variable in OUR_KEYS.items() if variable in saved_env})
+            from_environment={key: variable for key, variable in OUR_KEYS.items() if variable in saved_env},
+            ignore_dirs=tuple(values.ignore_dirs or ()),
+            consider_archived=bool(values.consider_archived_easyconfigs))
     finally:
         if options is not None and getattr(options, 'tmpdir', None):  # EasyBuild made one (set_tmpdir)
             shutil.rmtree(options.tmpdir, ignore_errors=True)

@@ -90,7 +90,7 @@ SEVERITY_OF_KIND = {'needed-unresolved': 'fails', 'dlopen-unresolved': 'fails', 
                     'needed-corrupt': 'fails', 'dlopen-corrupt': 'fails', 'symbols-unread': 'info',
                     'dlopen-shadowed': 'wrong-copy', 'soname-conflict': 'wrong-copy', 'order-hazard': 'order',
                     'sublibrary-elsewhere': 'wrong-copy',
-                    'execstack': 'fails', 'skipped': 'info'}
+                    'execstack': 'fails', 'skipped': 'info', 'started': 'info'}
 SEVERITIES = ('fails', 'wrong-copy', 'order', 'info')
 BLOCKING = ('fails', 'wrong-copy')  # the exit status is 1 only for these
 
@@ -759,18 +759,34 @@ def collect_objects(paths: Iterable[str], skipped: Optional[List[str]] = None, r
     return found
 
 
+TORCH_CUDA = 'libtorch_cuda.so'  # where a PyTorch process's CUDA loads start (patch/plan.LIBRARY_NAME)
+
+
 def roots_of(objects: List[ElfInfo], start: Optional[str] = None) -> List[ElfInfo]:
     """The objects to load as roots: --from LIB; else the Python extension modules (what `import` loads);
-    else those no other object of the set needs."""
+    else an installation's libtorch_cuda.so (torch_roots); else those no other object of the set needs."""
     if start:
         require_regular(start)
         return [read_elf(start)]
     extensions = [o for o in objects if re.search(r'\.(cpython-[^.]+|abi3)\.so$', o.path)]
     if extensions:
         return extensions
+    torch = torch_roots(objects)
+    if torch:
+        return torch
     needed = {n for o in objects for n in o.needed}
     roots = [o for o in objects if (o.soname or os.path.basename(o.path)) not in needed]
     return roots or objects
+
+
+def torch_roots(objects: List[ElfInfo]) -> List[ElfInfo]:
+    """The libtorch_cuda.so files among objects where there are other objects too (an installation, with its
+    cuDNN or not): what a PyTorch process loads, so the loads start there as with --from.  Every object no
+    other one needs would be a root otherwise, cuDNN's sub-libraries among them, each loaded by itself: their
+    own dlopen() of a sibling then fails in the simulation (it has no RPATH chain) where PyTorch, loading
+    them through libtorch_cuda.so, never does."""
+    torch = [o for o in objects if os.path.basename(o.path) == TORCH_CUDA]
+    return torch if torch and len(torch) < len(objects) else []
 
 
 def diagnose(paths: Sequence[str], start: Optional[str] = None, executable: Optional[str] = None,
@@ -794,7 +810,8 @@ def diagnose(paths: Sequence[str], start: Optional[str] = None, executable: Opti
     loaded: set = set()
     # a library given by itself stands for its installation directory (libroot.so and the libuser.so beside it)
     audited = [p if os.path.isdir(p) else os.path.dirname(os.path.abspath(p)) for p in [*paths, *filter(None, [start])]]
-    for root in roots_of(objects, start):
+    roots = roots_of(objects, start)
+    for root in roots:
         process = Process(root, resolver, cache, executable_info, audited=audited, hint_dirs=hint_dirs)
         process.simulate_dlopens()
         process.check_symbols()
@@ -809,7 +826,12 @@ def diagnose(paths: Sequence[str], start: Optional[str] = None, executable: Opti
     for path in skipped:
         findings.append(Finding('skipped', '', path, f'{path}: not a regular file (FIFO, socket, device or '
                                 'dangling link): not opened', {'path': path}))
-    return findings, len(loaded) if start else len(objects)
+    torch = {o.path for o in torch_roots(objects)} if not start else set()
+    started = [root.path for root in roots if root.path in torch]
+    for path in started:
+        findings.append(Finding('started', path, path, f'loads start at {path}, as PyTorch loads it (the '
+                                f'installation\'s {TORCH_CUDA}; --from LIB to start elsewhere)', {'path': path}))
+    return findings, len(loaded) if start or started else len(objects)
 
 
 def blocking(findings: Iterable[Finding]) -> bool:

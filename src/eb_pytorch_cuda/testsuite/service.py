@@ -332,12 +332,16 @@ def scope_context(built_capabilities: Sequence, on_this_node: bool, env: Mapping
                   progress: Optional[Callable[[str], None]] = None) -> ScopeContext:
     """Where the policy applies.  on_this_node (the suites run here): the compute capabilities of the GPUs
     they run on, where nvidia-smi sees any, for a known failure scoped '8.0' was seen on such GPUs;
-    otherwise (dry run, no GPU seen, suites spread to other nodes) the build's own."""
+    otherwise (dry run, no GPU seen, suites spread to other nodes) the build's own.  progress: also told the
+    target and where it came from (a fallback: that target-scoped entries will not apply)."""
     seen = gpu_compute_capabilities(env) if on_this_node else ()
     if seen and progress:
         progress(f"policy scope: compute capabilities {', '.join(seen)} (the GPUs the suites run on; built for "
                  f"{', '.join(map(str, built_capabilities)) or 'none given'})")
-    return detect_context(seen or tuple(built_capabilities), target=target)
+    context = detect_context(seen or tuple(built_capabilities), target=target, environ=env)
+    if progress:
+        progress(f'policy scope: {context.target_line()}')
+    return context
 
 
 def judged(result: RunResult, policy: Policy,
@@ -459,7 +463,7 @@ def describe_step(inputs: StepInputs, host: StepHost) -> List[str]:
     device_line = planned(settings.cuda_device_tests, host.has_cuda(None), context.compute_capabilities,
                           per_job=not executor.on_this_node)
     lines.append('  ' + device_line)
-    lines.append(f'  scope: {context.cpu_family}, target {context.target}, '
+    lines.append(f'  scope: {context.cpu_family}, {context.target_line()}, '
                  f"compute capabilities {', '.join(context.compute_capabilities) or 'none'}")
     lines.append(f"  excluded (-x): {' '.join(terms.excluded) or 'none'}")
     lines.append(f'  budget for unknown failures: {policy.max_failed_tests}; reruns: {settings.rerun_failed_tests}')

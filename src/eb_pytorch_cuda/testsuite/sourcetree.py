@@ -50,7 +50,7 @@ def check_inputs(source: str, python: str) -> str:
     if not os.path.isfile(os.path.join(test_dir, 'run_test.py')):
         raise PluginError(source, 'is not a PyTorch source tree (no test/run_test.py)')
     if not (os.path.isfile(python) and os.access(python, os.X_OK)):
-        raise PluginError(python, 'is not an executable Python')
+        raise PluginError(python, 'is not an executable Python' + ('' if os.sep in python else ' (nor found on PATH)'))
     try:
         done = process.capture([python, '-c', _IS_PYTHON], timeout=120, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired) as err:

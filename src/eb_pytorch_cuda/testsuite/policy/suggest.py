@@ -198,6 +198,10 @@ def render(runs: list, merged: Dict[Scope, list], outcome: list) -> str:
         if run.not_run:
             lines.append('#   its known failures naming suites missing from its results (did they run?): '
                          + ', '.join(run.not_run))
+        if run.context is not None and not run.context.target_known and run.scope == run.context.cpu_family:
+            lines.append(f'#   its target is not known (fallback {run.context.target}): its entries are scoped to '
+                         f'the CPU family {run.scope}, not to a target; --target TARGET (or --suggest-scope) '
+                         f'scopes them to one')
     if warnings:
         lines.append('# WARNING: suites that crashed, timed out or never finished, not failures that were counted: '
                      + ', '.join(warnings))

@@ -18,7 +18,7 @@ suggestion made elsewhere applies the scopes of where the run ran (from_json).
 import os
 import platform
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from fnmatch import fnmatchcase
 from typing import Any, List, Mapping, Optional, Tuple, Union
@@ -31,7 +31,14 @@ FAMILIES = ('x86_64', 'aarch64', 'ppc64le', 'riscv64')  # the CPU families a sco
 EASYBUILD_FAMILIES = {'AArch64': 'aarch64', 'POWER': 'ppc64le', 'RISCV64': 'riscv64', 'RISC-V': 'riscv64'}
 _COMPUTE_CAPABILITY = re.compile(r'^\d+\.\d+$')
 _NVCC_ARCH = re.compile(r'^(?:sm|compute)_(\d+)(\d)a?$')  # nvcc's sm_90, compute_90: a hint, not a scope
-_VENDORS = {'GenuineIntel': 'intel', 'AuthenticAMD': 'amd', 'ARM': 'arm', 'Nvidia': 'nvidia', 'NVIDIA': 'nvidia'}
+_VENDORS = {'GenuineIntel': 'intel', 'AuthenticAMD': 'amd'}  # archspec's vendors that EESSI's targets name
+
+# where a ScopeContext's target came from: named by the caller (--target, a saved result's scope), the EESSI
+# variable, archspec's detection of this CPU (as EESSI's own eessi_software_subdir_for_host.py), or neither
+GIVEN, EESSI, ARCHSPEC, FALLBACK = 'given', '$EESSI_SOFTWARE_SUBDIR', 'archspec', 'fallback'
+TARGET_SOURCES = (GIVEN, EESSI, ARCHSPEC, FALLBACK)
+_SAID = {GIVEN: 'as given', EESSI: 'from $EESSI_SOFTWARE_SUBDIR', ARCHSPEC: 'detected by archspec',
+         FALLBACK: 'fallback'}
 
 
 def is_compute_capability(text: object) -> bool:
@@ -116,8 +123,8 @@ class Scope(str):
         """Whether the entries of this scope are in force where context says the build runs."""
         if self.kind is ScopeKind.CPU_FAMILY:
             return self.family == context.cpu_family
-        if self.kind is ScopeKind.CPU_TARGET:
-            return '/' in self and fnmatchcase(context.target, self)
+        if self.kind is ScopeKind.CPU_TARGET:  # a fallback's family/generic is no target: none applies there
+            return '/' in self and context.target_known and fnmatchcase(context.target, self)
         if self.kind is ScopeKind.COMPUTE_CAPABILITY:
             return str(self) in context.compute_capabilities
         return True
@@ -158,6 +165,20 @@ class ScopeContext:
     cpu_family: str
     target: str
     compute_capabilities: tuple = ()
+    target_source: str = GIVEN  # where the target came from (TARGET_SOURCES); FALLBACK: not known
+
+    @property
+    def target_known(self) -> bool:
+        """False where the target is FALLBACK's family/generic: no target-scoped entry applies then."""
+        return self.target_source != FALLBACK
+
+    def target_line(self) -> str:
+        """The target and where it came from, in one line; for a fallback also that target-scoped entries
+        will not apply (the dry run, the test step and `test-suite` print it)."""
+        if self.target_known:
+            return f'target {self.target} ({_SAID.get(self.target_source, self.target_source)})'
+        return (f'target unknown (fallback {self.target}: neither $EESSI_SOFTWARE_SUBDIR nor archspec names it; '
+                f'entries scoped to a CPU target will not apply: set $EESSI_SOFTWARE_SUBDIR, or --target, to name it)')
 
     def applies(self, scope: Union[str, Scope]) -> bool:
         """Whether scope (a Scope, or its text: parsed, PluginError where it is none) is in force here."""
@@ -165,15 +186,18 @@ class ScopeContext:
 
     def run_scope(self) -> Scope:
         """The scope a run's new known failures get: the one compute capability a CUDA build for one GPU
-        generation was tested on or made for (what differs between GPU nodes), else the CPU target.  Taken as
-        it is (a recorded target may hold anything: it is printed escaped)."""
+        generation was tested on or made for (what differs between GPU nodes), else the CPU target; where the
+        target is not known (a fallback: target_known) the CPU family, and a suggestion says so.  Taken as it
+        is (a recorded target may hold anything: it is printed escaped)."""
         if len(self.compute_capabilities) == 1:
             return Scope(str(self.compute_capabilities[0]), ScopeKind.COMPUTE_CAPABILITY)
+        if not self.target_known:  # a fallback names no target
+            return Scope(self.cpu_family, ScopeKind.CPU_FAMILY, self.cpu_family)
         return Scope(self.target, ScopeKind.CPU_TARGET, self.target.split('/', 1)[0])
 
     def to_json(self) -> dict:
         """The context as a judged run records it (the key 'scope' of its results JSON)."""
-        return {'cpu_family': self.cpu_family, 'target': self.target,
+        return {'cpu_family': self.cpu_family, 'target': self.target, 'target_source': self.target_source,
                 'compute_capabilities': list(self.compute_capabilities)}
 
     @staticmethod
@@ -182,7 +206,7 @@ class ScopeContext:
         results file's, printed escaped wherever they are shown)."""
         if not isinstance(data, dict) or set(data) - set(JSON_KEYS):
             return 'scope', f"must be an object of {', '.join(JSON_KEYS[:-1])} and {JSON_KEYS[-1]}"
-        for key in ('cpu_family', 'target'):
+        for key in ('cpu_family', 'target', 'target_source'):
             value = data.get(key)
             if value is not None and (not isinstance(value, str) or not value):
                 return f'scope.{key}', f'must be a non-empty string, got {value!r:.60}'
@@ -194,34 +218,53 @@ class ScopeContext:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Optional['ScopeContext']:
         """The context of a recorded scope (checked by results.saved), None where it names no target; the family
-        is the target's, as for a target given on the command line (detect_context)."""
+        is the target's, as for a target given on the command line (detect_context); the target's source as the
+        run found it (a fallback stays one), 'given' where the result does not say it (saved before it was
+        recorded)."""
         if not data.get('target'):
             return None
-        return detect_context(tuple(str(c) for c in data.get('compute_capabilities') or ()), target=str(data['target']))
+        context = detect_context(tuple(str(c) for c in data.get('compute_capabilities') or ()),
+                                 target=str(data['target']))
+        source = data.get('target_source')
+        return replace(context, target_source=source) if source in TARGET_SOURCES else context
 
 
-JSON_KEYS = ('cpu_family', 'target', 'compute_capabilities')  # of ScopeContext.to_json
+JSON_KEYS = ('cpu_family', 'target', 'target_source', 'compute_capabilities')  # of ScopeContext.to_json
 
 
-def detect_target(cpu_family: str, environ: Optional[Mapping[str, str]] = None) -> str:
-    """$EESSI_SOFTWARE_SUBDIR when set, else family/vendor/microarchitecture from archspec, else family/generic."""
+def find_target(cpu_family: str, environ: Optional[Mapping[str, str]] = None) -> Tuple[str, str]:
+    """(target, source): $EESSI_SOFTWARE_SUBDIR when set; else family[/vendor]/microarchitecture from archspec,
+    named as EESSI names its targets (a vendor part for Intel and AMD only: 'x86_64/amd/zen3',
+    'aarch64/neoverse_v1'); else family/generic with source FALLBACK (archspec missing or unable to tell)."""
     environ = os.environ if environ is None else environ
     if environ.get('EESSI_SOFTWARE_SUBDIR'):
-        return environ['EESSI_SOFTWARE_SUBDIR']
+        return environ['EESSI_SOFTWARE_SUBDIR'], EESSI
     try:
         import archspec.cpu
         host = archspec.cpu.host()
-        vendor = _VENDORS.get(host.vendor, host.vendor.lower())
-        return f'{cpu_family}/{vendor}/{host.name}'
-    except Exception:  # noqa: BLE001 - archspec missing or unable to tell: fall back to the family
-        return f'{cpu_family}/generic'
+        vendor = _VENDORS.get(host.vendor)
+        name = str(host.name)
+    except Exception:  # noqa: BLE001 - archspec missing or unable to tell: said as FALLBACK
+        return f'{cpu_family}/generic', FALLBACK
+    if name in ('', 'generic') or name == cpu_family:  # archspec's own fallback: the family, nothing more
+        return f'{cpu_family}/generic', FALLBACK
+    return '/'.join(filter(None, (cpu_family, vendor, name))), ARCHSPEC
+
+
+def detect_target(cpu_family: str, environ: Optional[Mapping[str, str]] = None) -> str:
+    """The target of find_target, without its source."""
+    return find_target(cpu_family, environ)[0]
 
 
 def detect_context(compute_capabilities: tuple = (), cpu_family: Optional[str] = None, target: Optional[str] = None,
                    environ: Optional[Mapping[str, str]] = None) -> ScopeContext:
     """Where the build runs.  A target ('aarch64/neoverse_v1', given or $EESSI_SOFTWARE_SUBDIR) names its own
-    CPU family, so a dry run or a report made on another machine resolves that target's family scopes."""
+    CPU family, so a dry run or a report made on another machine resolves that target's family scopes; the
+    context says where its target came from (find_target)."""
     env = os.environ if environ is None else environ
+    source = GIVEN if target else EESSI
     target = target or env.get('EESSI_SOFTWARE_SUBDIR') or None
     family = cpu_family or (str(target).split('/', 1)[0] if target and '/' in str(target) else platform.machine())
-    return ScopeContext(family, target or detect_target(family, environ), tuple(str(c) for c in compute_capabilities))
+    if not target:
+        target, source = find_target(family, env)
+    return ScopeContext(family, target, tuple(str(c) for c in compute_capabilities), source)
