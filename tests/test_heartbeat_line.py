@@ -8,6 +8,7 @@ import pytest
 
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite.policy import settings
+from eb_pytorch_cuda.testsuite.results.previous import History
 from eb_pytorch_cuda.testsuite.results.seconds import shown
 from eb_pytorch_cuda.testsuite.run.heartbeat import (Estimate, Heartbeat, HeartbeatSettings, estimate, running_text,
                                                      settings_of)
@@ -30,9 +31,9 @@ def test_the_default_heartbeat_stays_5_minutes_everywhere():
     assert settings.TestSettings().test_suite_heartbeat == 300
     assert settings.TestSettings.from_values({}).test_suite_heartbeat == 300
     assert settings.TestSettings.from_values({'test_suite_heartbeat': None}).test_suite_heartbeat == 300
-    assert HeartbeatSettings().seconds == 300 and settings_of(None, None).seconds == 300
+    assert HeartbeatSettings().seconds == 300 and settings_of(None, History()).seconds == 300
     assert RunRequest.__dataclass_fields__['heartbeat'].default.seconds == 300
-    assert RunPlan.__dataclass_fields__['heartbeat'].default.seconds == 300
+    assert isinstance(RunPlan.heartbeat, property)  # the request's
     assert 'test_suite_heartbeat' in settings.JUDGING  # how the step runs, not what is built: not in the fingerprint
 
 
@@ -47,9 +48,9 @@ def test_settings_of_reads_the_previous_results_times(tmp_path):
     previous = tmp_path / 'pytorch-test-results.json'
     previous.write_text(json.dumps({'suite_seconds': {'test_nn': 600.0, 'test_bad': -1},
                                     'suites': [{'name': 'test_torch', 'seconds': 120}]}))
-    found = settings_of(2, str(previous))
+    found = settings_of(2, History.read(str(previous)))
     assert found == HeartbeatSettings(2, {'test_nn': 600.0, 'test_torch': 120.0})  # -1 is no time: left out
-    assert settings_of(2, str(tmp_path / 'missing.json')).previous_seconds == {}
+    assert settings_of(2, History.read(str(tmp_path / 'missing.json'))).previous_seconds == {}
 
 
 def test_shown_reads_as_a_person_reads_a_time():

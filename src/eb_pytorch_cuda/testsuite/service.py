@@ -22,7 +22,7 @@ from typing import (Callable, ContextManager, Dict, Iterator, List, Mapping, Opt
                     Union)
 
 from eb_pytorch_cuda import process
-from eb_pytorch_cuda.testsuite.run.heartbeat import HeartbeatSettings
+from eb_pytorch_cuda.testsuite.run.heartbeat import settings_of as heartbeat_of
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.escape import markdown_code, printable
 from eb_pytorch_cuda.leftovers import stop_leftovers
@@ -426,7 +426,7 @@ def run_step(inputs: StepInputs, host: StepHost) -> StepOutcome:
                              settings.rerun_failed_tests, inputs.batch_size,
                              pieces=executor.piece_rule(history, slots), tested_installation=prefix,
                              job_devices=decision,
-                             heartbeat=HeartbeatSettings(settings.test_suite_heartbeat, dict(history.suite_seconds)))
+                             heartbeat=heartbeat_of(settings.test_suite_heartbeat, history))
         result = run_suites(request, store, executor, host.say)
         device_tests, warnings, jobs = with_node_devices(device_tests, executor.node_devices(store), result,
                                                          store.load())

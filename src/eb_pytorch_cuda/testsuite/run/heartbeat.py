@@ -34,11 +34,10 @@ class HeartbeatSettings:
     previous_seconds: Mapping[str, float] = field(default_factory=dict)
 
 
-def settings_of(seconds: Optional[float], previous_results: Optional[str]) -> HeartbeatSettings:
-    """The heartbeat of a step: every `seconds` (None: DEFAULT_HEARTBEAT), the times of previous_results (a
-    results JSON; what is not a time in it is left out, as service.suite_timeouts said)."""
-    times = previous.suite_seconds(previous_results, previous.load(previous_results)) if previous_results else {}
-    return HeartbeatSettings(DEFAULT_HEARTBEAT if seconds is None else seconds, times)
+def settings_of(seconds: Optional[float], history: previous.History) -> HeartbeatSettings:
+    """The heartbeat of a step: every `seconds` (None: DEFAULT_HEARTBEAT), the suites' times of the previous
+    results (history: read once by the step, what is not a time left out there)."""
+    return HeartbeatSettings(DEFAULT_HEARTBEAT if seconds is None else seconds, dict(history.suite_seconds))
 
 
 @dataclass(frozen=True)
