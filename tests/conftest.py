@@ -106,7 +106,7 @@ def harness26():
 # before issue 34 split the console-script tests out; `-n 2` 16 s: the workers' start costs more than it saves).
 TIER_OF_MODULE = {
     'test_real_harness': 'real_harness', 'test_real_harness_21': 'real_harness', 'test_eb_real_torch21': 'real_harness',
-    'test_real_harness_plain26': 'real_harness',
+    'test_real_harness_plain26': 'real_harness', 'test_harness_retries': 'real_harness',
     'test_demo': 'real_eb', 'test_dry_run': 'real_eb', 'test_easyblock_deployments': 'real_eb',
     'test_eb_easyblock_tests': 'real_eb', 'test_eb_hooks': 'real_eb', 'test_test_install': 'real_eb',
     'test_upstream_easyblock_suite': 'real_eb', 'test_config': 'real_eb',
@@ -136,7 +136,7 @@ UNIT_MODULES = {'test_store_records', 'test_device_tests', 'test_easyblock_impor
                 'test_settings', 'test_ebsummary_lines',
                 'test_results_parsing', 'test_testsuite_policy', 'test_upstream_corpus', 'test_xml_encodings',
                 'test_report_plain26', 'test_unit_tier_pure', 'test_docstring_names',
-                'test_batch_logic', 'test_cuda_visible_devices', 'test_config_plan'}
+                'test_batch_logic', 'test_cuda_visible_devices', 'test_config_plan', 'test_retries'}
 TIERS = ('unit', 'real_tools', 'real_eb', 'slurm', 'real_harness')
 
 

@@ -26,6 +26,8 @@ from eb_pytorch_cuda.testsuite.run.here import HereExecutor
 from eb_pytorch_cuda.testsuite.run.launcher import PROCESSES, Launcher
 from eb_pytorch_cuda.testsuite.run.plan import HERE_PIECE_SECONDS, PieceRule, RunRequest, here_piece_rule
 from eb_pytorch_cuda.testsuite.run.reruns import rerun_failures
+from eb_pytorch_cuda.testsuite.run.retries import planned as planned_retries  # noqa: F401 - the dry run's
+from eb_pytorch_cuda.testsuite.run.retries import retry_environment
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite.policy.judging import Policy, ScopeContext, Verdict, detect_context, judge
 from eb_pytorch_cuda.testsuite.policy.report import RESULTS_JSON, RESULTS_MARKDOWN, to_json, to_markdown
@@ -300,6 +302,7 @@ def run_and_judge(step: TestStep, store: ResultStore, terms: StepTerms, *,
         env = dict(env, **suite_environment(device_tests, command.env))
         if progress:
             progress(device_tests.describe())
+    env = retry_environment(env, settings.harness_retries)  # rerun_failed_tests the only retry (run/retries)
     timeouts = suite_timeouts(settings.test_suite_timeout, step.previous_results, progress)
     jobs = int(settings.test_suite_jobs)
     slots = batch_slots(settings.parallel_test_suites, env, device_tests, progress)
