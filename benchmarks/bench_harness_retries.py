@@ -13,6 +13,16 @@ on its first run only (flaky) and one failing every run after sleeping --seconds
 and the runs of each (the probe's own count, our rerun included, and what the harness's XML shows).
 
     python benchmarks/bench_harness_retries.py [--seconds 20] [--modes kept off]
+
+Measured 2026-12-04 on this project's CPU VM (2 CPUs shared with other work, load 13-14; torch 2.6.0, Debian's
+2.6.0 harness), one run each:
+  --seconds 20: kept 371.6 s, the failing test run 10 times (9 in the harness's XML: 3 sessions of 3, then our
+                rerun); off 225.9 s and 236.6 s, run 2 times (1 in the XML, then our rerun).
+  --seconds 0 (start-up alone): kept 158.3 s; off 146.3 s and 179.7 s.
+So kept pays about 10 x 20 s over its start-up (213 s), off 2 x 20 s plus start-up noise (47-80 s).  Off starts 10
+test-file processes to kept's 6: 2.6's `--rs` sessions (4, ended before their test runs, to kept's 2 that run
+it), one more session to go on past the flaky test (with its reruns off it ends the session it failed in), and
+the flaky test's own isolated rerun (where it passes).
 """
 
 import argparse
