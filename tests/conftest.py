@@ -106,7 +106,7 @@ def harness26():
 # workers' start costs more than it saves).
 TIER_OF_MODULE = {
     'test_real_harness': 'real_harness', 'test_real_harness_21': 'real_harness', 'test_eb_real_torch21': 'real_harness',
-    'test_real_harness_plain26': 'real_harness',
+    'test_real_harness_plain26': 'real_harness', 'test_harness_retries': 'real_harness',
     'test_demo': 'real_eb', 'test_dry_run': 'real_eb', 'test_easyblock_deployments': 'real_eb',
     'test_eb_easyblock_tests': 'real_eb', 'test_eb_hooks': 'real_eb', 'test_test_install': 'real_eb',
     'test_upstream_easyblock_suite': 'real_eb', 'test_config': 'real_eb',
@@ -140,7 +140,7 @@ UNIT_MODULES = {'test_store_records', 'test_device_tests', 'test_easyblock_impor
                 'test_report_plain26', 'test_unit_tier_pure', 'test_docstring_names',
                 'test_batch_logic', 'test_cuda_visible_devices', 'test_config_plan', 'test_project_metadata',
                 'test_cli_help', 'test_command_words', 'test_scopes', 'test_heartbeat_line', 'test_timechart',
-                'test_target_source'}
+                'test_target_source', 'test_retries'}
 TIERS = ('unit', 'real_tools', 'real_eb', 'slurm', 'real_harness')
 
 

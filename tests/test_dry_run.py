@@ -56,6 +56,10 @@ def test_dry_run_is_clean_and_shows_the_whole_plan(tmp_path, configfile, version
     assert ('scope: x86_64, target x86_64/intel/haswell (from $EESSI_SOFTWARE_SUBDIR), compute capabilities 8.0, '
             '9.0') in out
     assert 'budget for unknown failures: 0; reruns: 1' in out
+    # who retries a failed test: PyTorch's own retries off, the step's one rerun only
+    assert ("retries: PyTorch's own off (PYTEST_PLUGINS=eb_pytorch_cuda_no_retries: no --reruns, no single-test "
+            "retries; PYTORCH_RETRY_TEST_CASES, PYTORCH_TEST_RERUN_DISABLED_TESTS unset): a failing test runs once, "
+            "then up to 1 isolated rerun(s) (rerun_failed_tests)") in out
     # which CUDA device tests the step will run, and what decides it: the main job has CUDA
     assert ("cuda_device_tests='auto': where the test step sees a GPU (nvidia-smi, CUDA_VISIBLE_DEVICES): CUDA and "
             "CPU device tests, SANDCASTLE=0; where it sees none: CPU device tests only, SANDCASTLE=1 "

@@ -21,6 +21,7 @@ BAD_VALUES = [
     ('parallel_test_suites = 0', 'parallel_test_suites must be an integer >= 1, got 0'),
     ('test_suite_jobs = 2.5', 'test_suite_jobs must be an integer >= 1, got 2.5'),
     ("flaky_failures_consume_budget = 'no'", "flaky_failures_consume_budget must be True or False, got 'no'"),
+    ('harness_retries = 1', 'harness_retries must be True or False, got 1'),  # 1 == True: a typo, not a switch
     ("excluded_tests = {'': 'test_slow'}", "excluded_tests: scope '' must map to a list of test files"),
     ("excluded_tests = ['test_slow']", "excluded_tests must be a dict {scope: [...]}, got ['test_slow']"),
     ("excluded_tests = {8.0: ['test_slow']}", 'excluded_tests: scope 8.0 must be a string'),

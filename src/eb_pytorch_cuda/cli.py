@@ -229,6 +229,7 @@ def _test_suite_inputs(args: argparse.Namespace):
         settings, parallel_test_suites=args.parallel or settings.parallel_test_suites,
         test_suite_timeout=args.timeout or settings.test_suite_timeout,
         rerun_failed_tests=settings.rerun_failed_tests if args.rerun is None else args.rerun,
+        harness_retries=settings.harness_retries or args.harness_retries,
         test_suite_jobs=args.jobs or settings.test_suite_jobs,
         test_suite_heartbeat=args.heartbeat or settings.test_suite_heartbeat,
         cuda_device_tests=modes[args.cuda_device_tests] if args.cuda_device_tests else settings.cuda_device_tests)
@@ -395,6 +396,8 @@ def build_parser() -> argparse.ArgumentParser:
     suite.add_argument('--rerun', type=int, metavar='N', help='rerun each failed test up to N times in isolation '
                                                               f'(at most {MAX_RERUNS}; default: rerun_failed_tests '
                                                               'of EC, else 0)')
+    suite.add_argument('--harness-retries', action='store_true', help="keep PyTorch's own retries of a failed test "
+                       "(harness_retries = True; default: harness_retries of EC, else off: --rerun the only retry)")
     suite.add_argument('--jobs', type=int, metavar='N', help='spread the suites over N Slurm jobs (sbatch; DIR, SRC '
                                                              'and PY on a path all nodes see; default: '
                                                              'test_suite_jobs of EC, else 1: here)')

@@ -114,6 +114,9 @@ _OUR_TEST_PARAMETERS = {
                            "failing without a countable summary fails the build unless listed",
     'rerun_failed_tests': "Rerun each failed test (its suite when the test is not named) in isolation up to this "
                           f"many times (at most {service.MAX_RERUNS}); a pass makes it flaky, else reproducible",
+    'harness_retries': "Keep PyTorch's own retries of a failed test (pytest-rerunfailures' --reruns=2, 2.6's "
+                       "single-test retries: up to 9 runs of it) on top of rerun_failed_tests; False: the test runs "
+                       "once, rerun_failed_tests is the only retry",
     'flaky_failures_consume_budget': "Count flaky failures (passed on a rerun) against max_failed_tests",
     'test_suite_timeout': "Seconds a test suite may run before it is killed with its whole process group and "
                           "recorded as timed out (judged like a crashed suite). Default: "

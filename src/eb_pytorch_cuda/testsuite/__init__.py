@@ -26,7 +26,9 @@ checked in CI):
                      resumable), gpus (GPUs to spread over, their compute capabilities), devicetests (CUDA
                      device tests or upstream's SANDCASTLE=1), node (how many batches this node holds),
                      piece_times (the times file that splits a long suite into our pieces), reruns (one failed
-                     test alone, once a run), heartbeat (the line naming what runs since when, and the ETA)
+                     test alone, once a run), heartbeat (the line naming what runs since when, and the ETA),
+                     retries (PyTorch's own retries off: the environment and the pytest plugin of
+                     eb_pytorch_cuda/harness_plugin)
     policy/          judging (known failures per scope, the budget, the verdict), settings (the test
                      parameters, one list), suggest (policy entries from failed runs), report (JSON, text,
                      Markdown), timechart (the slowest suites, the per-suite time chart)

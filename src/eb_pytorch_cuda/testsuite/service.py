@@ -23,6 +23,8 @@ from typing import (Callable, ContextManager, Dict, Iterator, List, Mapping, Opt
 
 from eb_pytorch_cuda import process
 from eb_pytorch_cuda.testsuite.run.heartbeat import settings_of as heartbeat_of
+from eb_pytorch_cuda.testsuite.run.retries import planned as planned_retries
+from eb_pytorch_cuda.testsuite.run.retries import retry_environment
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.escape import markdown_code, printable
 from eb_pytorch_cuda.leftovers import stop_leftovers
@@ -416,6 +418,7 @@ def run_step(inputs: StepInputs, host: StepHost) -> StepOutcome:
                                         lambda: host.has_cuda(installed.prefix if installed else None), env,
                                         on_this_node=executor.on_this_node)
         env.update(suite_environment(device_tests, command.env))
+        env = retry_environment(env, settings.harness_retries)  # rerun_failed_tests the only retry (run/retries)
         host.say(device_tests.describe())
         slots = batch_slots(settings.parallel_test_suites, env, device_tests, host.say)
         prefix = installed.prefix if installed else None
@@ -467,6 +470,7 @@ def describe_step(inputs: StepInputs, host: StepHost) -> List[str]:
                  f"compute capabilities {', '.join(context.compute_capabilities) or 'none'}")
     lines.append(f"  excluded (-x): {' '.join(terms.excluded) or 'none'}")
     lines.append(f'  budget for unknown failures: {policy.max_failed_tests}; reruns: {settings.rerun_failed_tests}')
+    lines.append('  ' + planned_retries(settings.harness_retries, settings.rerun_failed_tests))
     for entry in policy.known:
         limit = f' (at most {entry.limit})' if entry.limit else ''
         lines.append(f"  known failure [{entry.scope or 'all'}]: {entry.pattern}{limit} -- {entry.reason}")

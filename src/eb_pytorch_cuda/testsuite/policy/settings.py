@@ -73,6 +73,8 @@ PARAMETERS: Tuple[Tuple[str, Any, bool], ...] = (
     ('known_test_failures', {}, True),
     ('flaky_failures_consume_budget', False, True),
     ('rerun_failed_tests', 0, True),
+    # False: the harness's own retries are off, rerun_failed_tests is the only one (run/retries); True: kept
+    ('harness_retries', False, True),
     ('excluded_tests', {}, True),  # upstream EB_PyTorch's parameter and default
     ('test_suite_timeout', None, True),
     ('parallel_test_suites', 'auto', True),  # 'auto': from the node (run/node), else a count
@@ -102,6 +104,7 @@ class TestSettings:
     known_test_failures: dict = field(default_factory=dict)
     flaky_failures_consume_budget: bool = False
     rerun_failed_tests: int = 0
+    harness_retries: bool = False
     excluded_tests: dict = field(default_factory=dict)
     test_suite_timeout: Optional[int] = None
     parallel_test_suites: Union[int, str] = 'auto'
@@ -127,6 +130,7 @@ class TestSettings:
                    known_test_failures=scoped(value('known_test_failures')),
                    flaky_failures_consume_budget=bool(value('flaky_failures_consume_budget')),
                    rerun_failed_tests=value('rerun_failed_tests'),
+                   harness_retries=value('harness_retries'),
                    excluded_tests=scoped(stripped_names(value('excluded_tests'))),
                    test_suite_timeout=None if timeout in (None, '') else timeout,
                    parallel_test_suites=value('parallel_test_suites'),
@@ -243,9 +247,9 @@ def check_values(values: dict, source: str = 'easyconfig') -> None:
         found = values.get(name)
         if found is not None and not (isinstance(found, bool) or (is_integer(found) and found >= 0)):
             raise PluginError(source, f'{name} must be True, False or an integer >= 0, got {_shown(found)}')
-    if given('flaky_failures_consume_budget') and not isinstance(values['flaky_failures_consume_budget'], bool):
-        raise PluginError(source, f"flaky_failures_consume_budget must be True or False, got "
-                                  f"{_shown(values['flaky_failures_consume_budget'])}")
+    for name in ('flaky_failures_consume_budget', 'harness_retries'):
+        if given(name) and not isinstance(values[name], bool):
+            raise PluginError(source, f'{name} must be True or False, got {_shown(values[name])}')
 
     def excluded_items(scope, items):
         if not isinstance(items, (list, tuple)) or not all(isinstance(t, str) and t.strip() for t in items):

@@ -62,7 +62,7 @@ def apply_reruns(result: RunResult, times: int, rerun: Callable[[str, Optional[s
         return done
     for suite in sorted(result.suites.values(), key=lambda s: s.name):
         for test in suite.failed_tests:
-            test.rerun_outcome, said = _outcome(rerun, suite.name, test.test_id, times)
+            test.rerun_outcome, said = _outcome(rerun, suite.name, test.test_id, times, test.reruns)
             done.append((suite.name, test.test_id, said))
         if suite.status in UNJUDGEABLE or suite.failing_count > len(suite.failed_tests):
             suite.rerun_outcome, said = _outcome(rerun, suite.name, None, times)
@@ -70,15 +70,20 @@ def apply_reruns(result: RunResult, times: int, rerun: Callable[[str, Optional[s
     return done
 
 
-def _outcome(rerun, suite, test_id, times):
-    """(the RerunOutcome, its word) after up to `times` reruns; (None, why) when one cannot run."""
-    for _ in range(times):
+def _outcome(rerun, suite, test_id, times, harness_reruns=0):
+    """(the RerunOutcome, its words with the runs it took) after up to `times` reruns; (None, why) when one cannot
+    run.  harness_reruns: the harness's own reruns of the test in its suite (its XML's <rerun>s)."""
+    # exact with the harness's retries off (run/retries); with them on, its 2.6 single-test sessions are not counted
+    before = '1 run in its suite' if not harness_reruns else \
+        f"at least {1 + harness_reruns} runs in its suite (the harness's own retries)"
+    for attempt in range(1, times + 1):
         passed, output = rerun(suite, test_id)
         if passed is None:
             return None, output
         if passed:
-            return RerunOutcome.FLAKY, RerunOutcome.FLAKY.value
-    return RerunOutcome.REPRODUCIBLE, RerunOutcome.REPRODUCIBLE.value
+            return RerunOutcome.FLAKY, (f'{RerunOutcome.FLAKY.value}: passed alone on rerun {attempt} of {times}, '
+                                        f'after failing {before}')
+    return RerunOutcome.REPRODUCIBLE, f'{RerunOutcome.REPRODUCIBLE.value}: failed {before} and {times} alone'
 
 
 def rerun_failures(result: RunResult, plan: RunPlan, progress: Callable[[str], None]) -> None:
