@@ -89,11 +89,12 @@ def _announced(output_dir: str, suite: str) -> int:
     return count
 
 
-def _suite_process(suite: str) -> Optional[int]:
-    for name in os.listdir('/proc'):
-        if name.isdigit() and any(os.path.basename(part) == f'{suite}.py' for part in _argv(int(name))) \
-                and running(int(name)):
-            return int(name)
+def _suite_process(suite: str, within: str) -> Optional[int]:
+    """The running process of suite's test file whose working directory is inside within (this test's own
+    directory: another test running the same suite on another worker is never the one stopped)."""
+    for pid in processes_in(within):
+        if any(os.path.basename(part) == f'{suite}.py' for part in _argv(pid)):
+            return pid
     return None
 
 
@@ -112,10 +113,12 @@ def _target_pid(kill: Kill, suite_pid: int) -> int:
 
 def deliver(kill: Kill, output_dir: str, timeout: float = 300) -> str:
     """Wait for kill.suite's process (after its `session`-th announcement), stop it, send the signal to the
-    target, continue it; returns what was signalled ('group 123', 'pid 456')."""
+    target, continue it; returns what was signalled ('group 123', 'pid 456').  The suite's process is looked for
+    under the directory that holds output_dir's results directory (the test's own tree and results)."""
+    within = os.path.dirname(os.path.dirname(os.path.abspath(output_dir))) + os.sep
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        pid = _suite_process(kill.suite) if _announced(output_dir, kill.suite) >= kill.session else None
+        pid = _suite_process(kill.suite, within) if _announced(output_dir, kill.suite) >= kill.session else None
         if pid is not None:
             try:
                 os.kill(pid, signal.SIGSTOP)
