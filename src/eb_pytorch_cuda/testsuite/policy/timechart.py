@@ -8,7 +8,7 @@ Markdown quotes them (eb_pytorch_cuda.escape), the SVG gets them printable and a
 """
 
 import io
-from typing import List, Optional, Tuple
+from typing import Any, List, Optional, Tuple
 
 from eb_pytorch_cuda.escape import markdown_code, printable
 from eb_pytorch_cuda.testsuite.results.model import RunResult
@@ -74,7 +74,8 @@ def svg_chart(result: RunResult) -> Optional[str]:
         return None
     names = [printable(name) for name, _seconds in reversed(found)]
     values = [seconds for _name, seconds in reversed(found)]
-    rc = {'svg.hashsalt': 'eb-pytorch-cuda', 'svg.fonttype': 'none', 'text.usetex': False, 'text.parse_math': False}
+    rc: Any = {'svg.hashsalt': 'eb-pytorch-cuda', 'svg.fonttype': 'none', 'text.usetex': False,
+               'text.parse_math': False}  # matplotlib's stubs type each key (with it installed, mypy checks them)
     with matplotlib.rc_context(rc):
         figure = Figure(figsize=(8, 1.2 + 0.3 * len(found)))
         axes = figure.subplots()
