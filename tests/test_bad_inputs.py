@@ -488,7 +488,7 @@ _TEST_COMMAND_EC = ("easyblock = 'PyTorch'\nname = 'PyTorch'\nversion = '2.1.2'\
     ('testopts', "testopts = '--x=\\x00'"),
     ('runtest', "runtest = 'cd test && %(python)s run_test.py -i test_\\x00a'"),
 ])
-def test_a_nul_byte_in_the_test_command_is_refused_naming_the_easyconfig_and_parameter(tmp_path, parameter, line):
+def test_a_nul_in_the_test_command_is_refused_naming_easyconfig_and_parameter(tmp_path, parameter, line):
     """A NUL byte cannot be in an argument or an environment value: before, the command was printed, then
     subprocess's `ValueError: embedded null byte` came as a 46-line traceback, rc 1."""
     easyconfig = tmp_path / 'nul.eb'

@@ -194,7 +194,7 @@ def test_an_install_without_our_entry_points_is_named(tmp_path):
                         r'point \(installed from an older version\): reinstall it with `pip install \.`\n', done.stderr)
 
 
-def test_demo_with_eessi_hooks_file_outside_eessis_environment_sets_and_names_its_defaults(tmp_path):
+def test_demo_with_eessi_hooks_outside_eessi_sets_and_names_its_defaults(tmp_path):
     # a shell without EESSI's environment (as README's command is tried): EESSI's hooks file stopped eb with
     # `$EPREFIX is not defined!`; the demo now sets what the file reads, names each value and which are its own.
     # Through this checkout's code (the console script of the test's Python, with its PYTHONPATH)

@@ -45,7 +45,7 @@ def _run(source, results, *extra):
     return done
 
 
-def test_a_10s_suite_with_a_2s_heartbeat_prints_at_least_three_lines_then_an_eta_from_the_previous_results(tmp_path):
+def test_a_2s_heartbeat_prints_three_lines_on_a_10s_suite_then_an_eta(tmp_path):
     source = standin_source(tmp_path / 'src')
     (source / 'test' / 'test_sleeps.py').write_text(SLEEPS)
     first = _run(source, tmp_path / 'first')

@@ -38,7 +38,7 @@ def test_the_default_heartbeat_stays_5_minutes_everywhere():
 
 
 @pytest.mark.parametrize('value', [0, -5, '60', True, 2.5])
-def test_a_heartbeat_that_is_no_whole_number_of_seconds_is_refused_naming_the_parameter(value):
+def test_a_heartbeat_not_whole_seconds_is_refused_naming_the_parameter(value):
     with pytest.raises(PluginError) as err:
         settings.TestSettings.from_values({'test_suite_heartbeat': value}, 'my.eb')
     assert str(err.value).startswith('my.eb: test_suite_heartbeat must be an integer >= 1, got ')
@@ -130,7 +130,7 @@ def test_without_progress_nothing_is_said_and_nothing_ticks():
     assert beat.line().startswith('still running after ')
 
 
-def test_a_suite_between_two_runs_of_the_harness_waits_and_its_next_run_is_timed_from_its_own_start():
+def test_a_suite_between_two_harness_runs_is_timed_from_its_own_start():
     """2.6 runs a suite's `-m serial` session, then (after every other suite's) its main one: the line times the
     run in progress, as the timeout does (run/batches._overdue)."""
     clock, said = Clock(), []

@@ -78,7 +78,7 @@ def test_the_markdown_shows_the_svg_beside_it_when_one_was_drawn():
     assert '![Time per suite](pytorch-test-times.svg)' in markdown.splitlines()
 
 
-def test_without_matplotlib_there_is_no_svg_and_the_reports_are_the_json_and_markdown(monkeypatch):
+def test_without_matplotlib_the_reports_are_json_and_markdown_without_svg(monkeypatch):
     """sys.modules[name] = None is Python's own way to make `import name` fail (as where it is not installed)."""
     monkeypatch.setitem(sys.modules, 'matplotlib', None)
     result = _result()
