@@ -35,6 +35,7 @@ a `test-suite` or `eb` that is told to stop leaves nothing running when it exits
 import contextlib
 import errno
 import hashlib
+import inspect
 import os
 import shutil
 import signal
@@ -56,28 +57,11 @@ STOPPING_SIGNALS = (signal.SIGINT,) + TERMINATING_SIGNALS
 MARK_VARIABLE = 'EB_PYTORCH_CUDA_GROUP'
 
 
-# the one scan of a group in /proc; the supervisor's members() (its program must stand alone: python -I -S -c)
-# applies the same rule, so both sides agree on what "still running" means
-def group_members(pgid: int) -> List[int]:
-    """Processes of group pgid that still run (a zombie has ended: only its exit status is left)."""
-    found = []
-    for name in os.listdir('/proc'):
-        if name.isdigit():
-            try:
-                with open('/proc/' + name + '/stat', 'rb') as handle:
-                    stat = handle.read()
-            except OSError:
-                continue
-            fields = stat[stat.rindex(b')') + 2:].split()
-            if int(fields[2]) == pgid and fields[0] != b'Z':
-                found.append(int(name))
-    return found
-
-
-def running_groups() -> Dict[int, List[int]]:
-    """{process group: its processes that still run} of every group, in one scan of /proc (group_members' rule:
-    a zombie has ended), for a caller that asks about many groups at once (eb_pytorch_cuda.leftovers)."""
-    found: Dict[int, List[int]] = {}
+# the one scan of /proc: used here, and its source is compiled into the supervisor program (which must stand
+# alone: python -I -S -c), so both sides agree on what "still running" means
+def running_processes() -> Iterator[Tuple[int, List[bytes]]]:
+    """(pid, the fields of /proc/PID/stat after its command name) of every process that still runs (a zombie has
+    ended: only its exit status is left); field 1 is the parent's pid, field 2 the process group."""
     for name in os.listdir('/proc'):
         if name.isdigit():
             try:
@@ -87,7 +71,20 @@ def running_groups() -> Dict[int, List[int]]:
                 continue
             fields = stat[stat.rindex(b')') + 2:].split()
             if fields[0] != b'Z':
-                found.setdefault(int(fields[2]), []).append(int(name))
+                yield int(name), fields
+
+
+def group_members(pgid: int) -> List[int]:
+    """Processes of group pgid that still run (running_processes)."""
+    return [pid for pid, fields in running_processes() if int(fields[2]) == pgid]
+
+
+def running_groups() -> Dict[int, List[int]]:
+    """{process group: its processes that still run} of every group, in one scan of /proc (running_processes),
+    for a caller that asks about many groups at once (eb_pytorch_cuda.leftovers)."""
+    found: Dict[int, List[int]] = {}
+    for pid, fields in running_processes():
+        found.setdefault(int(fields[2]), []).append(pid)
     return found
 
 
@@ -110,18 +107,10 @@ if MARK in os.environ:  # a recorded group: the command carries the proof of who
 def members():
     """Our group's other running members and every running descendant (whatever its group or session)."""
     children, found = {}, set()
-    for name in os.listdir('/proc'):
-        if name.isdigit():
-            try:
-                with open('/proc/' + name + '/stat', 'rb') as handle:
-                    stat = handle.read()
-            except OSError:
-                continue
-            fields = stat[stat.rindex(b')') + 2:].split()
-            if fields[0] != b'Z':
-                children.setdefault(int(fields[1]), []).append(int(name))
-                if int(fields[2]) == me:
-                    found.add(int(name))
+    for pid, fields in running_processes():
+        children.setdefault(int(fields[1]), []).append(pid)
+        if int(fields[2]) == me:
+            found.add(pid)
     below = list(children.get(me, ()))
     while below:
         pid = below.pop()
@@ -205,7 +194,8 @@ stop_group()  # what the command left running in its group or below it (pool wor
 end_like(status)
 '''
 
-_SUPERVISOR = f'MARK = {MARK_VARIABLE!r}\n' + _SUPERVISOR
+_SUPERVISOR = (inspect.getsource(running_processes).replace(' -> Iterator[Tuple[int, List[bytes]]]', '')
+               + f'MARK = {MARK_VARIABLE!r}\n' + _SUPERVISOR)
 _SUPERVISOR_ARGV = [b'-I', b'-S', b'-c', _SUPERVISOR.encode()]  # what follows the Python in its command line
 
 _live: set = set()

@@ -413,15 +413,14 @@ def run_step(inputs: StepInputs, host: StepHost) -> StepOutcome:
     history = History.read(inputs.previous_results, host.say)
     with host.tested_installation(executor.installation_parent(inputs.build_dir)) as installed:
         env = dict(inputs.env, **command.env, **(installed.env if installed else {}))
+        prefix = installed.prefix if installed else None
         # True without a GPU stops here, before any suite runs
-        device_tests = device_test_mode(settings.cuda_device_tests,
-                                        lambda: host.has_cuda(installed.prefix if installed else None), env,
+        device_tests = device_test_mode(settings.cuda_device_tests, lambda: host.has_cuda(prefix), env,
                                         on_this_node=executor.on_this_node)
         env.update(suite_environment(device_tests, command.env))
         env = retry_environment(env, settings.harness_retries)  # rerun_failed_tests the only retry (run/retries)
         host.say(device_tests.describe())
         slots = batch_slots(settings.parallel_test_suites, env, device_tests, host.say)
-        prefix = installed.prefix if installed else None
         decision = (None if executor.on_this_node or settings.cuda_device_tests is False else
                     job_decision(settings.cuda_device_tests, host.has_cuda(prefix), command.env))
         request = RunRequest(command, env, inputs.output_dir, inputs.python,
@@ -437,8 +436,8 @@ def run_step(inputs: StepInputs, host: StepHost) -> StepOutcome:
         warnings += step_warnings
         for warning in warnings:
             host.say(f'WARNING: {warning}')
-        if installed and not verdict.passed:
-            keep(store, result, installed.prefix)
+        if prefix and not verdict.passed:
+            keep(store, result, prefix)
     device = DeviceTerms(device_tests.requested, device_tests.enabled, tuple(device_tests.gpus), device_tests.reason)
     judged_by = JudgedTerms.of(terms.policy, terms.excluded, settings.rerun_failed_tests, device)
     return StepOutcome(result, verdict, terms.context, notes(store), test_seconds(store), device_tests, warnings,
