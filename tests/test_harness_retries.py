@@ -77,7 +77,10 @@ def retries_kept(harness26, tmp_path_factory):
 
 
 def _failed(report):
+    """{test id: its entry} of the probe suite's failed tests, in the report's order; each id must be there once."""
     suite = next(suite for suite in report['suites'] if suite['name'] == SUITE)
+    ids = [test['test_id'] for test in suite['failed_tests']]
+    assert len(ids) == len(set(ids)), ids
     return {test['test_id']: test for test in suite['failed_tests']}
 
 
@@ -90,7 +93,7 @@ def test_a_consistently_failing_test_runs_once_in_its_suite_and_once_alone(retri
     assert output.count(REFUSED) == 4 and '--reruns=2' in output  # run_test.py still asks for them
     assert 'The following tests failed consistently' in output
     failed = _failed(report)
-    assert list(failed) == [ALWAYS, ONCE]  # each named once
+    assert list(failed) == [ALWAYS, ONCE]  # each named once, in the order the log shows them fail
     assert failed[ALWAYS]['rerun_outcome'] == 'reproducible' and failed[ALWAYS]['reruns'] == 0
     assert (f'rerun of {SUITE}::{ALWAYS}: reproducible: failed 1 run in its suite and 1 alone') in done.stderr
 

@@ -89,13 +89,17 @@ def _compare(log, xml):
 
 
 def _combined(log, xml):
-    """XML counts and tests, plus any failure only the log shows."""
-    suite = Suite(xml.name, counts=replace(xml.counts), failed_tests=list(xml.failed_tests), sources=['xml', 'log'],
-                  cuda_counts=xml.cuda_counts)
+    """XML counts and tests, plus any failure only the log shows.  The failed tests are listed in the order the
+    log shows them fail, then those only the XML names: the XML files' order says nothing (2.6 writes one per
+    pytest session under a random name), and a report of the same run must read the same."""
+    by_id = {t.test_id: t for t in xml.failed_tests}
+    in_log = [by_id.get(t.test_id, t) for t in log.failed_tests]
+    logged = {t.test_id for t in in_log}
+    suite = Suite(xml.name, counts=replace(xml.counts),
+                  failed_tests=in_log + [t for t in xml.failed_tests if t.test_id not in logged],
+                  sources=['xml', 'log'], cuda_counts=xml.cuda_counts)
     for key in ('failed', 'errors'):
         suite.counts[key] = max(suite.counts[key], log.counts[key])
-    known = {t.test_id for t in suite.failed_tests}
-    suite.failed_tests += [t for t in log.failed_tests if t.test_id not in known]
     suite.cuda_counts = with_named_failures(suite.cuda_counts, (t.test_id for t in suite.failed_tests))
     return suite
 
