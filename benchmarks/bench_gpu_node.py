@@ -16,9 +16,11 @@ Cases (each a list of runs, timed by wall clock, one after the other, nothing el
         results' per-test times: a second build cuts its long suites into pieces).
   cpu-pool: the same runs on pool_suites, the 19 of CPU_SUITES off 2.6's serial list (what parallel batches can
         change: the serial list's files run alone in every run).
+  gpu:  the CUDA selection --gpu-selection names (tools/validate-gpu/probe_cuda.py chose it on the node: about 13
+        minutes of plain run_test.py), the GPU seen: plain, ours auto, ours auto after it.
 
-    python benchmarks/bench_gpu_node.py --harness TREE --python PY --workdir DIR --out DIR [--case conv cpu cpu-pool]
-        [--plain-from JSON]
+    python benchmarks/bench_gpu_node.py --harness TREE --python PY --workdir DIR --out DIR
+        [--case conv cpu cpu-pool gpu] [--plain-from JSON] [--gpu-selection JSON]
 
 TREE: a PyTorch tree whose test/run_test.py imports with PY's torch (the GPU kit's .gpu/harness, extracted by
 binary_torch.make_harness_tarball, or a source tree).  Writes DIR/bench-gpu-node.json; prints a table.  Measured
@@ -141,15 +143,33 @@ def conv_case(args, work, record):
 def cpu_case(args, work, record, case='cpu'):
     """The cpu case (--cpu-suites) or the cpu-pool case (pool_suites): plain, ours auto, ours auto after it."""
     suites = args.cpu_suites if case == 'cpu' else pool_suites(args.harness)
+    _side_by_side(args, work, record, case, suites, [], True)
+
+
+def gpu_case(args, work, record):
+    """The gpu case: the CUDA selection tools/validate-gpu/probe_cuda.py chose on this node (--gpu-selection):
+    plain, ours auto, ours auto after it, the GPU seen by all three."""
+    try:
+        with open(args.gpu_selection) as handle:
+            selection = json.load(handle)
+        suites, expr = list(selection['suites']), str(selection['expr'])
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        sys.exit(f'bench_gpu_node: {args.gpu_selection}: no GPU selection ({type(err).__name__}: {err})')
+    _side_by_side(args, work, record, 'gpu', suites, ['-k', expr], False)
+
+
+def _side_by_side(args, work, record, case, suites, pytest_args, hide_gpu):
+    """plain (or --plain-from's), ours with the node's batch count, ours again after its own results."""
     if args.plain_from:  # measured before, on the same node, kit and suites (a session's device time is 30 min)
         seconds, results = _recorded_plain(args.plain_from, case, suites)
         record('plain', seconds, results, reused_from=args.plain_from)
     else:
-        seconds, log = plain(args.harness, args.python, suites, [], os.path.join(work, f'{case}-plain.log'), True)
+        seconds, log = plain(args.harness, args.python, suites, pytest_args, os.path.join(work, f'{case}-plain.log'),
+                             hide_gpu)
         record('plain', seconds, results_of_log(log))
-    seconds, path = _ours_after(args, suites, [], work, f'{case}-auto', None, None, True)  # auto: the node's count
+    seconds, path = _ours_after(args, suites, pytest_args, work, f'{case}-auto', None, None, hide_gpu)
     record('ours_auto', seconds, results_of_json(path))
-    seconds, path = _ours_after(args, suites, [], work, f'{case}-second', path, None, True)
+    seconds, path = _ours_after(args, suites, pytest_args, work, f'{case}-second', path, None, hide_gpu)
     record('ours_second', seconds, results_of_json(path))
 
 
@@ -173,9 +193,11 @@ def main():
     parser.add_argument('--python', required=True)
     parser.add_argument('--workdir', required=True)
     parser.add_argument('--out', required=True)
-    parser.add_argument('--case', nargs='+', choices=('conv', 'cpu', 'cpu-pool'), default=['conv', 'cpu'])
+    parser.add_argument('--case', nargs='+', choices=('conv', 'cpu', 'cpu-pool', 'gpu'), default=['conv', 'cpu'])
     parser.add_argument('--conv-expr', default=CONV_EXPR)
     parser.add_argument('--cpu-suites', nargs='+', default=CPU_SUITES)
+    parser.add_argument('--gpu-selection', metavar='JSON', help="the gpu case's suites and -k expression "
+                        '(tools/validate-gpu/probe_cuda.py)')
     parser.add_argument('--plain-from', metavar='JSON',
                         help="the cpu or cpu-pool case's plain run from an earlier bench-gpu-node.json, not run again")
     args = parser.parse_args()
@@ -203,6 +225,8 @@ def main():
 
         if case == 'conv':
             conv_case(args, args.workdir, record)
+        elif case == 'gpu':
+            gpu_case(args, args.workdir, record)
         else:
             cpu_case(args, args.workdir, record, case)
 

@@ -28,7 +28,8 @@ if [ ! -e "$WORK/pid" ]; then
     # the benchmark's scripts as they are now: it starts after the eb phases, in a later device call, whose copy of
     # the working tree may not be the one this call's process started in
     mkdir -p "$WORK/scripts" && cp tools/validate-gpu/bench_python.py tools/validate-gpu/binary_torch.py \
-        benchmarks/bench_gpu_node.py "$WORK/scripts/" && rm -rf "$WORK/bench-tree" && cp -r "$KIT/harness" "$WORK/bench-tree"
+        tools/validate-gpu/probe_cuda.py tools/validate-gpu/eb_probe_plugin.py benchmarks/bench_gpu_node.py \
+        "$WORK/scripts/" && rm -rf "$WORK/bench-tree" && cp -r "$KIT/harness" "$WORK/bench-tree"
     # BENCH="conv cpu" (or one of them, or cpu-pool: bench_gpu_node.py's cases): after the eb phases,
     # benchmarks/bench_gpu_node.py on the machine's own torch (bench_python.py: a venv that sees it and the carried
     # test plugins, not the machine's pytest plugins)
@@ -36,16 +37,24 @@ if [ ! -e "$WORK/pid" ]; then
     # PLAIN_FROM=docs/validation/h200-2026-12-02-bench-cpu/bench-gpu-node.json: the cpu case's plain run measured
     # there (1413 s), not run again (the three runs of the cpu case do not fit one session's 30 device minutes)
     [ -z "${PLAIN_FROM:-}" ] || PLAIN_FROM=$(realpath "$PLAIN_FROM")
+    # BENCH=gpu: tools/validate-gpu/probe_cuda.py first chooses the CUDA selection on the node (its
+    # gpu-selection.json: suites, -k expression, estimates); TARGET: the plain run's seconds it aims at
     (export PYTHONPATH="$WORK/site" PYTHONUNBUFFERED=1 WORK REC KIT BENCH="${BENCH:-}" NO_EB="${NO_EB:-}" \
-         PLAIN_FROM="${PLAIN_FROM:-}"
+         PLAIN_FROM="${PLAIN_FROM:-}" TARGET="${TARGET:-780}"
      setsid bash -c '
          [ -n "$NO_EB" ] || python3 tools/validate-gpu/eb_gpu_run.py --workdir "$WORK/eb" --out "$REC" --harness-tree "$KIT/harness" \
              --lmod-debs "$KIT/debs" --carried "$WORK/site" "$@" > "$REC/run.log" 2>&1
          [ -n "$BENCH" ] || exit 0
-         python3 "$WORK/scripts/bench_python.py" "$WORK/bench-python" "$WORK/site" > "$REC/bench.log" 2>&1 &&
-             python3 "$WORK/scripts/bench_gpu_node.py" --harness "$WORK/bench-tree" --python "$WORK/bench-python/bin/python" \
-                 --workdir "$WORK/bench" --out "$REC/bench" --case $BENCH \
-                 ${PLAIN_FROM:+--plain-from "$PLAIN_FROM"} >> "$REC/bench.log" 2>&1' round "$@" \
+         python3 "$WORK/scripts/bench_python.py" "$WORK/bench-python" "$WORK/site" > "$REC/bench.log" 2>&1 || exit 1
+         selection=()
+         case " $BENCH " in *" gpu "*)
+             python3 "$WORK/scripts/probe_cuda.py" --harness "$WORK/bench-tree" --python "$WORK/bench-python/bin/python" \
+                 --workdir "$WORK/probe" --out "$REC/gpu-selection.json" --target "$TARGET" >> "$REC/bench.log" 2>&1 || exit 1
+             selection=(--gpu-selection "$REC/gpu-selection.json");;
+         esac
+         python3 "$WORK/scripts/bench_gpu_node.py" --harness "$WORK/bench-tree" --python "$WORK/bench-python/bin/python" \
+             --workdir "$WORK/bench" --out "$REC/bench" --case $BENCH "${selection[@]}" \
+             ${PLAIN_FROM:+--plain-from "$PLAIN_FROM"} >> "$REC/bench.log" 2>&1' round "$@" \
          < /dev/null > /dev/null 2>&1 &  # its own files only: a caller's pipe is not held open (`| tail` returns)
      echo $! > "$WORK/pid")
 fi
@@ -57,10 +66,11 @@ kill -0 "$pid" 2>/dev/null && state=running
 what="eb_gpu_run.py${BENCH:+ and the benchmark}"
 [ -z "${NO_EB:-}" ] || what="the benchmark alone"
 echo "h200_round: $what: $state"
-tail -c 3000 "$REC/run.log" 2>/dev/null; tail -n 5 "$REC/bench.log" 2>/dev/null
+tail -c 3000 "$REC/run.log" 2>/dev/null; tail -n 20 "$REC/bench.log" 2>/dev/null
 if [ -n "${OUT:-}" ]; then
     tar -czf "$OUT/record.tar.gz" -C "$REC" . 2>/dev/null
-    cp "$REC/results.json" "$REC/summary.md" "$REC/bench/bench-gpu-node.json" "$REC/bench.log" "$OUT/" 2>/dev/null
+    cp "$REC/results.json" "$REC/summary.md" "$REC/bench/bench-gpu-node.json" "$REC/bench.log" \
+        "$REC/gpu-selection.json" "$OUT/" 2>/dev/null
     # the benchmark's own runs so far: ours' reports and output, the plain run's log (gzip: ~1 MB of text)
     (cd "$WORK/bench" 2>/dev/null && find . -maxdepth 2 \( -name 'pytorch-test-*' -o -name 'bench-stdout.txt' \
         -o -name '*-plain.log' \) -print0 | tar -czf "$OUT/bench-runs.tar.gz" --null -T - 2>/dev/null)
