@@ -223,3 +223,41 @@ def test_suite_threads_benchmark_here_four_processes_on_two_cores():
     assert runs['4 side by side, default threads']['seconds'] == 139.3 and runs['4 side by side, the rule'] == {
         'seconds': 19.3, 'threads': 1, 'summaries': ['104 passed, 58 skipped, 50 deselected'] * 4}
     assert runs['alone, default threads']['seconds'] == 9.1 and runs['alone, the rule']['seconds'] == 8.9
+
+
+def _probe_cuda():
+    """tools/validate-gpu/probe_cuda.py, whose choose() picks the gpu case's selection on the node."""
+    spec = importlib.util.spec_from_file_location('probe_cuda', os.path.join(ROOT, 'tools', 'validate-gpu',
+                                                                             'probe_cuda.py'))
+    probe = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(probe)
+    return probe
+
+
+def test_the_h200_cuda_probe_record_replayed_chooses_no_suite_that_outlasts_the_session():
+    """The H200's probe of 12 CUDA candidate suites (2026-12-05, 75.4 s, `-k '(cuda) and not 64bit_indexing'`):
+    test_binary_ufuncs, test_unary_ufuncs and test_foreach are estimated at 1067 to 3820 s, test_transformers at
+    429 s, the rest at 13 to 294 s; test_dlpack's sample failed, test_linalg selected no test.  The rule the record
+    ran under let test_binary_ufuncs in (an estimated 1962 s plain call, past the device session); choose() replayed
+    on the same probes leaves out every suite over half the target and says the 1000 s target is not reached: the
+    pool of 3 runs test_transformers alone in one process, so the estimate is the convolution set's 80.3 s plus its
+    428.9 s whatever else joins, and no 10-minute target is reachable from these candidates."""
+    with open(os.path.join(VALIDATION, 'h200-2026-12-05-probe-cuda', 'gpu-selection.json')) as handle:
+        record = json.load(handle)
+    assert record['suites'] == ['nn/test_convolution', 'test_transformers', 'test_binary_ufuncs']
+    assert record['estimate']['plain'] == 1962.0 and record['target'] == 1000.0
+    probe = _probe_cuda()
+    probes = {suite: {**found, 'tests': record['sample_tests'][suite]} for suite, found in record['probes'].items()}
+    assert probe.failed(probes['test_dlpack']) and probes['test_linalg']['selected'] == 0
+    long_ones = {suite for suite in probes if (probe.estimate(probes[suite], probe.EXCLUDE_TIERS[0]) or 0) > 1000}
+    assert long_ones == {'test_binary_ufuncs', 'test_unary_ufuncs', 'test_foreach'}
+    suites, tier, figures, reached = probe.choose(probes, probe.FIXED, 1000.0)
+    assert not reached and tier == 0
+    assert suites[:3] == ['nn/test_convolution', 'test_transformers', 'test_sparse']
+    assert not long_ones & set(suites) and {'test_dlpack', 'test_linalg'}.isdisjoint(suites)
+    assert all(figures['suites'][suite] <= 500 for suite in suites)
+    assert figures['plain'] == round(80.3 + figures['suites']['test_transformers'], 1)  # the pool's longest process
+    # no plain call of 10 minutes or more is within these candidates' reach under the rule: 509 s at best
+    for target in (600.0, 860.0, 1200.0):
+        _, _, figures, reached = probe.choose(probes, probe.FIXED, target)
+        assert not reached and figures['plain'] <= 509.2
