@@ -38,20 +38,24 @@ if [ ! -e "$WORK/pid" ]; then
     # there (1413 s), not run again (the three runs of the cpu case do not fit one session's 30 device minutes)
     [ -z "${PLAIN_FROM:-}" ] || PLAIN_FROM=$(realpath "$PLAIN_FROM")
     # BENCH=gpu: tools/validate-gpu/probe_cuda.py first chooses the CUDA selection on the node (its
-    # gpu-selection.json: suites, -k expression, estimates); TARGET: the plain run's seconds it aims at
+    # gpu-selection.json: suites, -k expression, estimates); TARGET: the plain run's seconds it aims at.  BENCH=probe:
+    # the probe alone (PROBE_SUITES: which suites, default probe_cuda.py's CANDIDATES), before any other case
     (export PYTHONPATH="$WORK/site" PYTHONUNBUFFERED=1 WORK REC KIT BENCH="${BENCH:-}" NO_EB="${NO_EB:-}" \
-         PLAIN_FROM="${PLAIN_FROM:-}" TARGET="${TARGET:-780}"
+         PLAIN_FROM="${PLAIN_FROM:-}" TARGET="${TARGET:-780}" PROBE_SUITES="${PROBE_SUITES:-}"
      setsid bash -c '
          [ -n "$NO_EB" ] || python3 tools/validate-gpu/eb_gpu_run.py --workdir "$WORK/eb" --out "$REC" --harness-tree "$KIT/harness" \
              --lmod-debs "$KIT/debs" --carried "$WORK/site" "$@" > "$REC/run.log" 2>&1
          [ -n "$BENCH" ] || exit 0
          python3 "$WORK/scripts/bench_python.py" "$WORK/bench-python" "$WORK/site" > "$REC/bench.log" 2>&1 || exit 1
          selection=()
-         case " $BENCH " in *" gpu "*)
+         case " $BENCH " in *" gpu "*|*" probe "*)
              python3 "$WORK/scripts/probe_cuda.py" --harness "$WORK/bench-tree" --python "$WORK/bench-python/bin/python" \
-                 --workdir "$WORK/probe" --out "$REC/gpu-selection.json" --target "$TARGET" >> "$REC/bench.log" 2>&1 || exit 1
+                 --workdir "$WORK/probe" --out "$REC/gpu-selection.json" --target "$TARGET" \
+                 ${PROBE_SUITES:+--suites $PROBE_SUITES} >> "$REC/bench.log" 2>&1 || exit 1
              selection=(--gpu-selection "$REC/gpu-selection.json");;
          esac
+         BENCH=$(echo " $BENCH " | sed "s/ probe / /g")  # the probe alone is no case of the benchmark
+         [ -n "${BENCH// }" ] || exit 0
          python3 "$WORK/scripts/bench_gpu_node.py" --harness "$WORK/bench-tree" --python "$WORK/bench-python/bin/python" \
              --workdir "$WORK/bench" --out "$REC/bench" --case $BENCH "${selection[@]}" \
              ${PLAIN_FROM:+--plain-from "$PLAIN_FROM"} >> "$REC/bench.log" 2>&1' round "$@" \

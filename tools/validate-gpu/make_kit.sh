@@ -37,7 +37,8 @@ pip=(.venvs/eb-5.4.1/bin/python -m pip)
 # (tools/validate-gpu/kit/PROVENANCE.md), the shared nn/test_convolution.py
 for f in run_test.py conftest.py pytest_shard_custom.py test_transformers.py test_cuda.py test_fake_tensor.py \
          test_cpp_extensions_open_device_registration.py test_binary_ufuncs.py test_unary_ufuncs.py test_foreach.py \
-         test_linalg.py test_sparse.py; do
+         test_linalg.py test_sparse.py test_sparse_csr.py test_nestedtensor.py test_modules.py test_autograd.py \
+         test_ops_gradients.py test_prims.py test_expanded_weights.py test_optim.py test_decomp.py test_meta.py; do
     cp "$TREE/test/$f" "$KIT/harness/test/"
 done
 # the CPU suites of benchmarks/bench_gpu_node.py's cpu case (its CPU_SUITES; each imports alone from this tree with
