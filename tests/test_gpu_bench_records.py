@@ -261,3 +261,24 @@ def test_the_h200_cuda_probe_record_replayed_chooses_no_suite_that_outlasts_the_
     for target in (600.0, 860.0, 1200.0):
         _, _, figures, reached = probe.choose(probes, probe.FIXED, target)
         assert not reached and figures['plain'] <= 509.2
+
+
+def test_earlier_probes_are_taken_as_probed_and_new_ones_replace_them(tmp_path):
+    """probe_cuda.py --probes-from: the kept H200 probe's suites count as probed (so a session probes only new
+    candidates, then has the time to run the case it chose); a suite probed again is the new probe's, and a file
+    that holds no probe record is refused in one line naming it."""
+    probe = _probe_cuda()
+    kept = os.path.join(VALIDATION, 'h200-2026-12-05-probe-cuda', 'gpu-selection.json')
+    with open(kept) as handle:
+        record = json.load(handle)
+    earlier = probe.recorded_probes([kept], {'test_complex'})
+    assert list(earlier) == [suite for suite in record['probes'] if suite != 'test_complex']
+    for suite, found in earlier.items():
+        assert found['tests'] == record['sample_tests'][suite] and 'failed' not in found
+        assert probe.estimate(found, probe.EXCLUDE_TIERS[0]) == record['estimate']['suites'][suite]
+    assert probe.failed(earlier['test_dlpack'])
+    bad = tmp_path / 'gpu-selection.json'
+    bad.write_text('{"suites": []}')
+    with pytest.raises(SystemExit) as refused:
+        probe.recorded_probes([str(bad)], set())
+    assert str(refused.value) == f"probe_cuda: {bad}: no probe record (KeyError: 'probes')"

@@ -39,9 +39,14 @@ if [ ! -e "$WORK/pid" ]; then
     [ -z "${PLAIN_FROM:-}" ] || PLAIN_FROM=$(realpath "$PLAIN_FROM")
     # BENCH=gpu: tools/validate-gpu/probe_cuda.py first chooses the CUDA selection on the node (its
     # gpu-selection.json: suites, -k expression, estimates); TARGET: the plain run's seconds it aims at.  BENCH=probe:
-    # the probe alone (PROBE_SUITES: which suites, default probe_cuda.py's CANDIDATES), before any other case
+    # the probe alone (PROBE_SUITES: which suites, default probe_cuda.py's CANDIDATES), before any other case.
+    # PROBES_FROM: earlier gpu-selection.json records of the node, their suites not probed again.  FALLBACK=cpu:
+    # where the probe's selection does not reach TARGET, the gpu case gives way to that case (PLAIN_FROM is its plain
+    # run: the gpu case's plain run is always measured)
+    [ -z "${PROBES_FROM:-}" ] || PROBES_FROM=$(realpath $PROBES_FROM | tr '\n' ' ')
     (export PYTHONPATH="$WORK/site" PYTHONUNBUFFERED=1 WORK REC KIT BENCH="${BENCH:-}" NO_EB="${NO_EB:-}" \
-         PLAIN_FROM="${PLAIN_FROM:-}" TARGET="${TARGET:-780}" PROBE_SUITES="${PROBE_SUITES:-}"
+         PLAIN_FROM="${PLAIN_FROM:-}" TARGET="${TARGET:-780}" PROBE_SUITES="${PROBE_SUITES:-}" \
+         PROBES_FROM="${PROBES_FROM:-}" FALLBACK="${FALLBACK:-}"
      setsid bash -c '
          [ -n "$NO_EB" ] || python3 tools/validate-gpu/eb_gpu_run.py --workdir "$WORK/eb" --out "$REC" --harness-tree "$KIT/harness" \
              --lmod-debs "$KIT/debs" --carried "$WORK/site" "$@" > "$REC/run.log" 2>&1
@@ -51,8 +56,18 @@ if [ ! -e "$WORK/pid" ]; then
          case " $BENCH " in *" gpu "*|*" probe "*)
              python3 "$WORK/scripts/probe_cuda.py" --harness "$WORK/bench-tree" --python "$WORK/bench-python/bin/python" \
                  --workdir "$WORK/probe" --out "$REC/gpu-selection.json" --target "$TARGET" \
-                 ${PROBE_SUITES:+--suites $PROBE_SUITES} >> "$REC/bench.log" 2>&1 || exit 1
+                 ${PROBE_SUITES:+--suites $PROBE_SUITES} ${PROBES_FROM:+--probes-from $PROBES_FROM} \
+                 >> "$REC/bench.log" 2>&1 || exit 1
              selection=(--gpu-selection "$REC/gpu-selection.json");;
+         esac
+         case " $BENCH " in *" gpu "*)
+             if [ -n "$FALLBACK" ] && ! python3 -c "import json, sys; sys.exit(not json.load(open(sys.argv[1]))[\"target_reached\"])" \
+                     "$REC/gpu-selection.json"; then
+                 echo "h200_round: the probe reached no ${TARGET} s selection: the $FALLBACK case instead" >> "$REC/bench.log"
+                 BENCH=$(echo " $BENCH " | sed "s/ gpu / $FALLBACK /g")
+             else
+                 PLAIN_FROM=""  # the gpu case measures its plain run
+             fi;;
          esac
          BENCH=$(echo " $BENCH " | sed "s/ probe / /g")  # the probe alone is no case of the benchmark
          [ -n "${BENCH// }" ] || exit 0

@@ -15,7 +15,11 @@ an estimate: the benchmark measures the plain run it chose (probed 12 at a time,
 534 s was measured 350 s in a plain call).
 
     python probe_cuda.py --harness TREE --python PY --workdir DIR --out SELECTION.json [--expr 'cuda']
-        [--suites ...] [--fixed SUITE=SECONDS ...] [--target 780]
+        [--suites ...] [--fixed SUITE=SECONDS ...] [--target 780] [--probes-from EARLIER.json ...]
+
+--probes-from: an earlier SELECTION.json of the same node and kit; its probed suites that --suites does not name
+are taken as probed there (their sample tests and start-up), before the new ones, so that one device session
+probes only new candidates and still has the time to run the case it chose.
 
 Writes SELECTION.json: {'suites': [...], 'expr': '-k expression', 'estimate': {...}, 'probes': {suite: {...}}}.
 """
@@ -158,6 +162,23 @@ def choose(probes, fixed, target):
     return best
 
 
+def recorded_probes(paths, skip):
+    """{suite: summary()} of earlier SELECTION.json files, their suites in skip left out; exits in one line naming
+    a file that holds no probes."""
+    probes = {}
+    for path in paths:
+        try:
+            with open(path) as handle:
+                record = json.load(handle)
+            for suite, found in record['probes'].items():
+                if suite not in skip:
+                    probes[suite] = {**{key: value for key, value in found.items() if key != 'failed'},
+                                     'tests': record['sample_tests'][suite]}
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
+            sys.exit(f'probe_cuda: {path}: no probe record ({type(err).__name__}: {err})')
+    return probes
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--harness', required=True)
@@ -171,6 +192,7 @@ def main():
     parser.add_argument('--shards', type=int, default=5)
     parser.add_argument('--limit', type=float, default=75.0)
     parser.add_argument('--parallel', type=int, default=12)  # one wave of probes on 16 cores
+    parser.add_argument('--probes-from', nargs='*', default=[], metavar='JSON')
     args = parser.parse_args()
     args.harness, args.python = os.path.abspath(args.harness), os.path.abspath(args.python)
     args.shards_of = {'test_transformers': 40}  # about 10,000 CUDA tests; the others have hundreds to a few thousand
@@ -179,7 +201,8 @@ def main():
     start = time.time()
     with ThreadPoolExecutor(max_workers=args.parallel) as pool:
         paths = dict(zip(args.suites, pool.map(lambda suite: probe(suite, args), args.suites)))
-    probes = {suite: summary(path) for suite, path in paths.items()}
+    probes = {**recorded_probes(args.probes_from, set(args.suites)),
+              **{suite: summary(path) for suite, path in paths.items()}}
     chosen = choose(probes, fixed, args.target)
     if chosen is None:
         sys.exit('probe_cuda: no candidate suite started: see ' + args.workdir)
@@ -187,6 +210,8 @@ def main():
     selection = {'suites': suites, 'expr': expression(args.expr, EXCLUDE_TIERS[tier]), 'estimate': figures,
                  'target_reached': reached,
                  'target': args.target, 'probe_seconds': round(time.time() - start, 1),
+                 'probes_from': [os.sep.join(os.path.abspath(path).split(os.sep)[-2:]) for path in args.probes_from],
+                 'probed_here': list(args.suites),
                  'probes': {suite: {**{key: value for key, value in found.items() if key != 'tests'},
                                     'failed': failed(found)} for suite, found in probes.items()},
                  'sample_tests': {suite: found['tests'] for suite, found in probes.items()}}
