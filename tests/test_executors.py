@@ -8,13 +8,14 @@ PyTorch's behaviour, which the real-harness tests show through the same seam.
 import os
 import re
 import shutil
+import subprocess
 import sys
 import tokenize
 from typing import Any, Dict, List, Optional, Sequence
 
 import pytest
 
-from helpers import standin_source
+from helpers import comparable, standin_source
 from eb_pytorch_cuda import standins
 from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.testsuite import service, sourcetree
@@ -22,8 +23,13 @@ from eb_pytorch_cuda.testsuite.policy import settings as settings_module
 from eb_pytorch_cuda.testsuite.policy.settings import TestSettings
 from eb_pytorch_cuda.testsuite.results.previous import History
 from eb_pytorch_cuda.testsuite.run import solo
+from eb_pytorch_cuda.testsuite.run.command import TestCommand as Command  # not a pytest test class
+from eb_pytorch_cuda.testsuite.run.executor import execute
+from eb_pytorch_cuda.testsuite.run.here import HereExecutor
 from eb_pytorch_cuda.testsuite.run.plan import PieceRule, RunPlan, RunRequest
 from eb_pytorch_cuda.testsuite.run.store import ResultStore
+from eb_pytorch_cuda.testsuite.spread import controller, slurm, worker
+from eb_pytorch_cuda.testsuite.spread.jobpool import JobPool, JobVariables
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -157,3 +163,85 @@ def _code_lines(path):
                     (token.type == tokenize.STRING and current):
                 current.append(token.string)
     return lines
+
+
+class LocalJobs:
+    """A throw-away job pool (spread/jobpool.JobPool): each job a process on this machine running the worker, its id
+    in LOCAL_JOB_ID.  It derives from nothing of the package: the protocol is all it implements."""
+
+    noun = 'local job(s)'
+
+    def __init__(self, queue, python: str, jobs: int) -> None:
+        self.queue, self.python, self.jobs = queue, python, jobs
+        self.live: List[str] = []
+        self.gone: List[str] = []
+        self.processes: Dict[str, subprocess.Popen] = {}
+
+    def asked(self) -> str:
+        return 'no options'
+
+    def cancel_previous(self) -> List[str]:
+        return []
+
+    def start(self, suites_left: int) -> None:
+        while len(self.live) < min(self.jobs, suites_left):
+            job = str(len(self.live) + len(self.gone) + 1)
+            env = dict(os.environ, LOCAL_JOB_ID=job, LOCAL_JOB_MARK=f'job {job}',
+                       PYTHONPATH=os.path.join(ROOT, 'src'))
+            self.processes[job] = subprocess.Popen(
+                [self.python, '-m', 'eb_pytorch_cuda.testsuite.spread.worker', '--job-id-variable', 'LOCAL_JOB_ID',
+                 '--job-variable-prefix', 'LOCAL_JOB_', self.queue.directory],
+                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+            self.live.append(job)
+
+    def check(self, suites_unclaimed: int) -> List[str]:
+        died = [job for job in self.live if self.processes[job].poll() is not None]
+        for job in died:
+            self.queue.mark_dead(job)
+            self.live.remove(job)
+            self.gone.append(job)
+        return died
+
+    def finish(self) -> None:
+        for job in self.live:
+            self.processes[job].kill()
+            self.processes[job].wait()
+
+
+def test_a_new_job_pool_runs_the_spread_step_through_the_protocol_alone(tree, tmp_path):
+    """The spread run's queue, worker and wait loop are generic: a pool of local processes (LocalJobs) gives the
+    results of the same suites run here, its workers named after its own job ids; Slurm's pool is one
+    implementation, whose job script passes Slurm's variable names to the worker."""
+    pools: List[LocalJobs] = []
+
+    def local_jobs(queue, python, jobs):
+        pools.append(LocalJobs(queue, python, jobs))
+        return pools[-1]
+
+    def run(executor, name):
+        store = ResultStore(str(tmp_path / name / 'results.jsonl'), 'build-a')
+        source = shutil.copytree(tree, tmp_path / name / 'src')  # test_flaky's state is kept in its tree
+        request = RunRequest(Command(str(source / 'test'), {}, [sys.executable, 'run_test.py']),
+                             dict(os.environ, LOCAL_JOB_MARK='the submitter'), str(tmp_path / name / 'out'),
+                             sys.executable, {'': 120})
+        return execute(executor, request, store)[1], store
+
+    here, _ = run(HereExecutor(), 'here')
+    lines: List[str] = []
+    options = controller.SpreadOptions(pool=local_jobs, shared_paths=[str(tmp_path)], poll=0.2)
+    spread, store = run(controller.SlurmExecutor(2, options, lines.append), 'spread')
+    assert comparable(spread) == comparable(here) and sorted(spread.suites) == ['test_flaky', 'test_known_failure']
+    assert isinstance(pools[0], JobPool)  # the protocol's members, checked at run time
+    assert all(process.poll() is not None for process in pools[0].processes.values())  # every job ended with the step
+    assert lines[0].startswith('running 2 suites on 2 local job(s) (no options; ')
+    workers = {record.job for record in store.load().values()}
+    assert workers and {worker.split('.', 1)[0] for worker in workers} <= {'1', '2'}
+    # the job's own variables win over the submitter's, by the names the pool passed (worker.job_environment)
+    spec = {'env': {'LOCAL_JOB_MARK': 'the submitter', 'SLURM_JOB_ID': '7', 'PATH': '/bin'}}
+    own = {'LOCAL_JOB_MARK': 'job 2', 'HOME': '/root'}
+    assert worker.job_environment(spec, own, JobVariables('LOCAL_JOB_ID', 'LOCAL_JOB_')) == {
+        'LOCAL_JOB_MARK': 'job 2', 'SLURM_JOB_ID': '7', 'PATH': '/bin'}
+    script = slurm.write_batch_script(str(tmp_path / 'worker-job.py'), sys.executable)
+    with open(script) as handle:
+        assert "main(['--job-id-variable', 'SLURM_JOB_ID', '--job-variable-prefix', 'SLURM_'] + sys.argv[1:])" \
+            in handle.read()

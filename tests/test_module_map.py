@@ -99,7 +99,7 @@ def test_the_step_map_names_only_modules_that_exist():
             if not os.path.isfile(os.path.join(STEP, layer, f'{name}.py')):
                 stale.append(f'{layer}/{name}')
     assert stale == []
-    assert _layer_modules(layers['spread']) == ['workqueue', 'slurm', 'worker', 'controller']
+    assert _layer_modules(layers['spread']) == ['workqueue', 'jobpool', 'slurm', 'worker', 'controller']
 
 
 def test_every_path_the_layout_names_exists():

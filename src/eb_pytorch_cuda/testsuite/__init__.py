@@ -11,10 +11,11 @@ checked in CI):
                      and judge, the kept result, the reports, the cleanup; the only module of the step the
                      easyblock imports (tests/test_easyblock_imports.py); beside it, sourcetree:
                      `test-suite`'s inputs from a source tree and a Python, and the terminal as host
-    spread/          one build's suites over N Slurm jobs: workqueue (the shared-directory queue, its
-                     typed spec.json), slurm (sbatch, squeue, scancel, node-local refusal), worker (what
-                     each job runs: the plan rebuilt from the spec), controller (SlurmExecutor, run_spread,
-                     SpreadOptions: the submitting side)
+    spread/          one build's suites over N batch jobs: workqueue (the shared-directory queue, its
+                     typed spec.json), jobpool (the JobPool protocol a batch system implements, the
+                     JobVariables a job's worker reads), slurm (Slurm's JobPool: sbatch, squeue, scancel,
+                     node-local refusal), worker (what each job runs: the plan rebuilt from the spec),
+                     controller (SlurmExecutor, run_spread, SpreadOptions: the submitting side)
     run/             running suites: plan (RunPlan, built once by build_plan: the environment, harness,
                      suites and pieces, call options, timeouts, GPU slots), executor (the protocol, execute),
                      here (HereExecutor, run_here: batches on this node), command (the runtest line, no

@@ -6,7 +6,8 @@ directory, the tested installation: slurm.refuse_node_local) and Slurm options i
 suites are discovered, and asks the plan (run/plan) to cut suites expected to take long into pieces
 (results/pieces, run/piece_times).  run_spread then cancels the jobs a killed previous run left, writes the
 queue's spec (from the plan: each job rebuilds the plan from it, spread/worker.plan_of_spec) and its units
-longest expected first (workqueue.SuiteQueue), starts the jobs (slurm.JobPool; each runs spread/worker.py),
+longest expected first (workqueue.SuiteQueue), starts the jobs (a jobpool.JobPool: Slurm's, slurm.JobPool, unless
+SpreadOptions.pool names another; each job runs spread/worker.py),
 and waits (_wait): it copies each outcome into the build's ResultStore as it arrives, records a suite whose
 jobs all died max_attempts times as never finished, marks the jobs that left Slurm dead (their claims go
 back to the queue), submits replacements while unclaimed suites outnumber the live jobs' capacity, and
@@ -26,6 +27,7 @@ from eb_pytorch_cuda.errors import PluginError
 from eb_pytorch_cuda.inputs import make_directory
 from eb_pytorch_cuda.testsuite.results import pieces, previous
 from eb_pytorch_cuda.testsuite.spread import slurm
+from eb_pytorch_cuda.testsuite.spread.jobpool import JobPool, PoolFactory
 from eb_pytorch_cuda.testsuite.spread.worker import CLAIM_SECONDS
 from eb_pytorch_cuda.testsuite.run.heartbeat import Heartbeat
 from eb_pytorch_cuda.testsuite.run.plan import PieceRule, RunPlan, RunRequest
@@ -56,7 +58,8 @@ class SpreadOptions:
     stale_after: seconds without a heartbeat before a worker counts as dead; max_attempts: claims of a suite
     whose jobs all died before it is recorded as never finished (judged like a crashed suite); worker_python:
     the Python that runs the jobs' worker (default: this one); pieces: how long suites are cut when the
-    service gives no previous times (run/plan.PieceRule)."""
+    service gives no previous times (run/plan.PieceRule); pool: what starts the jobs (spread/jobpool.PoolFactory;
+    default: Slurm's, slurm.pool_factory, with slurm_settings)."""
     slurm_settings: Optional[dict] = None
     shared_paths: Sequence[str] = ()
     environ: Optional[Mapping[str, str]] = None
@@ -65,6 +68,7 @@ class SpreadOptions:
     max_attempts: int = DEFAULT_MAX_ATTEMPTS
     worker_python: Optional[str] = None
     pieces: PieceRule = field(default_factory=PieceRule)
+    pool: Optional[PoolFactory] = None
 
 
 class SlurmExecutor:
@@ -127,10 +131,10 @@ def run_spread(plan: RunPlan, units: Sequence[str], store: ResultStore, *, jobs:
     environ = os.environ if options.environ is None else options.environ
     command, parallel = plan.command, plan.parallel
     queue = SuiteQueue(queue_dir_of(store), options.stale_after, options.max_attempts)
-    job_options = slurm.job_options(options.slurm_settings, environ)
+    factory = options.pool or slurm.pool_factory(options.slurm_settings, environ)
     done = store.finished()
     os.makedirs(queue.directory, exist_ok=True)
-    pool = slurm.JobPool(queue, job_options, options.worker_python or sys.executable, jobs)
+    pool = factory(queue, options.worker_python or sys.executable, jobs)
     cancelled = pool.cancel_previous()
     todo = longest_first([key for key in units if key not in done], dict(plan.expected))
     spec: QueueSpec = {
@@ -164,8 +168,7 @@ def run_spread(plan: RunPlan, units: Sequence[str], store: ResultStore, *, jobs:
     left = [key for key in todo if key not in done]
     if left:
         pool.start(len(left))
-        asked = ' '.join(job_options.sbatch_options()) or 'default options'
-        progress(f"running {len(left)} suites on {len(pool.live)} Slurm job(s) ({asked}; {parallel} "
+        progress(f"running {len(left)} suites on {len(pool.live)} {pool.noun} ({pool.asked()}; {parallel} "
                  f"at a time per job): {' '.join(command.argv)} -i <suites> in {command.cwd}; queue {queue.directory}; "
                  f"results kept in {store.path}")
         heartbeat = Heartbeat(plan.heartbeat, units, progress, done, plan.expected)
@@ -184,7 +187,7 @@ def _never_finished(key: str, attempts: int) -> StoreRecord:
     return pieces.mark(suite_record(result), piece)  # no notes: none was recorded
 
 
-def _wait(queue, pool, suites, done, failed, collect, progress, poll, heartbeat):
+def _wait(queue: SuiteQueue, pool: JobPool, suites, done, failed, collect, progress, poll, heartbeat):
     """Until every suite has an outcome: collect outcomes, replace dead jobs, print progress on change, and the
     heartbeat's line (run/heartbeat: the live jobs' claims, since this loop first saw them) when it is due."""
     shown = None

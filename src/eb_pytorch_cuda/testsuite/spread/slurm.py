@@ -15,9 +15,11 @@ from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Mapping, Optional, Set
 
 from eb_pytorch_cuda.errors import PluginError
+from eb_pytorch_cuda.testsuite.spread.jobpool import JobVariables, PoolFactory
 from eb_pytorch_cuda.testsuite.spread.workqueue import SuiteQueue
 
 ENV_PREFIX = 'EB_PYTORCH_CUDA_SLURM_'
+JOB_VARIABLES = JobVariables('SLURM_JOB_ID', 'SLURM_')  # what sbatch sets in each job (its id, its own variables)
 SHARED_PATHS_VARIABLE = 'EB_PYTORCH_CUDA_SHARED_PATHS'
 NODE_LOCAL_DIRS = ('/tmp', '/dev/shm', '/var/tmp', '/run')
 # file systems that only the node itself sees (fs types as /proc/mounts names them)
@@ -119,6 +121,12 @@ def refuse_node_local(path: str, what: str, shared: Iterable[str] = (),
                                 f'nodes cannot see it: {hint}')
 
 
+def pool_factory(settings: Optional[dict], environ: Mapping[str, str]) -> PoolFactory:
+    """Slurm's jobpool.PoolFactory: JobPool with job_options(settings, environ), read once."""
+    options = job_options(settings, environ)
+    return lambda queue, python, jobs: JobPool(queue, options, python, jobs)
+
+
 def write_batch_script(path: str, python: str) -> str:
     """The job's script: `#!<python>`, running the worker on the queue directory given as its argument."""
     if any(c.isspace() for c in python) or not os.path.isabs(python):
@@ -131,7 +139,7 @@ def write_batch_script(path: str, python: str) -> str:
                      'import sys\n'
                      f'sys.path.insert(0, {package_root!r})\n'
                      'from eb_pytorch_cuda.testsuite.spread.worker import main\n'
-                     'sys.exit(main(sys.argv[1:]))\n')
+                     f'sys.exit(main({JOB_VARIABLES.worker_argv()!r} + sys.argv[1:]))\n')
     os.chmod(path, 0o755)
     return path
 
@@ -185,11 +193,13 @@ def cancel(job_ids: Iterable[str]) -> None:
 
 
 class JobPool:
-    """The jobs of one spread test step: submits them, notices the ones that died (node failure,
-    scancel, time limit: gone from squeue) and replaces them while suites are left unclaimed.
+    """The jobs of one spread test step on Slurm (spread/jobpool.JobPool): submits them, notices the ones that
+    died (node failure, scancel, time limit: gone from squeue) and replaces them while suites are left unclaimed.
 
     The ids are kept in <queue>/jobs so that a rerun after a killed `eb` can cancel the jobs it left.
     """
+
+    noun = 'Slurm job(s)'
 
     def __init__(self, queue: SuiteQueue, options: JobOptions, python: str, jobs: int,
                  max_replacements: Optional[int] = None):
@@ -199,6 +209,9 @@ class JobPool:
         self.live: List[str] = []
         self.gone: List[str] = []
         self.replacements = 0
+
+    def asked(self) -> str:
+        return ' '.join(self.options.sbatch_options()) or 'default options'
 
     def previous_jobs(self) -> List[str]:
         try:

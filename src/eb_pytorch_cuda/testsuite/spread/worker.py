@@ -1,4 +1,6 @@
-"""What each Slurm job of a spread test step runs: `python -m eb_pytorch_cuda.testsuite.spread.worker QUEUE_DIR`.
+"""What each job of a spread test step runs: `python -m eb_pytorch_cuda.testsuite.spread.worker [--job-id-variable
+NAME] [--job-variable-prefix PREFIX] QUEUE_DIR` (the pool's job script passes the names its batch system sets:
+spread/jobpool.JobVariables; slurm.JOB_VARIABLES for Slurm's).
 
 It takes suites from the shared queue (workqueue.SuiteQueue) until none is left and runs them with the
 same runner as a serial test step: several at a time through one run_test.py call (run/batches: its own
@@ -35,6 +37,7 @@ from eb_pytorch_cuda.testsuite.run.command import CI_MODE_VARIABLES, TestCommand
 from eb_pytorch_cuda.testsuite.run.devicetests import DeviceTestMode, JobDecision
 from eb_pytorch_cuda.testsuite.run.plan import RunPlan, RunRequest, build_plan
 from eb_pytorch_cuda.testsuite.results.records import StoreRecord
+from eb_pytorch_cuda.testsuite.spread.jobpool import JobVariables
 from eb_pytorch_cuda.testsuite.spread.workqueue import HEARTBEAT_EVERY, QueueSpec, SuiteQueue, worker_id
 
 # variables that describe the job, which must come from the job's own environment, not the submitter's
@@ -144,11 +147,10 @@ class SerialGate:
                 self._changed.notify_all()
 
 
-def job_environment(spec: QueueSpec, own: Mapping[str, str]) -> dict:
-    """The submitter's test environment, with the job's own Slurm and GPU variables."""
-    env = {name: value for name, value in spec['env'].items()
-           if not name.startswith('SLURM_') and name not in JOB_VARIABLES}
-    env.update({name: value for name, value in own.items() if name.startswith('SLURM_') or name in JOB_VARIABLES})
+def job_environment(spec: QueueSpec, own: Mapping[str, str], job: JobVariables = JobVariables()) -> dict:
+    """The submitter's test environment, with the job's own batch-system (job.owns) and GPU variables."""
+    env = {name: value for name, value in spec['env'].items() if not job.owns(name) and name not in JOB_VARIABLES}
+    env.update({name: value for name, value in own.items() if job.owns(name) or name in JOB_VARIABLES})
     return env
 
 
@@ -169,13 +171,15 @@ def job_device_tests(queue: SuiteQueue, worker: str, decision: JobDecision, env:
     return dict(mode.environment)
 
 
-def work(queue_dir: str, worker: Optional[str] = None, log: Callable[..., None] = print) -> int:
-    """Claim and run suites until none is left; return how many this worker ran."""
+def work(queue_dir: str, worker: Optional[str] = None, log: Callable[..., None] = print,
+         job: JobVariables = JobVariables()) -> int:
+    """Claim and run suites until none is left; return how many this worker ran.  job: the variables the batch
+    system set in this job (its id names the worker where worker is not given)."""
     queue = SuiteQueue(queue_dir)
     spec = queue.job_spec
     queue.stale_after, queue.max_attempts = spec['stale_after'], spec['max_attempts']
-    worker = worker or worker_id()
-    env = job_environment(spec, os.environ)
+    worker = worker or worker_id(job.job_id(os.environ))
+    env = job_environment(spec, os.environ, job)
     if spec.get('cuda_device_tests') is not None:  # decided here, on this job's node and GPUs
         env = dict(env, **job_device_tests(queue, worker, JobDecision.from_json(spec['cuda_device_tests']), env, log))
     plan = plan_of_spec(spec, env)
@@ -270,12 +274,17 @@ def work(queue_dir: str, worker: Optional[str] = None, log: Callable[..., None] 
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if len(argv) != 1:
-        print('usage: python -m eb_pytorch_cuda.testsuite.spread.worker QUEUE_DIR', file=sys.stderr)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    names: Dict[str, str] = {}
+    while len(argv) > 2 and argv[0] in ('--job-id-variable', '--job-variable-prefix') and argv[0] not in names:
+        option, value = argv.pop(0), argv.pop(0)
+        names[option] = value
+    if len(argv) != 1 or argv[0].startswith('--'):
+        print('usage: python -m eb_pytorch_cuda.testsuite.spread.worker [--job-id-variable NAME] '
+              '[--job-variable-prefix PREFIX] QUEUE_DIR', file=sys.stderr)
         return 2
     try:
-        work(argv[0])
+        work(argv[0], job=JobVariables(names.get('--job-id-variable'), names.get('--job-variable-prefix')))
     except PluginError as err:
         print(f'eb_pytorch_cuda.testsuite.spread.worker: {err}', file=sys.stderr)
         return 2

@@ -158,8 +158,8 @@ def _suite(name: str) -> str:
 
 
 def worker_id(job_id: Optional[str] = None) -> str:
-    """'<job id>.<host>.<pid>': unique per worker process, and names the Slurm job it belongs to."""
-    job = job_id or os.environ.get('SLURM_JOB_ID') or 'local'
+    """'<job id>.<host>.<pid>': unique per worker process, and names the job it belongs to ('local' outside one)."""
+    job = job_id or 'local'
     return f'{job}.{socket.gethostname()}.{os.getpid()}'
 
 
