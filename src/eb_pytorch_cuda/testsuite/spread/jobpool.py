@@ -2,7 +2,7 @@
 
 Why a protocol: the queue (workqueue), the worker and the controller's wait loop are the same whatever starts the
 jobs; only submitting, noticing dead jobs and cancelling differ between Slurm (slurm.JobPool, the one shipped) and
-another system (Flux, PBS, or the local processes of tests/test_job_pool.py).  A pool is made by a factory
+another system (Flux, PBS, or the local processes of tests/test_executors.py).  A pool is made by a factory
 (SpreadOptions.pool) from the queue, the worker's Python and the number of jobs; it writes the job's script, which
 runs spread/worker.main with the names of the variables the batch system sets in each job (JobVariables).
 """
