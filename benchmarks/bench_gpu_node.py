@@ -20,7 +20,8 @@ Cases (each a list of runs, timed by wall clock, one after the other, nothing el
         minutes of plain run_test.py), the GPU seen: plain, ours auto, ours auto after it.
 
     python benchmarks/bench_gpu_node.py --harness TREE --python PY --workdir DIR --out DIR
-        [--case conv cpu cpu-pool gpu] [--plain-from JSON] [--gpu-selection JSON]
+        [--case conv cpu cpu-pool gpu] [--plain-from JSON] [--gpu-selection JSON] [--previous-from JSON]
+        [--runs plain ours_auto ours_second]
 
 TREE: a PyTorch tree whose test/run_test.py imports with PY's torch (the GPU kit's .gpu/harness, extracted by
 binary_torch.make_harness_tarball, or a source tree).  Writes DIR/bench-gpu-node.json; prints a table.  Measured
@@ -36,6 +37,7 @@ import subprocess
 import sys
 import time
 
+RUNS = ('plain', 'ours_auto', 'ours_second')
 CONV_EXPR = 'DeviceTypeCUDA and not 64bit_indexing'
 # 22 CPU suites of Debian's 2.6.0 tree that import with a newer torch (2.14.1 here; the issue measured 22 of its
 # own choice there: plain 518.6 s); tools/validate-gpu/make_kit.sh carries them
@@ -159,18 +161,22 @@ def gpu_case(args, work, record):
 
 
 def _side_by_side(args, work, record, case, suites, pytest_args, hide_gpu):
-    """plain (or --plain-from's), ours with the node's batch count, ours again after its own results."""
-    if args.plain_from:  # measured before, on the same node, kit and suites (a session's device time is 30 min)
+    """plain (or --plain-from's), ours with the node's batch count (after --previous-from's results, a previous
+    build's, where given), ours again after its own results: those of them --runs names."""
+    if 'plain' in args.runs and args.plain_from:  # measured before on the same node, kit and suites
         seconds, results = _recorded_plain(args.plain_from, case, suites)
         record('plain', seconds, results, reused_from=args.plain_from)
-    else:
+    elif 'plain' in args.runs:
         seconds, log = plain(args.harness, args.python, suites, pytest_args, os.path.join(work, f'{case}-plain.log'),
                              hide_gpu)
         record('plain', seconds, results_of_log(log))
-    seconds, path = _ours_after(args, suites, pytest_args, work, f'{case}-auto', None, None, hide_gpu)
-    record('ours_auto', seconds, results_of_json(path))
-    seconds, path = _ours_after(args, suites, pytest_args, work, f'{case}-second', path, None, hide_gpu)
-    record('ours_second', seconds, results_of_json(path))
+    path = args.previous_from
+    if 'ours_auto' in args.runs:
+        seconds, path = _ours_after(args, suites, pytest_args, work, f'{case}-auto', path, None, hide_gpu)
+        record('ours_auto', seconds, results_of_json(path), previous_from=args.previous_from)
+    if 'ours_second' in args.runs:
+        seconds, path = _ours_after(args, suites, pytest_args, work, f'{case}-second', path, None, hide_gpu)
+        record('ours_second', seconds, results_of_json(path))
 
 
 def _recorded_plain(path, case, suites):
@@ -200,6 +206,10 @@ def main():
                         '(tools/validate-gpu/probe_cuda.py)')
     parser.add_argument('--plain-from', metavar='JSON',
                         help="the cpu or cpu-pool case's plain run from an earlier bench-gpu-node.json, not run again")
+    parser.add_argument('--previous-from', metavar='JSON', help="a previous build's results JSON of the same "
+                        "selection (an earlier round's ours): ours' first run plans with its times")
+    parser.add_argument('--runs', nargs='+', choices=RUNS, default=list(RUNS),
+                        help='which runs of the cpu, cpu-pool and gpu cases (a session holds 30 device minutes)')
     args = parser.parse_args()
     args.harness, args.python = os.path.abspath(args.harness), os.path.abspath(args.python)  # run from test/
     shutil.rmtree(args.workdir, ignore_errors=True)
@@ -209,13 +219,15 @@ def main():
     for case in args.case:
         runs = figures['cases'][case] = {}
 
-        def record(name, seconds, results, runs=runs, case=case, reused_from=None):
-            base = runs.get('plain', {'seconds': seconds, 'results': results})
+        def record(name, seconds, results, runs=runs, case=case, reused_from=None, previous_from=None):
+            base = runs.get('plain', {'seconds': seconds, 'results': results} if name == 'plain' else None)
             run = runs[name] = {'seconds': round(seconds, 1), 'results': results,
-                                'ratio': round(seconds / base['seconds'], 2) if base['seconds'] else None,
-                                'same_results': results == base['results']}
+                                'ratio': round(seconds / base['seconds'], 2) if base and base['seconds'] else None,
+                                'same_results': results == base['results'] if base else None}
             if reused_from:
                 run['reused_from'] = os.path.basename(reused_from)
+            if previous_from:
+                run['previous_from'] = os.path.basename(previous_from)
             print(f"{case:5} {name:12} {run['seconds']:8.1f} s  {run['ratio']}x  same results: {run['same_results']}",
                   flush=True)
             partial = os.path.join(args.out, 'bench-gpu-node.json.part')

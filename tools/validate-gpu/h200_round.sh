@@ -44,16 +44,23 @@ if [ ! -e "$WORK/pid" ]; then
     # where the probe's selection does not reach TARGET, the gpu case gives way to that case (PLAIN_FROM is its plain
     # run: the gpu case's plain run is always measured)
     [ -z "${PROBES_FROM:-}" ] || PROBES_FROM=$(realpath $PROBES_FROM | tr '\n' ' ')
+    # GPU_SELECTION: a kept gpu-selection.json, the gpu case's selection without a probe; PREVIOUS_FROM: a kept
+    # results JSON of ours on it (ours' first run plans with its times, as a second build would); RUNS: which runs
+    # of the case (bench_gpu_node.py --runs: plain ours_auto ours_second)
+    [ -z "${GPU_SELECTION:-}" ] || GPU_SELECTION=$(realpath "$GPU_SELECTION")
+    [ -z "${PREVIOUS_FROM:-}" ] || PREVIOUS_FROM=$(realpath "$PREVIOUS_FROM")
     (export PYTHONPATH="$WORK/site" PYTHONUNBUFFERED=1 WORK REC KIT BENCH="${BENCH:-}" NO_EB="${NO_EB:-}" \
          PLAIN_FROM="${PLAIN_FROM:-}" TARGET="${TARGET:-780}" PROBE_SUITES="${PROBE_SUITES:-}" \
-         PROBES_FROM="${PROBES_FROM:-}" FALLBACK="${FALLBACK:-}"
+         PROBES_FROM="${PROBES_FROM:-}" FALLBACK="${FALLBACK:-}" GPU_SELECTION="${GPU_SELECTION:-}" \
+         PREVIOUS_FROM="${PREVIOUS_FROM:-}" RUNS="${RUNS:-}"
      setsid bash -c '
          [ -n "$NO_EB" ] || python3 tools/validate-gpu/eb_gpu_run.py --workdir "$WORK/eb" --out "$REC" --harness-tree "$KIT/harness" \
              --lmod-debs "$KIT/debs" --carried "$WORK/site" "$@" > "$REC/run.log" 2>&1
          [ -n "$BENCH" ] || exit 0
          python3 "$WORK/scripts/bench_python.py" "$WORK/bench-python" "$WORK/site" > "$REC/bench.log" 2>&1 || exit 1
          selection=()
-         case " $BENCH " in *" gpu "*|*" probe "*)
+         [ -z "$GPU_SELECTION" ] || { cp "$GPU_SELECTION" "$REC/gpu-selection.json"; selection=(--gpu-selection "$REC/gpu-selection.json"); }
+         [ -n "$GPU_SELECTION" ] || case " $BENCH " in *" gpu "*|*" probe "*)
              python3 "$WORK/scripts/probe_cuda.py" --harness "$WORK/bench-tree" --python "$WORK/bench-python/bin/python" \
                  --workdir "$WORK/probe" --out "$REC/gpu-selection.json" --target "$TARGET" \
                  ${PROBE_SUITES:+--suites $PROBE_SUITES} ${PROBES_FROM:+--probes-from $PROBES_FROM} \
@@ -73,7 +80,8 @@ if [ ! -e "$WORK/pid" ]; then
          [ -n "${BENCH// }" ] || exit 0
          python3 "$WORK/scripts/bench_gpu_node.py" --harness "$WORK/bench-tree" --python "$WORK/bench-python/bin/python" \
              --workdir "$WORK/bench" --out "$REC/bench" --case $BENCH "${selection[@]}" \
-             ${PLAIN_FROM:+--plain-from "$PLAIN_FROM"} >> "$REC/bench.log" 2>&1' round "$@" \
+             ${PLAIN_FROM:+--plain-from "$PLAIN_FROM"} ${PREVIOUS_FROM:+--previous-from "$PREVIOUS_FROM"} \
+             ${RUNS:+--runs $RUNS} >> "$REC/bench.log" 2>&1' round "$@" \
          < /dev/null > /dev/null 2>&1 &  # its own files only: a caller's pipe is not held open (`| tail` returns)
      echo $! > "$WORK/pid")
 fi
@@ -92,7 +100,7 @@ if [ -n "${OUT:-}" ]; then
         "$REC/gpu-selection.json" "$OUT/" 2>/dev/null
     # the benchmark's own runs so far: ours' reports and output, the plain run's log (gzip: ~1 MB of text)
     (cd "$WORK/bench" 2>/dev/null && find . -maxdepth 2 \( -name 'pytorch-test-*' -o -name 'bench-stdout.txt' \
-        -o -name '*-plain.log' \) -print0 | tar -czf "$OUT/bench-runs.tar.gz" --null -T - 2>/dev/null)
+        -o -name '*-plain.log' -o -name '*results.json' \) -print0 | tar -czf "$OUT/bench-runs.tar.gz" --null -T - 2>/dev/null)
     # while a phase runs: its suites' own pytest logs so far (2026-12-02 they showed, after the device time was
     # spent, that two 64-bit-indexing tests took 1000 of the conv suite's 1078 s)
     if [ "$state" = running ]; then
