@@ -19,9 +19,16 @@ Cases (each a list of runs, timed by wall clock, one after the other, nothing el
   gpu:  the CUDA selection --gpu-selection names (tools/validate-gpu/probe_cuda.py chose it on the node: about 13
         minutes of plain run_test.py), the GPU seen: plain, ours auto, ours auto after it.
 
+--seed-from-plain (cpu, cpu-pool, gpu): the plain call also writes PyTorch's JUnit reports (`--save-xml`, which
+every call of ours passes too), and ours' first run plans with the times they hold (previous_of_plain: each suite's
+seconds and its tests' seconds under the node ids ours records), as a second build of the same target would with
+its first build's results.  Why: ours cuts a long suite into pieces only by previous times (run/plan.py
+here_piece_rule), so without them its first run lasts about as long as its longest suite; a device session of 30
+minutes holds no plain run of 10 minutes, a first run of ours and a second one, but holds plain and one seeded run.
+
     python benchmarks/bench_gpu_node.py --harness TREE --python PY --workdir DIR --out DIR
         [--case conv cpu cpu-pool gpu] [--plain-from JSON] [--gpu-selection JSON] [--previous-from JSON]
-        [--runs plain ours_auto ours_second]
+        [--runs plain ours_auto ours_second] [--seed-from-plain]
 
 TREE: a PyTorch tree whose test/run_test.py imports with PY's torch (the GPU kit's .gpu/harness, extracted by
 binary_torch.make_harness_tarball, or a source tree).  Writes DIR/bench-gpu-node.json; prints a table.  Measured
@@ -66,9 +73,11 @@ def _env(hide_gpu):
     return env
 
 
-def plain(tree, python, suites, pytest_args, log_path, hide_gpu):
-    """One plain run_test.py call (no SANDCASTLE: both device bases where a GPU is seen); (seconds, log path)."""
-    argv = [python, 'run_test.py', '--continue-through-error', '-i', *suites, *pytest_args]
+def plain(tree, python, suites, pytest_args, log_path, hide_gpu, save_xml=False):
+    """One plain run_test.py call (no SANDCASTLE: both device bases where a GPU is seen), with PyTorch's JUnit
+    reports where save_xml (passed on to every test file, as ours passes it); (seconds, log path)."""
+    argv = [python, 'run_test.py', '--continue-through-error', *(['--save-xml'] if save_xml else []), '-i', *suites,
+            *pytest_args]
     start = time.perf_counter()
     with open(log_path, 'wb') as log:
         subprocess.run(argv, cwd=os.path.join(tree, 'test'), env=_env(hide_gpu), stdout=log,
@@ -88,9 +97,10 @@ def ours(tree, python, suites, pytest_args, results, parallel, hide_gpu):
     seconds = time.perf_counter() - start
     with open(os.path.join(results, 'bench-stdout.txt'), 'w') as out:
         out.write(done.stdout + done.stderr)
-    found = [os.path.join(results, name) for name in os.listdir(results) if name.endswith('results.json')]
-    # exit 0 (pass) or 1 (fail: a verdict); anything else wrote no results of its own (a copied-in file stays)
-    return seconds, (found[0] if found and done.returncode in (0, 1) else None)
+    from eb_pytorch_cuda.testsuite.policy.report import RESULTS_JSON
+    # exit 0 (pass) or 1 (fail: a verdict) wrote its results over the copied-in previous ones; anything else did not
+    found = os.path.join(results, RESULTS_JSON)
+    return seconds, (found if os.path.isfile(found) and done.returncode in (0, 1) else None)
 
 
 def _quoted(arg):
@@ -122,13 +132,35 @@ def _row(counts, failing):
             sorted(failing)]
 
 
+def previous_of_plain(tree, suites, log_path, reports_to):
+    """The results JSON a previous build of ours would have left, from a plain call's log and JUnit reports
+    (plain(save_xml=True)): {'suite_seconds': {suite: s}, 'test_seconds': {suite: {node id: s}}} (the two keys
+    results/previous.History reads), the node ids as ours records them (results/testtimes.case_times after
+    node_prefix).  A suite's seconds are its tests' sum: a plain log times no suite (2.6's run_test.py runs three
+    side by side and prints no duration), and the sum only sets which suites are cut, against the same sum of the
+    others.  The reports are moved to reports_to, so that ours' runs start from a tree without them."""
+    from eb_pytorch_cuda.testsuite.results.reportdirs import reports_root, suite_report_files
+    from eb_pytorch_cuda.testsuite.results.testtimes import case_times, node_prefix
+    test_dir = os.path.join(tree, 'test')
+    with open(log_path, errors='replace') as handle:
+        prefix = node_prefix(handle.read(), test_dir)
+    test_seconds = {suite: times for suite in suites
+                    for times in (case_times(suite_report_files(test_dir, suite), prefix),) if times}
+    if os.path.isdir(reports_root(test_dir)):
+        shutil.rmtree(reports_to, ignore_errors=True)
+        shutil.move(reports_root(test_dir), reports_to)
+    return {'suite_seconds': {suite: round(sum(times.values()), 3) for suite, times in test_seconds.items()},
+            'test_seconds': test_seconds, 'seeded_from': os.path.basename(log_path)}
+
+
 def _ours_after(args, suites, pytest_args, work, name, previous, parallel, hide_gpu):
     """One run of ours in work/name, seeing the previous run's results JSON (its per-test times: how a second
     build of the same target cuts long suites) where given; (seconds, its results JSON)."""
+    from eb_pytorch_cuda.testsuite.policy.report import RESULTS_JSON
     results = os.path.join(work, name)
     os.makedirs(results)
-    if previous is not None:
-        shutil.copy(previous, results)
+    if previous is not None:  # under the name the test step reads a previous build's results by
+        shutil.copy(previous, os.path.join(results, RESULTS_JSON))
     return ours(args.harness, args.python, suites, pytest_args, results, parallel, hide_gpu)
 
 
@@ -168,8 +200,13 @@ def _side_by_side(args, work, record, case, suites, pytest_args, hide_gpu):
         record('plain', seconds, results, reused_from=args.plain_from)
     elif 'plain' in args.runs:
         seconds, log = plain(args.harness, args.python, suites, pytest_args, os.path.join(work, f'{case}-plain.log'),
-                             hide_gpu)
-        record('plain', seconds, results_of_log(log))
+                             hide_gpu, save_xml=args.seed_from_plain)
+        record('plain', seconds, results_of_log(log), save_xml=args.seed_from_plain)
+        if args.seed_from_plain:
+            seed = previous_of_plain(args.harness, suites, log, os.path.join(work, f'{case}-plain-reports'))
+            args.previous_from = os.path.join(work, f'{case}-plain-results.json')
+            with open(args.previous_from, 'w') as handle:
+                json.dump(seed, handle, indent=1)
     path = args.previous_from
     if 'ours_auto' in args.runs:
         seconds, path = _ours_after(args, suites, pytest_args, work, f'{case}-auto', path, None, hide_gpu)
@@ -210,7 +247,11 @@ def main():
                         "selection (an earlier round's ours): ours' first run plans with its times")
     parser.add_argument('--runs', nargs='+', choices=RUNS, default=list(RUNS),
                         help='which runs of the cpu, cpu-pool and gpu cases (a session holds 30 device minutes)')
+    parser.add_argument('--seed-from-plain', action='store_true', help="the plain call writes JUnit reports and ours' "
+                        'first run plans with their times (previous_of_plain)')
     args = parser.parse_args()
+    if args.seed_from_plain and (args.previous_from or args.plain_from or 'plain' not in args.runs):
+        parser.error('--seed-from-plain needs the plain run measured here, and no --previous-from or --plain-from')
     args.harness, args.python = os.path.abspath(args.harness), os.path.abspath(args.python)  # run from test/
     shutil.rmtree(args.workdir, ignore_errors=True)
     os.makedirs(args.workdir)
@@ -219,7 +260,8 @@ def main():
     for case in args.case:
         runs = figures['cases'][case] = {}
 
-        def record(name, seconds, results, runs=runs, case=case, reused_from=None, previous_from=None):
+        def record(name, seconds, results, runs=runs, case=case, reused_from=None, previous_from=None,
+                   save_xml=False):
             base = runs.get('plain', {'seconds': seconds, 'results': results} if name == 'plain' else None)
             run = runs[name] = {'seconds': round(seconds, 1), 'results': results,
                                 'ratio': round(seconds / base['seconds'], 2) if base and base['seconds'] else None,
@@ -228,6 +270,8 @@ def main():
                 run['reused_from'] = os.path.basename(reused_from)
             if previous_from:
                 run['previous_from'] = os.path.basename(previous_from)
+            if save_xml:
+                run['save_xml'] = True  # the plain call wrote JUnit reports (--seed-from-plain)
             print(f"{case:5} {name:12} {run['seconds']:8.1f} s  {run['ratio']}x  same results: {run['same_results']}",
                   flush=True)
             partial = os.path.join(args.out, 'bench-gpu-node.json.part')

@@ -113,6 +113,7 @@ TIER_OF_MODULE = {
     'test_slurm_spread': 'slurm', 'test_slurm_jobs': 'slurm', 'test_slurm_devices': 'slurm',
     'test_slurm_pieces': 'real_harness',
     'test_here_pieces': 'real_harness', 'test_suite_threads': 'real_harness', 'test_kill_matrix': 'real_harness',
+    'test_bench_seed': 'real_harness',
     'test_pieces': 'real_tools',
     'test_add_needed': 'real_tools', 'test_bad_inputs': 'real_tools', 'test_check_needed': 'real_tools',
     'test_doctor': 'real_tools', 'test_doctor_cudnn8_real': 'real_tools', 'test_doctor_cudnn9_real': 'real_tools',

@@ -282,3 +282,30 @@ def test_earlier_probes_are_taken_as_probed_and_new_ones_replace_them(tmp_path):
     with pytest.raises(SystemExit) as refused:
         probe.recorded_probes([str(bad)], set())
     assert str(refused.value) == f"probe_cuda: {bad}: no probe record (KeyError: 'probes')"
+
+
+def test_the_h100_cuda_probe_record_replayed_and_the_selection_kept_from_it():
+    """The H100's probe of the ten suites the H200's had not probed (2026-12-05, 75.4 s): test_sparse_csr,
+    test_ops_gradients, test_modules and test_decomp are estimated at 810 to 18738 s, five select no test or fail to
+    import.  choose() replayed under its half-target rule (a suite a first run of ours cannot cut) reaches 443 s of
+    the 740 s target, as the record says.  The kept selection (validation/gpu-selection-2026-12-05/) is for a round
+    whose run of ours plans with the plain call's times (bench_gpu_node.py --seed-from-plain): every suite the probe
+    estimated under 900 s with tests selected, an estimated plain call of 890.6 s (the convolution set, then the
+    pool of 3's longest process), past the issue's 10 minutes."""
+    with open(os.path.join(VALIDATION, 'h100-2026-12-05-probe-cuda', 'gpu-selection.json')) as handle:
+        record = json.load(handle)
+    probe = _probe_cuda()
+    probes = {suite: {**found, 'tests': record['sample_tests'][suite]} for suite, found in record['probes'].items()}
+    suites, tier, figures, reached = probe.choose(probes, probe.FIXED, record['target'])
+    assert suites == record['suites'] == ['nn/test_convolution', 'test_sparse', 'test_masked']
+    assert figures['plain'] == record['estimate']['plain'] == 443.0 and tier == 0 and not reached
+    times = {suite: probe.estimate(found, probe.EXCLUDE_TIERS[0]) for suite, found in probes.items()}
+    assert {suite for suite, found in probes.items() if not found['selected']} == \
+        {'test_nestedtensor', 'test_autograd', 'test_expanded_weights', 'test_optim', 'test_meta'}
+    with open(os.path.join(VALIDATION, 'gpu-selection-2026-12-05', 'gpu-selection.json')) as handle:
+        kept = json.load(handle)
+    usable = [suite for suite, found in probes.items() if found['selected'] and not probe.failed(found)
+              and times[suite] < 900]
+    assert kept['suites'] == list(probe.FIXED) + usable and kept['expr'] == record['expr']
+    assert kept['estimate']['suites'] == {suite: ({**probe.FIXED, **times})[suite] for suite in kept['suites']}
+    assert probe.plain_estimate(list(probe.FIXED.values()), [times[suite] for suite in usable]) == 890.6

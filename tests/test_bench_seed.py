@@ -1,0 +1,50 @@
+"""benchmarks/bench_gpu_node.py --seed-from-plain with PyTorch's real harness (Debian's 2.6.0 run_test.py, torch
+2.6.0): a plain run_test.py call with `--save-xml` leaves, through previous_of_plain, the times a run of ours
+leaves in its results (the same suites, the same node ids: the ids the harness's sharding hashes), so that ours'
+first run in a device round plans its pieces as a second build would.  The tree is test_slurm_pieces' (a real
+suite and a stand-in file with a failing test)."""
+
+import json
+import os
+
+from environment import REAL_PYTHON
+from test_gpu_bench_records import _bench
+from test_slurm_pieces import SUITES, _tree
+
+from eb_pytorch_cuda.testsuite import service
+from eb_pytorch_cuda.testsuite.results import testtimes
+from eb_pytorch_cuda.testsuite.results.previous import History
+from eb_pytorch_cuda.testsuite.run.command import TestCommand as Command  # not a pytest test class
+from eb_pytorch_cuda.testsuite.run.executor import execute
+from eb_pytorch_cuda.testsuite.run.here import HereExecutor
+from eb_pytorch_cuda.testsuite.run.plan import RunRequest
+from eb_pytorch_cuda.testsuite.run.store import ResultStore
+
+
+def test_a_plain_calls_reports_seed_the_times_a_run_of_ours_leaves(harness26, tmp_path, monkeypatch):
+    for name in ('PYTHONPATH', 'CI'):
+        monkeypatch.delenv(name, raising=False)
+    bench = _bench()
+    plain_dir = _tree(tmp_path / 'plain')
+    _seconds, log = bench.plain(str(plain_dir.parent), REAL_PYTHON, SUITES, [], str(tmp_path / 'plain.log'), True,
+                                save_xml=True)
+    seed = bench.previous_of_plain(str(plain_dir.parent), SUITES, log, str(tmp_path / 'plain-reports'))
+    assert not (plain_dir / 'test-reports').exists() and (tmp_path / 'plain-reports' / 'python-pytest').is_dir()
+    (tmp_path / 'seed.json').write_text(json.dumps(seed))
+    history = History.read(str(tmp_path / 'seed.json'))
+    assert sorted(history.suite_seconds) == sorted(SUITES)
+    assert {suite: len(tests) for suite, tests in history.test_seconds.items()} == \
+        {'test_native_functions': 11, 'test_piece_standin': 17}
+    assert all(seconds > 0 for seconds in history.suite_seconds.values())
+
+    # ours on a tree of its own, keeping every suite's test times (a record keeps them from KEPT_FROM = 300 s on;
+    # these real suites take seconds)
+    monkeypatch.setattr(testtimes, 'KEPT_FROM', 0.0)
+    ours_dir = _tree(tmp_path / 'ours')
+    store = ResultStore(str(tmp_path / 'ours-results' / 'r.jsonl'), 'real')
+    execute(HereExecutor(), RunRequest(Command(str(ours_dir), {}, [REAL_PYTHON, 'run_test.py']), dict(os.environ),
+                                       str(tmp_path / 'ours-out'), REAL_PYTHON, {'': 900}, units=SUITES), store)
+    ours = service.test_seconds(store)
+    assert {suite: sorted(tests) for suite, tests in history.test_seconds.items()} == \
+        {suite: sorted(tests) for suite, tests in ours.items()}
+    assert 'test_piece_standin.py::TestPieces::test_zz_known_failure' in ours['test_piece_standin']
