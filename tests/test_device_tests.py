@@ -4,6 +4,7 @@ tests/test_nvidia_smi.py; CUDA_VISIBLE_DEVICES's rule: tests/test_cuda_visible_d
 CUDA_VISIBLE_DEVICES is set to what names no GPU anywhere, where nvidia-smi is not asked."""
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -16,6 +17,7 @@ from eb_pytorch_cuda.testsuite.policy.report import to_text
 from eb_pytorch_cuda.testsuite.policy.settings import DeviceTerms, JudgedTerms, TestSettings
 from eb_pytorch_cuda.testsuite.results.cudatests import cuda_counts, is_cuda_test
 from eb_pytorch_cuda.testsuite.results.model import RunResult, Suite
+from eb_pytorch_cuda.testsuite.results.records import suite_record
 from eb_pytorch_cuda.testsuite.run import devicetests
 from eb_pytorch_cuda.testsuite.run.gpus import gpu_compute_capabilities
 
@@ -70,6 +72,26 @@ def test_spread_over_slurm_nothing_is_probed_here_and_each_job_decides():
     assert service.job_decision(False, True, {}) is None and service.job_decision('auto', False, {}) is None
     with pytest.raises(PluginError):
         service.job_decision(True, False, {})  # True for a build without CUDA: refused before any job starts
+
+
+def test_a_spread_cuda_build_whose_jobs_saw_no_gpu_is_warned_about():
+    # gpus_per_job is 0 unless set: jobs on a partition that gives no GPU without --gres see none, and 'auto' runs
+    # no CUDA test anywhere; the jobs' notes are what they decided (spread/workqueue.note_devices)
+    mode = service.device_test_mode('auto', _never, {}, on_this_node=False)
+    blind = {'enabled': False, 'gpus': [], 'reason': 'no GPU seen: nvidia-smi exited 6 (No devices were found)'}
+    none_ran = {'ran': 0, 'failed': 0, 'skipped': 0}
+    records = {f'test_{job}': replace(suite_record(Suite(f'test_{job}', cuda_counts=none_ran)), job=job)
+               for job in ('7.node1.11', '8.node2.12')}
+    merged, warnings, jobs = service.with_node_devices(mode, {'7.node1.11': blind, '8.node2.12': blind},
+                                                       RunResult(), records)
+    assert not merged.enabled and len(jobs) == 2
+    assert warnings == ["none of the 2 Slurm job(s) saw a GPU, so the build's CUDA device tests did not run: ask the "
+                        "jobs for GPUs (EB_PYTORCH_CUDA_SLURM_GPUS_PER_JOB, or the partition's own --gres in "
+                        "EB_PYTORCH_CUDA_SLURM_EXTRA_OPTIONS)"]
+    seen = dict(blind, enabled=True, gpus=['0'])
+    _, warnings, _ = service.with_node_devices(mode, {'7.node1.11': seen, '8.node2.12': blind}, RunResult(), records)
+    assert warnings == ['Slurm job 7 saw 1 GPU(s) and the build has CUDA, but 0 CUDA device tests ran in its 1 '
+                        'suite(s)']
 
 
 def test_the_runtest_lines_own_sandcastle_wins():

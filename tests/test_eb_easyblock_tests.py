@@ -218,10 +218,31 @@ def test_rebuild_and_force_discard_the_kept_results_and_say_so(eb, tmp_path, opt
     suites_before, builds_before = run_log.read_text().split(), build_log.read_text().splitlines()
     again, out = run(eb, EC, env, option)
     assert again.returncode != 0  # the same unknown failure, found by running the suites again
-    assert (f'{option}: discarding the test results and tested build kept by an earlier run of this build '
+    assert (f'{option}: discarded the test results and tested build kept by an earlier run of this build '
             f'({store}): every suite runs again') in out
     assert 'nothing is rebuilt' not in out and 'resuming:' not in out
     assert len(build_log.read_text().splitlines()) > len(builds_before)  # built again
+    assert len(run_log.read_text().split()) >= 2 * len(suites_before)  # every suite ran again
+
+
+def test_rebuild_of_a_spread_build_runs_every_suite_again_in_new_jobs(eb, slurm, tmp_path):
+    # a failed spread build keeps its store and its Slurm queue (the jobs' stored outcomes); --rebuild drops both:
+    # with the queue left, its outcomes came back as the new run's and no suite ran again
+    path = variant(tmp_path, parallel_test_suites='1')
+    path.write_text(path.read_text() + '\ntest_suite_jobs = 2\n')
+    run_log = tmp_path / 'suites-run.log'
+    env = {'STANDIN_RUN_LOG': str(run_log), 'STANDIN_UNKNOWN_FAILURE': '1',
+           'EB_PYTORCH_CUDA_SHARED_PATHS': str(tmp_path), 'EB_PYTORCH_CUDA_SLURM_CPUS_PER_JOB': '1',
+           'STANDIN_FLAKY_MARKER': str(tmp_path / 'flaky-failed-once')}
+    failed, out = run(eb, path, env)
+    assert failed.returncode != 0 and 'results and the tested build are kept' in out, out
+    results = tmp_path / 'eb' / 'build' / '.eb-pytorch-cuda-test-results'
+    assert [p for p in results.iterdir() if '.queue-' in p.name]  # kept with the store
+    suites_before = run_log.read_text().split()
+    again, out = run(eb, path, env, '--rebuild')
+    assert again.returncode != 0, out  # the same unknown failure, found by running the suites again
+    assert '--rebuild: discarded the test results and tested build kept by an earlier run' in out, out
+    assert 'resuming:' not in out and re.search(r'running 5 suites on 2 Slurm job', out), out
     assert len(run_log.read_text().split()) >= 2 * len(suites_before)  # every suite ran again
 
 

@@ -64,6 +64,9 @@ class OneAtATime:
     def finish(self, store: ResultStore) -> None:
         return None
 
+    def discard(self, store: ResultStore) -> List[str]:
+        return []
+
     def node_devices(self, store: ResultStore) -> Dict[str, Dict[str, Any]]:
         return {}
 

@@ -112,3 +112,63 @@ def test_true_stops_the_run_naming_the_job_whose_node_has_no_gpu(slurm, spread_t
     last = done.stderr.strip().splitlines()[-1]
     assert 'ran no suite' in last and 'cuda_device_tests: is True, but the test step cannot run CUDA tests here' \
         in last, last
+
+
+def test_a_refused_job_does_not_stop_the_next_run(slurm, spread_tree):
+    # the refusal of a run with True stays in the queue (the run failed: its queue is kept for a resume); the next
+    # run's jobs decide again on their nodes, so 'auto' runs its suites instead of stopping on the old refusal
+    source, workdir = spread_tree
+    (workdir / 'results').mkdir()  # one the site made (a results directory this call made goes with its error)
+    refused, _ = _spread(source, workdir, '--cuda-device-tests', 'true')
+    assert refused.returncode == 2 and 'ran no suite' in refused.stderr, refused.stderr[-3000:]
+    queues = list((workdir / 'results').glob('*.queue-*'))
+    assert queues and any((queue / 'devices').iterdir() for queue in queues)  # the refusal, as it was left
+    again, report = _spread(source, workdir)
+    assert report is not None and 'ran no suite' not in again.stderr, again.stderr[-3000:]
+    assert report['verdict'] == 'pass' and len(report['suites']) >= 4
+    # the refused run's job that saw the GPU kept what it ran (resumed), with its CUDA tests
+    assert any(facts['cuda_tests_ran'] for facts in report['cuda_device_tests']['jobs'].values()), report
+
+
+FLAKY_CUDA_SUITE = '''import os
+import unittest
+
+from common import run_tests
+
+# as PyTorch's instantiate_device_type_tests: the CUDA class exists only where CUDA tests run (SANDCASTLE=0 here,
+# the step's setting where a job sees a GPU); rerun where they do not, the test is not there to pass
+if os.environ.get('SANDCASTLE') == '0':
+    class TestFlakyCUDA(unittest.TestCase):
+        def test_once_cuda(self):
+            marker = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'failed-once')
+            if not os.path.exists(marker):
+                open(marker, 'w').close()
+                self.fail('fails on its first run only')
+
+
+if __name__ == '__main__':
+    run_tests(__file__)
+'''
+
+
+def test_a_flaky_cuda_test_is_rerun_by_its_job_on_the_node_that_runs_cuda_tests(slurm, tmp_path):
+    # both jobs' nodes see the GPU; the submitting node is not asked (nothing is probed there) and its environment
+    # runs no CUDA test: rerun there, the failed CUDA test could not pass (the class is not there) and would be
+    # judged reproducible, a failure of the budget
+    source = tmp_path / 'src'
+    test_dir = standin_test_tree(source, keep=(), distributed=False)
+    (test_dir / 'test_flaky_cuda.py').write_text(FLAKY_CUDA_SUITE)
+    for index in range(2):
+        (test_dir / f'test_devices_{index}.py').write_text(DEVICES_SUITE)
+    torch = tmp_path / 'cuda-build' / 'torch'
+    (torch / 'lib').mkdir(parents=True)
+    (torch / '__init__.py').write_text('')
+    (torch / 'lib' / 'libtorch_cuda.so').write_bytes(b'')
+    stand_in_nvidia_smi(tmp_path / 'bin', [H200])
+    done, report = _spread(source, tmp_path, '--rerun', '1')
+    assert report is not None, done.stderr[-3000:]
+    assert (test_dir / 'failed-once').exists()  # it failed once, in a job that ran CUDA tests
+    assert report['flaky_failures'] == [{'suite': 'test_flaky_cuda', 'test': 'TestFlakyCUDA.test_once_cuda'}], report
+    assert report['verdict'] == 'pass', report['reasons'] if 'reasons' in report else report
+    assert ('rerun of test_flaky_cuda::TestFlakyCUDA.test_once_cuda: flaky (rerun in the Slurm job that ran it)'
+            in done.stderr), done.stderr[-3000:]

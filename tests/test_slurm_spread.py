@@ -523,3 +523,13 @@ def test_a_spread_runs_heartbeat_names_the_claimed_suite_with_its_time(slurm, tm
     assert len(beats) >= 3, lines
     assert all(line.endswith('/2 suites done; no ETA (no previous results)') for line in beats), beats  # and c10d's
     controller.remove_queue(store)
+
+
+def test_the_dry_runs_line_says_what_each_job_asks_for_and_when_no_gpu_is_asked():
+    # gpus_per_job is 0 unless set: a spread CUDA build's jobs then see only what their partition gives
+    plain = controller.SlurmExecutor(2, controller.SpreadOptions(environ={})).describe('/build')
+    assert plain[0].startswith('spread over 2 Slurm jobs (sbatch with no options; no GPU asked for '
+                               '(EB_PYTORCH_CUDA_SLURM_GPUS_PER_JOB;'), plain
+    asked = controller.SlurmExecutor(3, controller.SpreadOptions(environ={
+        'EB_PYTORCH_CUDA_SLURM_GPUS_PER_JOB': '4', 'EB_PYTORCH_CUDA_SLURM_PARTITION': 'gpu'})).describe('/build')
+    assert asked[0].startswith('spread over 3 Slurm jobs (sbatch --partition gpu --gres=gpu:4; 4 GPU(s) a job;'), asked

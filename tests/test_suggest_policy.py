@@ -316,3 +316,21 @@ def test_a_named_entry_wins_over_a_suite_count_of_a_wider_scope():
     verdict = judge(result, Policy(0, known_failures(setting, context)))
     assert verdict.passed and [(t, e.scope) for _, t, e in verdict.known] == [
         ('TestX.test_named', 'x86_64/intel/sapphirerapids'), (None, '')]
+
+
+def test_a_gpu_runs_cpu_test_keeps_its_target_and_its_cuda_test_gets_the_compute_capability():
+    # a CUDA build tested on an x86_64 H100 node: a '9.0' entry would also apply on a Grace node of the same GPU,
+    # where this CPU test's failure was never seen; a CUDA device test's failure is the GPU's
+    context = ScopeContext('x86_64', 'x86_64/intel/icelake', ('9.0',))
+    result = parse_log_text(run_log([('test_ops', 2, ['TestCommonCUDA.test_out_cuda_float32',
+                                                      'TestCommonCPU.test_out_cpu_float32'])]))
+    merged, outcome = suggest_runs([Run('H100', '9.0', context, result, Policy(0))])
+    assert merged == {'x86_64/intel/icelake': [Entry('test_ops::TestCommonCPU.test_out_cpu_float32')],
+                      '9.0': [Entry('test_ops::TestCommonCUDA.test_out_cuda_float32')]}, merged
+    assert outcome == [(True, 0, 0)]
+    grace = ScopeContext('aarch64', 'aarch64/nvidia/grace', ('9.0',))
+    suggestion = {scope: [entry.as_tuple() for entry in entries] for scope, entries in merged.items()}
+    assert resolved(suggestion, grace) == [('test_ops::TestCommonCUDA.test_out_cuda_float32', None)]
+    # forced into one scope (--suggest-scope), both go there
+    forced, _ = suggest_runs([Run('H100', '9.0', context, result, Policy(0))], scope='9.0')
+    assert list(forced) == ['9.0'] and len(forced['9.0']) == 2

@@ -35,7 +35,9 @@ if [ ! -e "$WORK/pid" ]; then
     # test plugins, not the machine's pytest plugins)
     # NO_EB=1: the benchmark alone (BENCH=cpu NO_EB=1: docs/benchmarks.md's next round)
     # PLAIN_FROM=docs/validation/h200-2026-12-02-bench-cpu/bench-gpu-node.json: the cpu case's plain run measured
-    # there (1413 s), not run again (the three runs of the cpu case do not fit one session's 30 device minutes)
+    # there (1413 s), not run again (the three runs of the cpu case do not fit one session's 30 device minutes); with
+    # BENCH=gpu and no FALLBACK, the gpu case's plain run of an earlier session (RUNS=plain SEED_FROM_PLAIN=1 there,
+    # its gpu-plain-results.json in bench-runs.tar.gz the PREVIOUS_FROM of ours here)
     [ -z "${PLAIN_FROM:-}" ] || PLAIN_FROM=$(realpath "$PLAIN_FROM")
     # BENCH=gpu: tools/validate-gpu/probe_cuda.py first chooses the CUDA selection on the node (its
     # gpu-selection.json: suites, -k expression, estimates); TARGET: the plain run's seconds it aims at.  BENCH=probe:
@@ -74,9 +76,9 @@ if [ ! -e "$WORK/pid" ]; then
                      "$REC/gpu-selection.json"; then
                  echo "h200_round: the probe reached no ${TARGET} s selection: the $FALLBACK case instead" >> "$REC/bench.log"
                  BENCH=$(echo " $BENCH " | sed "s/ gpu / $FALLBACK /g")
-             else
-                 PLAIN_FROM=""  # the gpu case measures its plain run
-             fi;;
+             elif [ -n "$FALLBACK" ]; then
+                 PLAIN_FROM=""  # the plain run of the fallback case: the gpu case measures its own
+             fi;;  # without FALLBACK, PLAIN_FROM is the plain run of the gpu case in an earlier session
          esac
          BENCH=$(echo " $BENCH " | sed "s/ probe / /g")  # the probe alone is no case of the benchmark
          [ -n "${BENCH// }" ] || exit 0

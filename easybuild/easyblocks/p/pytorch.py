@@ -292,13 +292,14 @@ class EB_PyTorch(UpstreamPyTorch):
 
     def _discard_kept_results(self, store):
         """--rebuild and --force mean "build and test again": drop what an earlier run of this build kept (its
-        per-suite results, its complete result, its tested build), and say so."""
+        per-suite results, its complete result, its tested build, a spread run's queue and jobs), and say so."""
         option = next((name for name in ('rebuild', 'force') if build_option(name)), None)
-        kept = [path for path in (store.path, store.final_path, store.cache_dir) if os.path.exists(path)]
-        if option and kept:
-            print_msg(f'--{option}: discarding the test results and tested build kept by an earlier run of this '
+        if not option:
+            return
+        kept = service.discard_kept(store, self._settings(), lambda message: print_msg(message, log=self.log))
+        if kept:
+            print_msg(f'--{option}: discarded the test results and tested build kept by an earlier run of this '
                       f'build ({printable(store.path)}): every suite runs again', log=self.log)
-            store.remove()
 
     def _reusable_build(self):
         """The previous run's complete result, when that run kept its tested build (failed on the verdict only)."""

@@ -48,7 +48,7 @@ from eb_pytorch_cuda.testsuite.run.here import HereExecutor
 from eb_pytorch_cuda.testsuite.run.launcher import PROCESSES, Launcher
 from eb_pytorch_cuda.testsuite.run.node import this_node
 from eb_pytorch_cuda.testsuite.run.plan import HERE_PIECE_SECONDS, RunRequest
-from eb_pytorch_cuda.testsuite.run.reruns import rerun_failures
+from eb_pytorch_cuda.testsuite.run.reruns import rerun_failures, rerun_lines_of_jobs
 from eb_pytorch_cuda.testsuite.run.store import ResultStore
 from eb_pytorch_cuda.testsuite.results import scopes as _scopes
 from eb_pytorch_cuda.testsuite.results.scopes import ScopeContext, detect_context
@@ -102,8 +102,9 @@ def suite_timeouts(explicit: Optional[int], history: History) -> Dict[str, int]:
 
 
 def run_suites(request: RunRequest, store: ResultStore, executor: Executor, say: Optional[Say] = None) -> RunResult:
-    """Run every suite of request not yet in store with executor, then rerun failures in isolation; return the
-    RunResult.  The plan of the run (run/plan) is built once, after the executor has refused what it cannot run."""
+    """Run every suite of request not yet in store with executor, then rerun failures in isolation (where the
+    suites ran on this node; a Slurm job reruns its own); return the RunResult.  The plan of the run (run/plan)
+    is built once, after the executor has refused what it cannot run."""
     say = say or (lambda message: None)
     # one run per store (a second one refuses in one line naming the directory); a SIGTERM/SIGHUP or Ctrl-C
     # stops every suite, batch and rerun group before we exit (eb_pytorch_cuda.process)
@@ -118,7 +119,11 @@ def run_suites(request: RunRequest, store: ResultStore, executor: Executor, say:
             say(f'stopped process group {group}, left running by a killed previous run on {store.path}')
         with process.recorded_in(registry):
             plan, result = execute(executor, request, store, say)
-            rerun_failures(result, plan, say)
+            if executor.on_this_node:
+                rerun_failures(result, plan, say)
+            else:  # each job reran its own failures on its node (spread/worker): said here from their records
+                for line in rerun_lines_of_jobs(result):
+                    say(line)
             return result
 
 
@@ -260,7 +265,8 @@ def with_node_devices(mode: DeviceTestMode, devices: Mapping[str, Mapping], resu
                       records: Mapping[str, StoreRecord]) -> Tuple[DeviceTestMode, List[str], Dict[str, dict]]:
     """(the run's mode, warnings, {job: what it decided and ran}) where the jobs decided on their own nodes
     (devices: Executor.node_devices): enabled where any job ran with CUDA device tests, the GPUs of all; a warning
-    for each job that saw a GPU and ran 0 CUDA tests (results/cudatests: each record's suite counts)."""
+    for each job that saw a GPU and ran 0 CUDA tests (results/cudatests: each record's suite counts), and one where
+    the build has CUDA and no job saw a GPU (the jobs were given none: gpus_per_job is 0 unless set)."""
     if not devices:
         return mode, [], {}
     jobs: Dict[str, dict] = {}
@@ -275,6 +281,11 @@ def with_node_devices(mode: DeviceTestMode, devices: Mapping[str, Mapping], resu
             warnings.append(f"Slurm job {job_of_worker(job)} saw {len(jobs[job]['gpus'])} GPU(s) and the build has "
                             f"CUDA, but 0 CUDA device tests ran in its {len(counts)} suite(s)")
     enabled = [job for job, facts in jobs.items() if facts['enabled']]
+    # devices are noted only where the jobs decide (job_decision: a CUDA build, 'auto' or True)
+    if not enabled and any(facts['suites'] for facts in jobs.values()):
+        warnings.append(f"none of the {len(jobs)} Slurm job(s) saw a GPU, so the build's CUDA device tests did not "
+                        "run: ask the jobs for GPUs (EB_PYTORCH_CUDA_SLURM_GPUS_PER_JOB, or the partition's own "
+                        "--gres in EB_PYTORCH_CUDA_SLURM_EXTRA_OPTIONS)")
     gpus = tuple(dict.fromkeys(gpu for facts in jobs.values() for gpu in facts['gpus']))
     reason = (f"decided by each Slurm job on its own node: {len(enabled)} of {len(jobs)} job(s) saw a GPU and ran "
               f"CUDA and CPU device tests" + (f" ({', '.join(job_of_worker(job) for job in enabled)})" if enabled
@@ -479,6 +490,14 @@ def describe_step(inputs: StepInputs, host: StepHost) -> List[str]:
                      f'(set $EESSI_SOFTWARE_SUBDIR to build for another target)')
     lines.append(f'  results: {RESULTS_JSON} and {RESULTS_MARKDOWN} in <installdir>/easybuild/')
     return lines
+
+
+def discard_kept(store: ResultStore, settings: TestSettings, say: Optional[Say] = None) -> List[str]:
+    """--rebuild/--force: drop everything an earlier run of this build kept (the store, its complete result and
+    tested build, what its executor left: a Slurm queue and its jobs); return the paths that were there."""
+    kept = [path for path in (store.path, store.final_path, store.cache_dir) if os.path.exists(path)]
+    store.remove()
+    return kept + executor_of(settings, say).discard(store)
 
 
 def finish(store: ResultStore, settings: TestSettings) -> None:

@@ -10,7 +10,9 @@ suggestion is proven by judging the run again with it added, which also gives th
 Several runs (one per target) are merged: an entry seen in every run gets scope '', one seen in every
 run of a CPU family gets the family, in every run of a vendor's targets ('x86_64/intel/*') that glob,
 otherwise the scope of each run that saw it (its target; for a CUDA build made for one compute
-capability, that capability: GPU failures differ between GPU nodes); a scope is only widened as far as
+capability, that capability for a CUDA device test or a suite-level entry: GPU failures differ between GPU nodes,
+while a named CPU test that failed on a GPU node keeps its CPU target, so that a '9.0' entry does not carry an
+x86_64 CPU failure to a Grace node); a scope is only widened as far as
 the runs span (runs of Intel targets alone say nothing about AMD ones: they give 'x86_64/intel/*', not
 'x86_64').  Entries only merge when their count is the same, so a merged entry never covers more than a
 run showed.
@@ -23,7 +25,8 @@ from typing import Callable, Dict, Optional, Tuple
 
 from eb_pytorch_cuda.escape import printable_lines
 from eb_pytorch_cuda.testsuite.results.model import RunResult
-from eb_pytorch_cuda.testsuite.results.scopes import EVERYWHERE, Scope, ScopeContext
+from eb_pytorch_cuda.testsuite.results.cudatests import is_cuda_test
+from eb_pytorch_cuda.testsuite.results.scopes import EVERYWHERE, Scope, ScopeContext, ScopeKind
 from eb_pytorch_cuda.testsuite.policy.judging import Budget, KnownFailure, Policy, Verdict, judge
 from eb_pytorch_cuda.testsuite.results.saved import load_results, recorded_context
 
@@ -54,9 +57,21 @@ class Run:
     entries: list = field(default_factory=list)
     not_run: list = field(default_factory=list)  # patterns of known entries whose suite is not in the results
     passes_now: Optional[bool] = None  # its verdict under its own policy, before any suggested entry
+    # where scope is a compute capability: the scope of its named CPU tests' entries (the run's CPU target)
+    cpu_scope: Optional[Scope] = None
 
     def __post_init__(self) -> None:
         self.scope = Scope.parse(self.scope)
+        if self.cpu_scope is None and self.context is not None and self.scope.kind is ScopeKind.COMPUTE_CAPABILITY:
+            self.cpu_scope = replace(self.context, compute_capabilities=()).run_scope()
+
+    def scope_of(self, entry: 'Entry') -> Scope:
+        """The scope entry gets from this run: its CPU target for a named test that is no CUDA device test
+        (results/cudatests) where the run's scope is a compute capability; the run's scope otherwise."""
+        if self.cpu_scope is None or entry.limit is not None:
+            return self.scope
+        classname, _, name = entry.pattern.split('::', 1)[-1].rpartition('.')
+        return self.scope if is_cuda_test(classname, name) else self.cpu_scope
 
 
 def suggest(result: RunResult, policy: Policy) -> list:
@@ -105,16 +120,15 @@ def budget_left(result: RunResult, policy: Policy) -> Tuple[bool, int, int]:
 
 def merge(runs: list) -> dict:
     """{scope: [Entry, ...]} covering every run's entries, lifted to the widest scope all of its runs share."""
-    scopes = [run.scope for run in runs]
     seen: dict = {}  # Entry -> scopes of the runs that need it
     for run in runs:
         for entry in run.entries:
             seen.setdefault(entry, [])
-            if run.scope not in seen[entry]:
-                seen[entry].append(run.scope)
+            if run.scope_of(entry) not in seen[entry]:
+                seen[entry].append(run.scope_of(entry))
     merged: dict = {}
     for entry, where in seen.items():
-        for scope in _lift(where, scopes):
+        for scope in _lift(where, [run.scope_of(entry) for run in runs]):
             merged.setdefault(scope, [])
             if entry not in merged[scope]:
                 merged[scope].append(entry)
@@ -233,7 +247,7 @@ def suggest_runs(runs: list, scope: Optional[Scope] = None) -> tuple:
         run.entries, run.not_run = entries_for(verdict), [entry.pattern for entry in verdict.not_run]
         run.passes_now = verdict.passed
         if scope is not None:
-            run.scope = scope
+            run.scope, run.cpu_scope = scope, None  # every entry where it is forced
     if scope is None:
         merged = merge(runs)
     else:
@@ -267,7 +281,7 @@ def for_verdict(result: RunResult, verdict: Verdict, context: Optional[ScopeCont
     policy = verdict.policy or Policy(verdict.budget)
     run = Run(label, scope, context, result, policy, entries_for(verdict), [e.pattern for e in verdict.not_run],
               verdict.passed)
-    merged = {scope: sorted(set(run.entries), key=_entry_order)} if run.entries else {}
+    merged = merge([run])
     outcome = verify([run], merged) if context is not None else [budget_left(result, with_entries(
         policy, run.entries, scope))]
     return render([run], merged, outcome)

@@ -49,6 +49,11 @@ class Executor(Protocol):
     def finish(self, store: ResultStore) -> None:
         """Drop what only this build's next run needed besides the store (a spread's queue)."""
 
+    def discard(self, store: ResultStore) -> List[str]:
+        """--rebuild/--force: drop what an earlier run of this build left besides the store, stopping what it left
+        running (a spread's jobs and queue: its results would otherwise be copied back as this run's); return
+        the paths dropped."""
+
     def node_devices(self, store: ResultStore) -> Dict[str, Dict[str, Any]]:
         """{job: the CUDA device tests' mode it decided on its own node (enabled, gpus, reason)} where the suites
         ran on other nodes (spread/workqueue.SuiteQueue.note_devices); empty where the step decided it here."""

@@ -57,6 +57,9 @@ class HereExecutor(Executor):
     def finish(self, store: ResultStore) -> None:
         return None
 
+    def discard(self, store: ResultStore) -> List[str]:
+        return []  # a killed run's process groups: stopped by the next run (service.run_suites)
+
     def node_devices(self, store: ResultStore) -> Dict[str, Dict[str, Any]]:
         return {}  # decided by the step, on this node
 

@@ -11,7 +11,7 @@ from eb_pytorch_cuda.testsuite.run.calls import XML_VARIABLE, batch_env
 from eb_pytorch_cuda.testsuite.run.command import TestCommand
 from eb_pytorch_cuda.testsuite.run.harness import Harness
 from eb_pytorch_cuda.testsuite.run.plan import RunPlan
-from eb_pytorch_cuda.testsuite.results.model import UNJUDGEABLE, RerunOutcome, RunResult
+from eb_pytorch_cuda.testsuite.results.model import UNJUDGEABLE, RerunOutcome, RunResult, Suite
 
 
 SHOWN_ID = 200  # characters of a test id in a progress line
@@ -50,23 +50,33 @@ def rerun_isolated(command: TestCommand, python: str, suite: str, test_id: Optio
 
 def apply_reruns(result: RunResult, times: int, rerun: Callable[[str, Optional[str]], Tuple[Optional[bool], str]]
                  ) -> List[Tuple[str, Optional[str], Optional[str]]]:
-    """Rerun each failed test (or its suite when names are missing) up to `times` times, in isolation.
+    """Rerun each failed test of result (or its suite when names are missing) up to `times` times, in isolation
+    (rerun_suite_failures, suite by suite in name order)."""
+    done: list = []
+    for suite in sorted(result.suites.values(), key=lambda s: s.name):
+        done.extend(rerun_suite_failures(suite, times, rerun))
+    return done
+
+
+def rerun_suite_failures(suite: Suite, times: int,
+                         rerun: Callable[[str, Optional[str]], Tuple[Optional[bool], str]]
+                         ) -> List[Tuple[str, Optional[str], Optional[str]]]:
+    """Rerun each failed test of suite (or the suite whole when names are missing) up to `times` times.
 
     rerun(suite, test_id or None) -> (passed, output), passed None when it cannot be rerun.  Sets
-    rerun_outcome to FLAKY (passed on a rerun) or REPRODUCIBLE on each failed TestCase, and on suites
+    rerun_outcome to FLAKY (passed on a rerun) or REPRODUCIBLE on each failed TestCase, and on a suite
     that could only be rerun whole; one that cannot be rerun keeps none (judged as not rerun).
     Returns [(suite, test_id or None, the outcome's word, or the note of a rerun that was skipped)].
     """
     done: list = []
     if times <= 0:
         return done
-    for suite in sorted(result.suites.values(), key=lambda s: s.name):
-        for test in suite.failed_tests:
-            test.rerun_outcome, said = _outcome(rerun, suite.name, test.test_id, times, test.reruns)
-            done.append((suite.name, test.test_id, said))
-        if suite.status in UNJUDGEABLE or suite.failing_count > len(suite.failed_tests):
-            suite.rerun_outcome, said = _outcome(rerun, suite.name, None, times)
-            done.append((suite.name, None, said))
+    for test in suite.failed_tests:
+        test.rerun_outcome, said = _outcome(rerun, suite.name, test.test_id, times, test.reruns)
+        done.append((suite.name, test.test_id, said))
+    if suite.status in UNJUDGEABLE or suite.failing_count > len(suite.failed_tests):
+        suite.rerun_outcome, said = _outcome(rerun, suite.name, None, times)
+        done.append((suite.name, None, said))
     return done
 
 
@@ -88,14 +98,40 @@ def _outcome(rerun, suite, test_id, times, harness_reruns=0):
 
 def rerun_failures(result: RunResult, plan: RunPlan, progress: Callable[[str], None]) -> None:
     """Rerun each failed test of result alone (exact test id, the suite's handler environment), up to the
-    plan's reruns times, marking it flaky or reproducible; once per run, after the suites ran here or over
-    Slurm jobs (the service calls it)."""
+    plan's reruns times, marking it flaky or reproducible; once per run, after the suites ran on this node
+    (the service calls it; a spread run's jobs rerun their own suites' failures: rerun_suite_in_plan)."""
+    for suite in sorted(result.suites.values(), key=lambda s: s.name):
+        rerun_suite_in_plan(suite, plan, progress)
+
+
+def rerun_lines_of_jobs(result: RunResult) -> List[str]:
+    """The lines that say what the Slurm jobs' own reruns (rerun_suite_in_plan in spread/worker) showed, in
+    rerun_failures' words, for the submitting node's output: the jobs' outputs go with their queue."""
+    lines = []
+    for suite in sorted(result.suites.values(), key=lambda s: s.name):
+        for test in suite.failed_tests:
+            if test.rerun_outcome is not None:
+                named = f'::{_shown(test.test_id)}' if test.test_id else ''
+                lines.append(f'rerun of {suite.name}{named}: {test.rerun_outcome.value} '
+                             '(rerun in the Slurm job that ran it)')
+        if suite.rerun_outcome is not None:
+            lines.append(f'rerun of {suite.name}: {suite.rerun_outcome.value} (rerun in the Slurm job that ran it)')
+    return lines
+
+
+def _shown(test_id: str) -> str:
+    return test_id if len(test_id) <= SHOWN_ID else f'{test_id[:SHOWN_ID]}... ({len(test_id)} characters)'
+
+
+def rerun_suite_in_plan(suite: Suite, plan: RunPlan, progress: Callable[[str], None]) -> None:
+    """Rerun suite's failed tests (rerun_suite_failures) with plan's command, Python, environment and timeout,
+    on the node that ran it: a Slurm job reruns its own failures before it stores the suite's record
+    (spread/worker), where its GPUs and its CUDA device tests' mode are; the submitting node may have neither."""
     # no XML switch: a rerun's verdict is its exit status, and an exact rerun runs under unittest, where a
     # common_utils patched by upstream's configure step would import xmlrunner (2.1.2's easyconfigs lack it)
     rerun_env = {name: value for name, value in batch_env(plan.env).items() if name != XML_VARIABLE}
-    for suite, test, outcome in apply_reruns(
-            result, plan.reruns, lambda suite, test: rerun_isolated(plan.command, plan.python, suite, test,
-                                                                    plan.harness, rerun_env,
-                                                                    timeout=plan.timeout_for(suite))):
-        shown = '' if not test else test if len(test) <= SHOWN_ID else f'{test[:SHOWN_ID]}... ({len(test)} characters)'
-        progress(f"rerun of {suite}{'::' + shown if test else ''}: {outcome}")
+    for name, test, outcome in rerun_suite_failures(
+            suite, plan.reruns, lambda name, test: rerun_isolated(plan.command, plan.python, name, test,
+                                                                  plan.harness, rerun_env,
+                                                                  timeout=plan.timeout_for(name))):
+        progress(f"rerun of {name}{'::' + _shown(test) if test else ''}: {outcome}")

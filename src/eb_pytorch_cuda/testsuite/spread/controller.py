@@ -11,8 +11,9 @@ SpreadOptions.pool names another; each job runs spread/worker.py),
 and waits (_wait): it copies each outcome into the build's ResultStore as it arrives, records a suite whose
 jobs all died max_attempts times as never finished, marks the jobs that left Slurm dead (their claims go
 back to the queue), submits replacements while unclaimed suites outnumber the live jobs' capacity, and
-prints progress on change.  The outcome is the store's RunResult, as a run here gives it, so the reruns
-(done by the service), the verdict and the report are the same.  A rerun after a killed `eb` resumes from
+prints progress on change.  The outcome is the store's RunResult, as a run here gives it, so the verdict and
+the report are the same; the isolated reruns of failed tests are the jobs' own (each reruns its suites' failures
+on its node before it stores them), not the submitting node's.  A rerun after a killed `eb` resumes from
 the store.  service.finish calls remove_queue.
 """
 
@@ -110,12 +111,33 @@ class SlurmExecutor:
         run_spread(plan, units, store, jobs=self.jobs, options=self.options, progress=self.progress)
 
     def describe(self, build_dir: Optional[str]) -> List[str]:
-        return [f'spread over {self.jobs} Slurm jobs (sbatch; claims of up to {CLAIM_SECONDS // 60} minutes of '
+        environ = os.environ if self.options.environ is None else self.options.environ
+        asked = slurm.job_options(self.options.slurm_settings, environ)
+        gpus = (f'{asked.gpus_per_job} GPU(s) a job' if asked.gpus_per_job else
+                'no GPU asked for (EB_PYTORCH_CUDA_SLURM_GPUS_PER_JOB; a job sees only what its partition gives '
+                'without --gres)')
+        return [f"spread over {self.jobs} Slurm jobs (sbatch {' '.join(asked.sbatch_options()) or 'with no options'}; "
+                f'{gpus}; claims of up to {CLAIM_SECONDS // 60} minutes of '
                 f'suites from a shared queue, longest first, each claim one run_test.py call; tested installation '
                 f'and results under {build_dir})']
 
     def finish(self, store: ResultStore) -> None:
         remove_queue(store)
+
+    def discard(self, store: ResultStore) -> List[str]:
+        """Cancel the jobs an earlier run of this build left (the queue's list of them) and drop its queue: its
+        stored outcomes would otherwise be copied back into the new store, and no suite would run again."""
+        directory = queue_dir_of(store)
+        if not os.path.isdir(directory):
+            return []
+        environ = os.environ if self.options.environ is None else self.options.environ
+        factory = self.options.pool or slurm.pool_factory(self.options.slurm_settings, environ)
+        cancelled = factory(SuiteQueue(directory), self.options.worker_python or sys.executable,
+                            self.jobs).cancel_previous()
+        if cancelled:
+            self.progress(f"cancelled {len(cancelled)} job(s) of the earlier run: {' '.join(cancelled)}")
+        remove_queue(store)
+        return [directory]
 
     def node_devices(self, store: ResultStore) -> Dict[str, Dict[str, Any]]:
         """{worker: the CUDA device tests' mode it decided on its node} (workqueue.SuiteQueue.devices)."""
@@ -143,6 +165,7 @@ def run_spread(plan: RunPlan, units: Sequence[str], store: ResultStore, *, jobs:
         'timeouts': dict(plan.timeouts), 'output_dir': plan.output_dir, 'fingerprint': store.fingerprint,
         'suites': todo, 'slots': parallel, 'stale_after': options.stale_after, 'max_attempts': options.max_attempts,
         'serial': [key for key in todo if plan.harness.must_serial(pieces.Piece.parse(key).suite)],
+        'reruns': plan.reruns,  # each job reruns its own suites' failures, on its node (spread/worker)
         # claims small enough that every job slot gets about two: a short queue keeps all jobs busy
         'max_claim': max(1, len(todo) // (2 * max(1, int(jobs)) * parallel)),
         'expected_seconds': {key: plan.expected[key] for key in todo if key in plan.expected}}

@@ -36,6 +36,7 @@ from eb_pytorch_cuda.testsuite.run.calls import DEFAULT_BATCH_SIZE
 from eb_pytorch_cuda.testsuite.run.command import CI_MODE_VARIABLES, TestCommand
 from eb_pytorch_cuda.testsuite.run.devicetests import DeviceTestMode, JobDecision
 from eb_pytorch_cuda.testsuite.run.plan import RunPlan, RunRequest, build_plan
+from eb_pytorch_cuda.testsuite.run.reruns import rerun_suite_in_plan
 from eb_pytorch_cuda.testsuite.results.records import StoreRecord
 from eb_pytorch_cuda.testsuite.spread.jobpool import JobVariables
 from eb_pytorch_cuda.testsuite.spread.workqueue import HEARTBEAT_EVERY, QueueSpec, SuiteQueue, worker_id
@@ -58,7 +59,7 @@ def plan_of_spec(spec: QueueSpec, env: Mapping[str, str],
     command = TestCommand(spec['cwd'], {name: spec['env'][name] for name in CI_MODE_VARIABLES if name in spec['env']},
                           list(spec['argv']))
     return build_plan(RunRequest(command, env, spec['output_dir'], sys.executable, spec['timeouts'],
-                                 parallel=max(1, spec['slots']), units=spec['suites'],
+                                 parallel=max(1, spec['slots']), reruns=spec['reruns'], units=spec['suites'],
                                  serial=frozenset(spec['serial'])), progress)
 
 
@@ -199,6 +200,9 @@ def work(queue_dir: str, worker: Optional[str] = None, log: Callable[..., None] 
 
     def finish(suite, record):
         record = replace(record, job=worker)  # the per-job CUDA counts of the report (service.job_device_tests)
+        # its failed tests rerun here, on the node and GPUs they failed on, with the job's CUDA device tests' mode
+        # (the submitting node may have no GPU: a CUDA test rerun there would fail to exist, not to pass)
+        rerun_suite_in_plan(record.suite, plan, lambda message: log(f'{worker}: {message}', flush=True))
         with lock:
             queue.record(store, record)
             ran[0] += 1

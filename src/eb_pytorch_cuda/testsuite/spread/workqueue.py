@@ -24,6 +24,7 @@ expected first (seconds from a previous run), suites with no previous time befor
 suite never starts last.  EasyBuild- and Slurm-free.
 """
 
+import contextlib
 import json
 import os
 import socket
@@ -70,6 +71,7 @@ class QueueSpec(_QueueCore, total=False):
     max_attempts: int  # claims of a suite whose job died each time before it is recorded as never finished
     serial: List[str]  # suites the harness runs alone (its must-serial list), run alone in their job too
     max_claim: int  # suites one claim holds at most
+    reruns: int  # isolated reruns of a failed test, run by the job that ran its suite (run/reruns)
     expected_seconds: Dict[str, float]  # {suite or piece key: seconds of the previous run}
     # what each job decides the CUDA device tests' mode by, on its own node (run/devicetests.JobDecision); absent:
     # the submitter's environment as it is
@@ -78,7 +80,7 @@ class QueueSpec(_QueueCore, total=False):
 
 JOB_KEYS = ('cwd', 'argv', 'env', 'timeouts', 'output_dir')
 DEFAULTS: Dict[str, Any] = {'slots': 1, 'stale_after': DEFAULT_STALE_AFTER, 'max_attempts': DEFAULT_MAX_ATTEMPTS,
-                            'serial': [], 'max_claim': DEFAULT_BATCH_SIZE, 'expected_seconds': {}}
+                            'serial': [], 'max_claim': DEFAULT_BATCH_SIZE, 'expected_seconds': {}, 'reruns': 0}
 
 
 def _is_number(value) -> bool:
@@ -110,6 +112,7 @@ _SPEC_RULES: Dict[str, tuple] = {
     'max_attempts': (_is_integer, 'an integer'),
     'serial': (_strings, 'a list of strings'),
     'max_claim': (_is_integer, 'an integer'),
+    'reruns': (lambda v: _is_integer(v) and v >= 0, 'an integer of at least 0'),
     'expected_seconds': (lambda v: _mapping(v, is_seconds), 'an object of seconds (results.seconds)'),
     'cuda_device_tests': (is_job_decision, "an object of 'requested' ('auto', true, false), 'cuda_build' (a boolean) "
                                            "and 'runtest_sets' (names)"),
@@ -183,9 +186,15 @@ class SuiteQueue:
     # --- the submitting side ---
 
     def create(self, spec: Mapping[str, Any], suites: List[str]) -> None:
-        """Write spec (with the ordered suites) atomically; keep claims, results and markers of a previous run."""
+        """Write spec (with the ordered suites) atomically; keep claims, results and markers of a previous run,
+        not its refusals: a job that refused to run (devices/, refused) stopped that run, and this run's jobs decide
+        again on their own nodes (a refusal left there would stop every later run before a job starts)."""
         for sub in ('claims', 'workers', 'dead', 'done', 'results', 'output', 'devices'):
             os.makedirs(self.path(sub), exist_ok=True)
+        for worker, facts in self.devices().items():
+            if facts.get('refused'):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(self.path('devices', f'{worker}.json'))
         write_atomically(self.path(SPEC), json.dumps(dict(spec, suites=list(suites)), indent=1, allow_nan=False))
         self._spec = None
 
