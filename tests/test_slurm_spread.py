@@ -7,6 +7,7 @@ mid-suite cannot be shown with PyTorch's own suites in a test that must stay sho
 race runs real processes on a real directory; the refusal of node-local paths reads the real mounts.
 """
 
+import json
 import multiprocessing
 import os
 import subprocess
@@ -414,7 +415,6 @@ def _test_suite_cli(source, results, *extra, env=None):
     done = subprocess.run([sys.executable, '-m', 'eb_pytorch_cuda', 'test-suite', str(source), '--python',
                            sys.executable, '--results', str(results), '--format', 'json', '--timeout', '120', *extra],
                           capture_output=True, text=True, env=env, timeout=600)
-    import json
     return done, json.loads(done.stdout) if done.stdout.strip().startswith('{') else None
 
 
@@ -533,3 +533,27 @@ def test_the_dry_runs_line_says_what_each_job_asks_for_and_when_no_gpu_is_asked(
     asked = controller.SlurmExecutor(3, controller.SpreadOptions(environ={
         'EB_PYTORCH_CUDA_SLURM_GPUS_PER_JOB': '4', 'EB_PYTORCH_CUDA_SLURM_PARTITION': 'gpu'})).describe('/build')
     assert asked[0].startswith('spread over 3 Slurm jobs (sbatch --partition gpu --gres=gpu:4; 4 GPU(s) a job;'), asked
+
+
+def test_auto_slots_and_threads_are_sized_by_each_jobs_node_not_the_submitting_one(slurm, tmp_path):
+    # the submitting process is confined to one CPU (a login node's share); Slurm starts the jobs outside that
+    # affinity (task/none: they see the node's CPUs). parallel_test_suites='auto' is then each job's own size,
+    # and no OMP_NUM_THREADS of the submitting node travels in the queue's spec
+    source = tmp_path / 'src'
+    _tree(source, sleepers=2, seconds=1, keep=('test_flaky',))
+    env = dict(os.environ, EB_PYTORCH_CUDA_SHARED_PATHS=str(tmp_path))
+    env.pop('OMP_NUM_THREADS', None)
+    results = tmp_path / 'results'
+    done = subprocess.run([sys.executable, '-m', 'eb_pytorch_cuda', 'test-suite', str(source), '--python',
+                           sys.executable, '--results', str(results), '--format', 'json', '--timeout', '120',
+                           '--jobs', '2'], capture_output=True, text=True, env=env, timeout=600,
+                          preexec_fn=lambda: os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}))
+    assert done.stdout.strip().startswith('{'), done.stderr[-3000:]
+    assert "parallel_test_suites='auto': each Slurm job sizes its own node" in done.stderr, done.stderr[-3000:]
+    assert 'batch(es) at a time (parallel_test_suites=auto: 1 CPUs' not in done.stderr  # the submitter's size
+    queue, = results.glob('results.jsonl.queue-*')
+    spec = json.loads((queue / 'spec.json').read_text())
+    assert spec['sized_by_jobs'] is True and 'OMP_NUM_THREADS' not in spec['env']
+    outputs = ''.join(path.read_text() for path in (queue / 'output').glob('job-*.out'))
+    cpus = len(os.sched_getaffinity(0))
+    assert f'batch(es) at a time (parallel_test_suites=auto: {cpus} CPUs' in outputs, outputs[-3000:]

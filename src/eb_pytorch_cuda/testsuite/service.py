@@ -431,14 +431,19 @@ def run_step(inputs: StepInputs, host: StepHost) -> StepOutcome:
         env.update(suite_environment(device_tests, command.env))
         env = retry_environment(env, settings.harness_retries)  # rerun_failed_tests the only retry (run/retries)
         host.say(device_tests.describe())
-        slots = batch_slots(settings.parallel_test_suites, env, device_tests, host.say)
+        sized_by_jobs = settings.parallel_test_suites == 'auto' and not executor.on_this_node
+        if sized_by_jobs:  # this node's size is only the claims' estimate: it is not where the suites run
+            host.say("parallel_test_suites='auto': each Slurm job sizes its own node (its CPUs, memory and, where it "
+                     "runs CUDA device tests, its GPUs' memory) and sets its suites' OMP_NUM_THREADS")
+        slots = batch_slots(settings.parallel_test_suites, env, device_tests, None if sized_by_jobs else host.say)
         decision = (None if executor.on_this_node or settings.cuda_device_tests is False else
                     job_decision(settings.cuda_device_tests, host.has_cuda(prefix), command.env))
         request = RunRequest(command, env, inputs.output_dir, inputs.python,
                              suite_timeouts(settings.test_suite_timeout, history), slots,
                              settings.rerun_failed_tests, inputs.batch_size,
                              pieces=executor.piece_rule(history, slots), tested_installation=prefix,
-                             job_devices=decision,
+                             job_devices=decision, on_other_nodes=not executor.on_this_node,
+                             sized_by_jobs=sized_by_jobs,
                              heartbeat=heartbeat_of(settings.test_suite_heartbeat, history))
         result = run_suites(request, store, executor, host.say)
         device_tests, warnings, jobs = with_node_devices(device_tests, executor.node_devices(store), result,

@@ -56,7 +56,10 @@ class RunRequest:
     measured (not cut, their times files not written); tested_installation: the installation the suites test
     (where the executor checks that its nodes see it, and what is kept when the run fails on its verdict only);
     job_devices: where the suites run on other nodes, what each decides the CUDA device tests' mode by there;
-    heartbeat: how often the run says what runs (run/heartbeat)."""
+    heartbeat: how often the run says what runs (run/heartbeat); on_other_nodes: the suites run on other nodes
+    (Slurm jobs), each of which sets its suites' OMP_NUM_THREADS from its own CPUs; sized_by_jobs: there, with
+    parallel_test_suites='auto', each job also sizes its slots by its own node (run/node), and parallel is only
+    this node's estimate (the claims' size)."""
     command: TestCommand
     environ: Mapping[str, str]
     output_dir: str
@@ -72,6 +75,8 @@ class RunRequest:
     tested_installation: Optional[str] = None
     job_devices: Optional[JobDecision] = None
     heartbeat: HeartbeatSettings = HeartbeatSettings()
+    on_other_nodes: bool = False
+    sized_by_jobs: bool = False
 
 
 @dataclass(frozen=True)
@@ -173,7 +178,8 @@ def build_plan(request: RunRequest, progress: Optional[Callable[[str], None]] = 
                         **pieces.expected_of(units, rule.previous_seconds, rule.previous_test_seconds))
         timeouts.update(piece_timeouts(request.timeouts, expected, units))  # a piece's: its share of its suite's
     parallel = max(1, int(request.parallel))
-    threads = suite_threads(env, parallel, harness.pool_size, usable_cpus())
+    # where the suites run on other nodes, each job's worker plan sets the threads from its CPUs (spread/worker)
+    threads = None if request.on_other_nodes else suite_threads(env, parallel, harness.pool_size, usable_cpus())
     if threads is not None:
         env = dict(env, OMP_NUM_THREADS=threads)
         progress(f"OMP_NUM_THREADS={threads} for each suite process ({usable_cpus()} CPUs over {parallel} "

@@ -166,6 +166,7 @@ def run_spread(plan: RunPlan, units: Sequence[str], store: ResultStore, *, jobs:
         'suites': todo, 'slots': parallel, 'stale_after': options.stale_after, 'max_attempts': options.max_attempts,
         'serial': [key for key in todo if plan.harness.must_serial(pieces.Piece.parse(key).suite)],
         'reruns': plan.reruns,  # each job reruns its own suites' failures, on its node (spread/worker)
+        'sized_by_jobs': plan.request.sized_by_jobs,  # 'auto': each job sizes its node (slots, OMP_NUM_THREADS)
         # claims small enough that every job slot gets about two: a short queue keeps all jobs busy
         'max_claim': max(1, len(todo) // (2 * max(1, int(jobs)) * parallel)),
         'expected_seconds': {key: plan.expected[key] for key in todo if key in plan.expected}}

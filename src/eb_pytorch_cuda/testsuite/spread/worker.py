@@ -35,6 +35,7 @@ from eb_pytorch_cuda.testsuite.run.batches import run_batch_to_the_end
 from eb_pytorch_cuda.testsuite.run.calls import DEFAULT_BATCH_SIZE
 from eb_pytorch_cuda.testsuite.run.command import CI_MODE_VARIABLES, TestCommand
 from eb_pytorch_cuda.testsuite.run.devicetests import DeviceTestMode, JobDecision
+from eb_pytorch_cuda.testsuite.run.node import NodeSize, this_node
 from eb_pytorch_cuda.testsuite.run.plan import RunPlan, RunRequest, build_plan
 from eb_pytorch_cuda.testsuite.run.reruns import rerun_suite_in_plan
 from eb_pytorch_cuda.testsuite.results.records import StoreRecord
@@ -50,16 +51,17 @@ UNKNOWN_SECONDS = 60  # what a suite without a previous time counts for, in the 
 
 
 def plan_of_spec(spec: QueueSpec, env: Mapping[str, str],
-                 progress: Optional[Callable[[str], None]] = None) -> RunPlan:
+                 progress: Optional[Callable[[str], None]] = None, slots: Optional[int] = None) -> RunPlan:
     """The run plan of a job, rebuilt from its queue's spec through the submitter's own builder (run/plan):
     the units given (not discovered), the spec's serial ones run alone, its timeouts (the pieces' included),
-    its slots over the job's GPUs, env (job_environment) the suites' environment.  The runtest line's own
+    its slots (or those of this job's node: job_slots) over the job's GPUs, env (job_environment) the suites'
+    environment, with OMP_NUM_THREADS for those slots on this node's CPUs unless it is set.  The runtest line's own
     CI-mode setting is the only one the submitter's environment kept (run.command.harness_environment), so it
     is the command's again here."""
     command = TestCommand(spec['cwd'], {name: spec['env'][name] for name in CI_MODE_VARIABLES if name in spec['env']},
                           list(spec['argv']))
     return build_plan(RunRequest(command, env, spec['output_dir'], sys.executable, spec['timeouts'],
-                                 parallel=max(1, spec['slots']), reruns=spec['reruns'], units=spec['suites'],
+                                 parallel=max(1, slots or spec['slots']), reruns=spec['reruns'], units=spec['suites'],
                                  serial=frozenset(spec['serial'])), progress)
 
 
@@ -155,8 +157,15 @@ def job_environment(spec: QueueSpec, own: Mapping[str, str], job: JobVariables =
     return env
 
 
+def job_slots(env: Mapping[str, str], cuda_device_tests: bool) -> NodeSize:
+    """The size of this job's node as a run here sees it (run/node: its usable CPUs, which Slurm's cgroup and
+    affinity limit to the job's, memory and, where it runs CUDA device tests, its GPUs' memory), for a spread
+    run of parallel_test_suites='auto' (the spec's sized_by_jobs): not the submitting node's."""
+    return this_node(env, cuda_device_tests)
+
+
 def job_device_tests(queue: SuiteQueue, worker: str, decision: JobDecision, env: Mapping[str, str],
-                     log: Callable[..., None]) -> Dict[str, str]:
+                     log: Callable[..., None]) -> DeviceTestMode:
     """The CUDA device tests' variables of this job, decided on its own node (its GPUs as Slurm gave them:
     CUDA_VISIBLE_DEVICES), noted in the queue for the submitter's report and said in the job's log.  A mode of
     True on a node that cannot run CUDA tests: noted as refused, PluginError (the job runs no suite; the
@@ -169,7 +178,7 @@ def job_device_tests(queue: SuiteQueue, worker: str, decision: JobDecision, env:
         raise PluginError(queue.directory, f'worker {worker}: {err}') from None
     queue.note_devices(worker, mode)
     log(f'{worker}: {mode.describe()}', flush=True)
-    return dict(mode.environment)
+    return mode
 
 
 def work(queue_dir: str, worker: Optional[str] = None, log: Callable[..., None] = print,
@@ -181,9 +190,14 @@ def work(queue_dir: str, worker: Optional[str] = None, log: Callable[..., None] 
     queue.stale_after, queue.max_attempts = spec['stale_after'], spec['max_attempts']
     worker = worker or worker_id(job.job_id(os.environ))
     env = job_environment(spec, os.environ, job)
+    cuda_device_tests = False
     if spec.get('cuda_device_tests') is not None:  # decided here, on this job's node and GPUs
-        env = dict(env, **job_device_tests(queue, worker, JobDecision.from_json(spec['cuda_device_tests']), env, log))
-    plan = plan_of_spec(spec, env)
+        mode = job_device_tests(queue, worker, JobDecision.from_json(spec['cuda_device_tests']), env, log)
+        env, cuda_device_tests = dict(env, **mode.environment), mode.enabled
+    size = job_slots(env, cuda_device_tests) if spec['sized_by_jobs'] else None
+    if size is not None:
+        log(f'{worker}: {size.describe()}', flush=True)
+    plan = plan_of_spec(spec, env, slots=size.slots() if size is not None else None)
     slots, gpus = plan.parallel, plan.gpus
     os.makedirs(spec['output_dir'], exist_ok=True)
     store = queue.store(worker)
