@@ -68,13 +68,13 @@ def spread_tree(tmp_path):
     return source, tmp_path
 
 
-def _spread(source, workdir, *extra):
+def _spread(source, workdir, *extra, python=sys.executable):
     env = dict(os.environ, EB_PYTORCH_CUDA_SHARED_PATHS=str(workdir),
                PATH=os.pathsep.join([str(workdir / 'bin'), os.environ['PATH']]),
                PYTHONPATH=os.pathsep.join([str(workdir / 'cuda-build')] + sys.path))
     env.pop('CUDA_VISIBLE_DEVICES', None)
     done = subprocess.run([sys.executable, '-m', 'eb_pytorch_cuda', 'test-suite', str(source), '--python',
-                           sys.executable, '--results', str(workdir / 'results'), '--format', 'json', '--timeout',
+                           str(python), '--results', str(workdir / 'results'), '--format', 'json', '--timeout',
                            '120', '--parallel', '1', '--jobs', '2', *extra],
                           capture_output=True, text=True, env=env, timeout=600)
     return done, json.loads(done.stdout) if done.stdout.strip().startswith('{') else None
@@ -140,6 +140,8 @@ from common import run_tests
 if os.environ.get('SANDCASTLE') == '0':
     class TestFlakyCUDA(unittest.TestCase):
         def test_once_cuda(self):
+            # run by the test step's Python (a wrapper that says so), as the suites are: a rerun too
+            self.assertEqual(os.environ.get('RUN_BY_THE_TEST_PYTHON'), '1')
             marker = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'failed-once')
             if not os.path.exists(marker):
                 open(marker, 'w').close()
@@ -165,7 +167,12 @@ def test_a_flaky_cuda_test_is_rerun_by_its_job_on_the_node_that_runs_cuda_tests(
     (torch / '__init__.py').write_text('')
     (torch / 'lib' / 'libtorch_cuda.so').write_bytes(b'')
     stand_in_nvidia_smi(tmp_path / 'bin', [H200])
-    done, report = _spread(source, tmp_path, '--rerun', '1')
+    # the test step's Python is not the one the jobs' worker runs under (EasyBuild's): the rerun must use the former
+    python = tmp_path / 'test-python' / 'python'
+    python.parent.mkdir()
+    python.write_text(f'#!/bin/sh\nRUN_BY_THE_TEST_PYTHON=1 exec {sys.executable} "$@"\n')
+    python.chmod(0o755)
+    done, report = _spread(source, tmp_path, '--rerun', '1', python=python)
     assert report is not None, done.stderr[-3000:]
     assert (test_dir / 'failed-once').exists()  # it failed once, in a job that ran CUDA tests
     assert report['flaky_failures'] == [{'suite': 'test_flaky_cuda', 'test': 'TestFlakyCUDA.test_once_cuda'}], report

@@ -165,7 +165,7 @@ def run_spread(plan: RunPlan, units: Sequence[str], store: ResultStore, *, jobs:
         'timeouts': dict(plan.timeouts), 'output_dir': plan.output_dir, 'fingerprint': store.fingerprint,
         'suites': todo, 'slots': parallel, 'stale_after': options.stale_after, 'max_attempts': options.max_attempts,
         'serial': [key for key in todo if plan.harness.must_serial(pieces.Piece.parse(key).suite)],
-        'reruns': plan.reruns,  # each job reruns its own suites' failures, on its node (spread/worker)
+        'reruns': plan.reruns, 'python': plan.python,  # each job reruns its own suites' failures, on its node
         'sized_by_jobs': plan.request.sized_by_jobs,  # 'auto': each job sizes its node (slots, OMP_NUM_THREADS)
         # claims small enough that every job slot gets about two: a short queue keeps all jobs busy
         'max_claim': max(1, len(todo) // (2 * max(1, int(jobs)) * parallel)),

@@ -60,7 +60,8 @@ def plan_of_spec(spec: QueueSpec, env: Mapping[str, str],
     is the command's again here."""
     command = TestCommand(spec['cwd'], {name: spec['env'][name] for name in CI_MODE_VARIABLES if name in spec['env']},
                           list(spec['argv']))
-    return build_plan(RunRequest(command, env, spec['output_dir'], sys.executable, spec['timeouts'],
+    # the reruns' Python: the test step's (spec python), not this worker's, which is the one that runs eb
+    return build_plan(RunRequest(command, env, spec['output_dir'], spec['python'] or sys.executable, spec['timeouts'],
                                  parallel=max(1, slots or spec['slots']), reruns=spec['reruns'], units=spec['suites'],
                                  serial=frozenset(spec['serial'])), progress)
 

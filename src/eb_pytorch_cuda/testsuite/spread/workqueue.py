@@ -72,6 +72,7 @@ class QueueSpec(_QueueCore, total=False):
     serial: List[str]  # suites the harness runs alone (its must-serial list), run alone in their job too
     max_claim: int  # suites one claim holds at most
     reruns: int  # isolated reruns of a failed test, run by the job that ran its suite (run/reruns)
+    python: Optional[str]  # the Python of those reruns: the test step's (null: the worker's own)
     sized_by_jobs: bool  # parallel_test_suites='auto': each job sizes its own node, slots is only an estimate
     expected_seconds: Dict[str, float]  # {suite or piece key: seconds of the previous run}
     # what each job decides the CUDA device tests' mode by, on its own node (run/devicetests.JobDecision); absent:
@@ -82,7 +83,7 @@ class QueueSpec(_QueueCore, total=False):
 JOB_KEYS = ('cwd', 'argv', 'env', 'timeouts', 'output_dir')
 DEFAULTS: Dict[str, Any] = {'slots': 1, 'stale_after': DEFAULT_STALE_AFTER, 'max_attempts': DEFAULT_MAX_ATTEMPTS,
                             'serial': [], 'max_claim': DEFAULT_BATCH_SIZE, 'expected_seconds': {}, 'reruns': 0,
-                            'sized_by_jobs': False}
+                            'python': None, 'sized_by_jobs': False}
 
 
 def _is_number(value) -> bool:
@@ -116,6 +117,7 @@ _SPEC_RULES: Dict[str, tuple] = {
     'max_claim': (_is_integer, 'an integer'),
     'reruns': (lambda v: _is_integer(v) and v >= 0, 'an integer of at least 0'),
     'sized_by_jobs': (lambda v: isinstance(v, bool), 'true or false'),
+    'python': (lambda v: v is None or (isinstance(v, str) and bool(v)), 'a non-empty string or null'),
     'expected_seconds': (lambda v: _mapping(v, is_seconds), 'an object of seconds (results.seconds)'),
     'cuda_device_tests': (is_job_decision, "an object of 'requested' ('auto', true, false), 'cuda_build' (a boolean) "
                                            "and 'runtest_sets' (names)"),
