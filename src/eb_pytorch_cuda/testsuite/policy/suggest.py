@@ -26,7 +26,7 @@ from typing import Callable, Dict, Optional, Tuple
 from eb_pytorch_cuda.escape import printable_lines
 from eb_pytorch_cuda.testsuite.results.model import RunResult
 from eb_pytorch_cuda.testsuite.results.cudatests import is_cuda_test
-from eb_pytorch_cuda.testsuite.results.scopes import EVERYWHERE, Scope, ScopeContext, ScopeKind
+from eb_pytorch_cuda.testsuite.results.scopes import EVERYWHERE, Scope, ScopeContext
 from eb_pytorch_cuda.testsuite.policy.judging import Budget, KnownFailure, Policy, Verdict, judge
 from eb_pytorch_cuda.testsuite.results.saved import load_results, recorded_context
 
@@ -62,8 +62,9 @@ class Run:
 
     def __post_init__(self) -> None:
         self.scope = Scope.parse(self.scope)
-        if self.cpu_scope is None and self.context is not None and self.scope.kind is ScopeKind.COMPUTE_CAPABILITY:
-            self.cpu_scope = replace(self.context, compute_capabilities=()).run_scope()
+        if self.cpu_scope is None and self.context is not None and self.scope == self.context.run_scope() \
+                and self.scope != self.context.cpu_run_scope():  # its GPU's compute capability
+            self.cpu_scope = self.context.cpu_run_scope()
 
     def scope_of(self, entry: 'Entry') -> Scope:
         """The scope entry gets from this run: its CPU target for a named test that is no CUDA device test

@@ -195,6 +195,11 @@ class ScopeContext:
             return Scope(self.cpu_family, ScopeKind.CPU_FAMILY, self.cpu_family)
         return Scope(self.target, ScopeKind.CPU_TARGET, self.target.split('/', 1)[0])
 
+    def cpu_run_scope(self) -> Scope:
+        """The scope a run's new known failures of CPU tests get: run_scope of this context without its compute
+        capabilities (a CPU test that failed on a GPU node failed on its CPU target, not on its GPU)."""
+        return replace(self, compute_capabilities=()).run_scope()
+
     def to_json(self) -> dict:
         """The context as a judged run records it (the key 'scope' of its results JSON)."""
         return {'cpu_family': self.cpu_family, 'target': self.target, 'target_source': self.target_source,

@@ -61,9 +61,10 @@ def plan_of_spec(spec: QueueSpec, env: Mapping[str, str],
     command = TestCommand(spec['cwd'], {name: spec['env'][name] for name in CI_MODE_VARIABLES if name in spec['env']},
                           list(spec['argv']))
     # the reruns' Python: the test step's (spec python), not this worker's, which is the one that runs eb
-    return build_plan(RunRequest(command, env, spec['output_dir'], spec['python'] or sys.executable, spec['timeouts'],
-                                 parallel=max(1, slots or spec['slots']), reruns=spec['reruns'], units=spec['suites'],
-                                 serial=frozenset(spec['serial'])), progress)
+    python = spec.get('python') or sys.executable
+    return build_plan(RunRequest(command, env, spec['output_dir'], python, spec['timeouts'],
+                                 parallel=max(1, slots or spec['slots']), reruns=spec.get('reruns', 0),
+                                 units=spec['suites'], serial=frozenset(spec['serial'])), progress)
 
 
 def run_one(plan: RunPlan, key: str, gpu: Optional[str]) -> StoreRecord:
@@ -195,7 +196,7 @@ def work(queue_dir: str, worker: Optional[str] = None, log: Callable[..., None] 
     if spec.get('cuda_device_tests') is not None:  # decided here, on this job's node and GPUs
         mode = job_device_tests(queue, worker, JobDecision.from_json(spec['cuda_device_tests']), env, log)
         env, cuda_device_tests = dict(env, **mode.environment), mode.enabled
-    size = job_slots(env, cuda_device_tests) if spec['sized_by_jobs'] else None
+    size = job_slots(env, cuda_device_tests) if spec.get('sized_by_jobs') else None
     if size is not None:
         log(f'{worker}: {size.describe()}', flush=True)
     plan = plan_of_spec(spec, env, slots=size.slots() if size is not None else None)
