@@ -100,8 +100,16 @@ def rerun_failures(result: RunResult, plan: RunPlan, progress: Callable[[str], N
     """Rerun each failed test of result alone (exact test id, the suite's handler environment), up to the
     plan's reruns times, marking it flaky or reproducible; once per run, after the suites ran on this node
     (the service calls it; a spread run's jobs rerun their own suites' failures: rerun_suite_in_plan)."""
-    for suite in sorted(result.suites.values(), key=lambda s: s.name):
-        rerun_suite_in_plan(suite, plan, progress)
+    for name, test, outcome in apply_reruns(result, plan.reruns, _rerunner(plan)):
+        progress(_rerun_line(name, test, outcome))
+
+
+def rerun_suite_in_plan(suite: Suite, plan: RunPlan, progress: Callable[[str], None]) -> None:
+    """Rerun suite's failed tests (rerun_suite_failures) as rerun_failures does, on the node that ran it: a Slurm
+    job reruns its own failures before it stores the suite's record (spread/worker), where its GPUs and its CUDA
+    device tests' mode are; the submitting node may have neither."""
+    for name, test, outcome in rerun_suite_failures(suite, plan.reruns, _rerunner(plan)):
+        progress(_rerun_line(name, test, outcome))
 
 
 def rerun_lines_of_jobs(result: RunResult) -> List[str]:
@@ -109,29 +117,23 @@ def rerun_lines_of_jobs(result: RunResult) -> List[str]:
     rerun_failures' words, for the submitting node's output: the jobs' outputs go with their queue."""
     lines = []
     for suite in sorted(result.suites.values(), key=lambda s: s.name):
-        for test in suite.failed_tests:
-            if test.rerun_outcome is not None:
-                named = f'::{_shown(test.test_id)}' if test.test_id else ''
-                lines.append(f'rerun of {suite.name}{named}: {test.rerun_outcome.value} '
-                             '(rerun in the Slurm job that ran it)')
-        if suite.rerun_outcome is not None:
-            lines.append(f'rerun of {suite.name}: {suite.rerun_outcome.value} (rerun in the Slurm job that ran it)')
+        outcomes = [(test.test_id, test.rerun_outcome) for test in suite.failed_tests] + [(None, suite.rerun_outcome)]
+        lines += [_rerun_line(suite.name, test, f'{outcome.value} (rerun in the Slurm job that ran it)')
+                  for test, outcome in outcomes if outcome is not None]
     return lines
 
 
-def _shown(test_id: str) -> str:
-    return test_id if len(test_id) <= SHOWN_ID else f'{test_id[:SHOWN_ID]}... ({len(test_id)} characters)'
-
-
-def rerun_suite_in_plan(suite: Suite, plan: RunPlan, progress: Callable[[str], None]) -> None:
-    """Rerun suite's failed tests (rerun_suite_failures) with plan's command, Python, environment and timeout,
-    on the node that ran it: a Slurm job reruns its own failures before it stores the suite's record
-    (spread/worker), where its GPUs and its CUDA device tests' mode are; the submitting node may have neither."""
+def _rerunner(plan: RunPlan) -> Callable[[str, Optional[str]], Tuple[Optional[bool], str]]:
+    """rerun(suite, test_id or None) of apply_reruns with plan's command, Python, environment and timeouts."""
     # no XML switch: a rerun's verdict is its exit status, and an exact rerun runs under unittest, where a
     # common_utils patched by upstream's configure step would import xmlrunner (2.1.2's easyconfigs lack it)
     rerun_env = {name: value for name, value in batch_env(plan.env).items() if name != XML_VARIABLE}
-    for name, test, outcome in rerun_suite_failures(
-            suite, plan.reruns, lambda name, test: rerun_isolated(plan.command, plan.python, name, test,
-                                                                  plan.harness, rerun_env,
-                                                                  timeout=plan.timeout_for(name))):
-        progress(f"rerun of {name}{'::' + _shown(test) if test else ''}: {outcome}")
+    return lambda name, test: rerun_isolated(plan.command, plan.python, name, test, plan.harness, rerun_env,
+                                             timeout=plan.timeout_for(name))
+
+
+def _rerun_line(suite: str, test_id: Optional[str], said: Optional[str]) -> str:
+    """'rerun of suite[::test]: said', a long test id cut to SHOWN_ID characters."""
+    shown = '' if not test_id else test_id if len(test_id) <= SHOWN_ID else \
+        f'{test_id[:SHOWN_ID]}... ({len(test_id)} characters)'
+    return f"rerun of {suite}{'::' + shown if shown else ''}: {said}"

@@ -71,6 +71,15 @@ class SpreadOptions:
     pieces: PieceRule = field(default_factory=PieceRule)
     pool: Optional[PoolFactory] = None
 
+    def environment(self) -> Mapping[str, str]:
+        """Where the Slurm settings and shared paths are read: environ, else this process's environment."""
+        return os.environ if self.environ is None else self.environ
+
+    def job_pool(self, queue: SuiteQueue, jobs: int) -> JobPool:
+        """What starts (and cancels) the jobs of queue: pool, else Slurm's with slurm_settings."""
+        factory = self.pool or slurm.pool_factory(self.slurm_settings, self.environment())
+        return factory(queue, self.worker_python or sys.executable, jobs)
+
 
 class SlurmExecutor:
     """Runs a plan's units on `jobs` Slurm jobs (executor protocol: run/executor.Executor): the suites run on
@@ -95,7 +104,7 @@ class SlurmExecutor:
     def prepare(self, request: RunRequest, store: ResultStore) -> RunRequest:
         """Refuse a node-local path the jobs need and Slurm options it cannot use (PluginError, one line);
         the request with long suites cut into pieces (those already in store left as they are)."""
-        environ = os.environ if self.options.environ is None else self.options.environ
+        environ = self.options.environment()
         checks = [(os.path.dirname(store.path), 'the results directory'), (request.command.cwd, 'the test directory'),
                   (request.output_dir, 'the test output directory')]
         if request.tested_installation:
@@ -111,8 +120,7 @@ class SlurmExecutor:
         run_spread(plan, units, store, jobs=self.jobs, options=self.options, progress=self.progress)
 
     def describe(self, build_dir: Optional[str]) -> List[str]:
-        environ = os.environ if self.options.environ is None else self.options.environ
-        asked = slurm.job_options(self.options.slurm_settings, environ)
+        asked = slurm.job_options(self.options.slurm_settings, self.options.environment())
         gpus = (f'{asked.gpus_per_job} GPU(s) a job' if asked.gpus_per_job else
                 'no GPU asked for (EB_PYTORCH_CUDA_SLURM_GPUS_PER_JOB; a job sees only what its partition gives '
                 'without --gres)')
@@ -130,10 +138,7 @@ class SlurmExecutor:
         directory = queue_dir_of(store)
         if not os.path.isdir(directory):
             return []
-        environ = os.environ if self.options.environ is None else self.options.environ
-        factory = self.options.pool or slurm.pool_factory(self.options.slurm_settings, environ)
-        cancelled = factory(SuiteQueue(directory), self.options.worker_python or sys.executable,
-                            self.jobs).cancel_previous()
+        cancelled = self.options.job_pool(SuiteQueue(directory), self.jobs).cancel_previous()
         if cancelled:
             self.progress(f"cancelled {len(cancelled)} job(s) of the earlier run: {' '.join(cancelled)}")
         remove_queue(store)
@@ -150,13 +155,11 @@ def run_spread(plan: RunPlan, units: Sequence[str], store: ResultStore, *, jobs:
     record into store as it arrives.  Raises PluginError (one line) when sbatch refuses."""
     options = options or SpreadOptions()
     progress = progress or (lambda message: None)
-    environ = os.environ if options.environ is None else options.environ
     command, parallel = plan.command, plan.parallel
     queue = SuiteQueue(queue_dir_of(store), options.stale_after, options.max_attempts)
-    factory = options.pool or slurm.pool_factory(options.slurm_settings, environ)
     done = store.finished()
     os.makedirs(queue.directory, exist_ok=True)
-    pool = factory(queue, options.worker_python or sys.executable, jobs)
+    pool = options.job_pool(queue, jobs)
     cancelled = pool.cancel_previous()
     todo = longest_first([key for key in units if key not in done], dict(plan.expected))
     spec: QueueSpec = {

@@ -35,7 +35,7 @@ from eb_pytorch_cuda.testsuite.run.batches import run_batch_to_the_end
 from eb_pytorch_cuda.testsuite.run.calls import DEFAULT_BATCH_SIZE
 from eb_pytorch_cuda.testsuite.run.command import CI_MODE_VARIABLES, TestCommand
 from eb_pytorch_cuda.testsuite.run.devicetests import DeviceTestMode, JobDecision
-from eb_pytorch_cuda.testsuite.run.node import NodeSize, this_node
+from eb_pytorch_cuda.testsuite.run.node import this_node
 from eb_pytorch_cuda.testsuite.run.plan import RunPlan, RunRequest, build_plan
 from eb_pytorch_cuda.testsuite.run.reruns import rerun_suite_in_plan
 from eb_pytorch_cuda.testsuite.results.records import StoreRecord
@@ -54,7 +54,7 @@ def plan_of_spec(spec: QueueSpec, env: Mapping[str, str],
                  progress: Optional[Callable[[str], None]] = None, slots: Optional[int] = None) -> RunPlan:
     """The run plan of a job, rebuilt from its queue's spec through the submitter's own builder (run/plan):
     the units given (not discovered), the spec's serial ones run alone, its timeouts (the pieces' included),
-    its slots (or those of this job's node: job_slots) over the job's GPUs, env (job_environment) the suites'
+    its slots (or those of this job's node: work) over the job's GPUs, env (job_environment) the suites'
     environment, with OMP_NUM_THREADS for those slots on this node's CPUs unless it is set.  The runtest line's own
     CI-mode setting is the only one the submitter's environment kept (run.command.harness_environment), so it
     is the command's again here."""
@@ -159,13 +159,6 @@ def job_environment(spec: QueueSpec, own: Mapping[str, str], job: JobVariables =
     return env
 
 
-def job_slots(env: Mapping[str, str], cuda_device_tests: bool) -> NodeSize:
-    """The size of this job's node as a run here sees it (run/node: its usable CPUs, which Slurm's cgroup and
-    affinity limit to the job's, memory and, where it runs CUDA device tests, its GPUs' memory), for a spread
-    run of parallel_test_suites='auto' (the spec's sized_by_jobs): not the submitting node's."""
-    return this_node(env, cuda_device_tests)
-
-
 def job_device_tests(queue: SuiteQueue, worker: str, decision: JobDecision, env: Mapping[str, str],
                      log: Callable[..., None]) -> DeviceTestMode:
     """The CUDA device tests' variables of this job, decided on its own node (its GPUs as Slurm gave them:
@@ -196,7 +189,9 @@ def work(queue_dir: str, worker: Optional[str] = None, log: Callable[..., None] 
     if spec.get('cuda_device_tests') is not None:  # decided here, on this job's node and GPUs
         mode = job_device_tests(queue, worker, JobDecision.from_json(spec['cuda_device_tests']), env, log)
         env, cuda_device_tests = dict(env, **mode.environment), mode.enabled
-    size = job_slots(env, cuda_device_tests) if spec.get('sized_by_jobs') else None
+    # parallel_test_suites='auto' (sized_by_jobs): this job's node (run/node: its CPUs as Slurm's cgroup and
+    # affinity leave them, its memory, its GPUs' memory where it runs CUDA tests), not the submitting node
+    size = this_node(env, cuda_device_tests) if spec.get('sized_by_jobs') else None
     if size is not None:
         log(f'{worker}: {size.describe()}', flush=True)
     plan = plan_of_spec(spec, env, slots=size.slots() if size is not None else None)
