@@ -137,13 +137,14 @@ class _Call:
 def run_batch(plan: RunPlan, suites: Sequence[str], output_path: str, *, gpu: Optional[str] = None,
               on_settled: Optional[Callable[[str, StoreRecord], None]] = None,
               launcher: Launcher = PROCESSES,
-              on_running: Optional[Callable[[str, bool], None]] = None
+              on_running: Optional[Callable[[str, bool], None]] = None, alone: bool = False
               ) -> Tuple[Dict[str, Optional[StoreRecord]], bool]:
     """Run suites in one run_test.py call.  on_settled(suite, record) is called as soon as the output says a
     suite's outcome is final (its `failed!` or `was successful` line; with a serial inline harness, the next
     suite's start), so it can be stored before the batch ends; on_running(suite, True) as soon as the harness
     announces a run of it (`Running X ...`), on_running(suite, False) when that run ended and another is to come
-    (the heartbeat's running suites, run/heartbeat).  Returns ({suite: record or
+    (the heartbeat's running suites, run/heartbeat); alone: no other call runs beside this one (its threads:
+    RunPlan.call_env).  Returns ({suite: record or
     None when the killed batch had not finished it}, killed); records already given to on_settled are included.
 
     The whole batch's limit is the sum of its suites' timeouts; a suite that has run longer than its own
@@ -158,7 +159,8 @@ def run_batch(plan: RunPlan, suites: Sequence[str], output_path: str, *, gpu: Op
     killed = False
     next_watch = call.start + WATCH_SECONDS
     with open(output_path, 'w') as output:
-        child = launcher.start(argv, command.cwd, batch_env(plan.env, gpu, call.attempt), output)
+        env = plan.call_env(min(len(suites), plan.harness.pool_size), alone)
+        child = launcher.start(argv, command.cwd, batch_env(env, gpu, call.attempt), output)
         deadline = call.start + sum(plan.timeout_for(suite) for suite in suites)
         while True:
             try:
@@ -248,8 +250,9 @@ def _accounted(call: _Call, code: Optional[int], killed: bool) -> Tuple[Dict[str
 def run_batch_to_the_end(plan: RunPlan, batch: Sequence[str], sink: BatchSink, *, output_path: str,
                          gpu: Optional[str] = None, alone_gpu: Optional[str] = None,
                          progress: Optional[Callable[[str], None]] = None, launcher: Launcher = PROCESSES,
-                         on_running: Optional[Callable[[str, bool], None]] = None) -> None:
-    """One batch, every suite of it accounted for: on_running(suite, bool) as each starts and waits (run_batch);
+                         on_running: Optional[Callable[[str, bool], None]] = None, alone: bool = False) -> None:
+    """One batch, every suite of it accounted for: on_running(suite, bool) as each starts and waits (run_batch;
+    alone: no other call beside it);
     sink.settled(suite, record) as each settles;
     sink.corrected(suite, record) when the batch's end corrected a record given early; a suite the killed
     batch did not finish runs alone (run/solo.run_suite, on alone_gpu) and is given to sink.settled then.
@@ -260,7 +263,7 @@ def run_batch_to_the_end(plan: RunPlan, batch: Sequence[str], sink: BatchSink, *
         stored.add(suite)
         sink.settled(suite, record)
     records, _killed = run_batch(plan, batch, output_path, gpu=gpu, on_settled=settled, launcher=launcher,
-                                 on_running=on_running)
+                                 on_running=on_running, alone=alone)
     for suite in batch:
         record = records[suite]
         if suite in stored:
@@ -272,7 +275,7 @@ def run_batch_to_the_end(plan: RunPlan, batch: Sequence[str], sink: BatchSink, *
                 progress(f'{suite}: not finished when its batch was killed; running it alone')
             if on_running:
                 on_running(suite, True)
-            record = solo.run_suite(plan, suite, gpu=alone_gpu, launcher=launcher)
+            record = solo.run_suite(plan, suite, gpu=alone_gpu, launcher=launcher, alone=alone)
         sink.settled(suite, record)
 
 

@@ -151,13 +151,13 @@ def run_here(plan: RunPlan, units: Sequence[str], store: ResultStore, *,
         path = os.path.join(plan.output_dir, f'batch-{os.getpid()}-{index:04d}.log')
         with share.one() as gpu:
             run_batch_to_the_end(plan, batch, tally, output_path=path, gpu=None if alone else gpu, progress=progress,
-                                 launcher=launcher, on_running=heartbeat.runs)
+                                 launcher=launcher, on_running=heartbeat.runs, alone=alone)
 
     def piece(key: str, alone: bool = False) -> None:  # a piece of a long suite: its shard alone (run/solo)
         tally.next_batch()
         heartbeat.started(key)
         with share.one() as gpu:
-            tally.settled(key, solo.run_suite(plan, key, gpu=None if alone else gpu, launcher=launcher))
+            tally.settled(key, solo.run_suite(plan, key, gpu=None if alone else gpu, launcher=launcher, alone=alone))
 
     cut = [key for key in todo if not Piece.parse(key).whole]
     serial_cut = [key for key in cut if plan.harness.must_serial(Piece.parse(key).suite)]

@@ -104,6 +104,20 @@ class RunPlan:
     expected: Mapping[str, float]
     parallel: int
     gpus: Tuple[str, ...]
+    shared_cpus: Optional[int] = None
+
+    def call_env(self, processes: int = 1, alone: bool = False) -> Mapping[str, str]:
+        """The environment of one run_test.py call that runs up to `processes` suite processes at once (1: a piece
+        or a call of one suite; a batch: min(its suites, the harness's pool)): with shared_cpus (the CPUs the
+        plan's calls share where it sets the threads), OMP_NUM_THREADS = shared_cpus // (calls x processes)
+        (run.node.threads_per_suite).  A call with no other beside it (alone: the harness's serial list, run
+        after the others) gets none, as in upstream's one call: on the H100, nn/test_convolution's CUDA tests,
+        whose references run on the CPU, took 55 s in the plain call and 188 s alone at 1 thread
+        (docs/benchmarks.md, gpu case)."""
+        if self.shared_cpus is None or alone:
+            return self.env
+        threads = threads_per_suite(self.shared_cpus, self.parallel, max(1, processes))
+        return {**self.env, 'OMP_NUM_THREADS': str(threads)}
 
     @property
     def output_dir(self) -> str:
@@ -179,22 +193,24 @@ def build_plan(request: RunRequest, progress: Optional[Callable[[str], None]] = 
         timeouts.update(piece_timeouts(request.timeouts, expected, units))  # a piece's: its share of its suite's
     parallel = max(1, int(request.parallel))
     # where the suites run on other nodes, each job's worker plan sets the threads from its CPUs (spread/worker)
-    threads = None if request.on_other_nodes else suite_threads(env, parallel, harness.pool_size, usable_cpus())
-    if threads is not None:
-        env = dict(env, OMP_NUM_THREADS=threads)
-        progress(f"OMP_NUM_THREADS={threads} for each suite process ({usable_cpus()} CPUs over {parallel} "
-                 f"run_test.py calls of up to {harness.pool_size} suites; set OMP_NUM_THREADS to choose)")
+    shared_cpus = None if request.on_other_nodes else sets_threads(env, parallel, usable_cpus())
+    if shared_cpus is not None:
+        pool = harness.pool_size
+        progress(f"OMP_NUM_THREADS for each suite process: {threads_per_suite(shared_cpus, parallel, 1)} in a piece "
+                 f"or a call of one suite, {threads_per_suite(shared_cpus, parallel, pool)} in a call of {pool} "
+                 f"or more ({shared_cpus} CPUs over {parallel} run_test.py calls); torch's own count for the suites "
+                 f"run alone; set OMP_NUM_THREADS to choose")
     return RunPlan(request, command, env, harness, tuple(suites), tuple(unit.key for unit in units),
                    tuple(calls.batch_options(harness, safe)), timeouts, expected, parallel,
-                   tuple(slot_gpus(env, parallel)))
+                   tuple(slot_gpus(env, parallel)), shared_cpus)
 
 
-def suite_threads(env: Mapping[str, str], parallel: int, pool_size: int, cpus: int) -> Optional[str]:
-    """OMP_NUM_THREADS for the suites of a run of `parallel` calls (run.node.threads_per_suite), or None: one
+def sets_threads(env: Mapping[str, str], parallel: int, cpus: int) -> Optional[int]:
+    """The CPUs whose threads the plan shares among its calls' suite processes (RunPlan.call_env), or None: one
     call (upstream's test step, unchanged) or a value the user set (the environment's, the runtest line's)."""
     if parallel <= 1 or 'OMP_NUM_THREADS' in env:
         return None
-    return str(threads_per_suite(cpus, parallel, pool_size))
+    return cpus
 
 
 def _partly_run(done: FrozenSet[str]) -> Dict[str, int]:

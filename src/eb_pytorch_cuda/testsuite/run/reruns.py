@@ -127,7 +127,7 @@ def _rerunner(plan: RunPlan) -> Callable[[str, Optional[str]], Tuple[Optional[bo
     """rerun(suite, test_id or None) of apply_reruns with plan's command, Python, environment and timeouts."""
     # no XML switch: a rerun's verdict is its exit status, and an exact rerun runs under unittest, where a
     # common_utils patched by upstream's configure step would import xmlrunner (2.1.2's easyconfigs lack it)
-    rerun_env = {name: value for name, value in batch_env(plan.env).items() if name != XML_VARIABLE}
+    rerun_env = {name: value for name, value in batch_env(plan.call_env()).items() if name != XML_VARIABLE}
     return lambda name, test: rerun_isolated(plan.command, plan.python, name, test, plan.harness, rerun_env,
                                              timeout=plan.timeout_for(name))
 

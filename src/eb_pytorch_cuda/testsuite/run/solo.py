@@ -26,12 +26,13 @@ from eb_pytorch_cuda.testsuite.run.plan import RunPlan
 
 
 def run_suite(plan: RunPlan, unit: str, *, gpu: Optional[str] = None, timeout: Optional[float] = None,
-              launcher: Launcher = PROCESSES) -> StoreRecord:
+              launcher: Launcher = PROCESSES, alone: bool = False) -> StoreRecord:
     """Run unit (a suite, or a piece of one: results.pieces) alone, killed at timeout (default: the plan's
     for it); return its record.  A piece runs only that pytest shard of its suite, the way the harness runs
     its own (`--shard i k` over a times file that splits the suite into k: run/piece_times); its XML reports
     go to a directory of this run's own (results/reportdirs.Attempt: a late report of an earlier attempt
-    never counts), then to the harness's place (a piece's: its own); the record is labelled with the piece."""
+    never counts), then to the harness's place (a piece's: its own); the record is labelled with the piece.
+    alone: no other call runs beside it (its threads: RunPlan.call_env)."""
     command = plan.command
     parsed = Piece.parse(unit)
     suite = parsed.suite
@@ -40,7 +41,7 @@ def run_suite(plan: RunPlan, unit: str, *, gpu: Optional[str] = None, timeout: O
     remove_reports(command.cwd, suite, piece)
     # its reports, and only they, are read (results/reportdirs)
     attempt = Attempt.new(command.cwd, (piece.index, piece.count) if piece else None)
-    run_env = batch_env(plan.env, gpu, attempt)
+    run_env = batch_env(plan.call_env(1, alone), gpu, attempt)
     argv = discovery.run_argv(command.argv, [suite], plan.options)
     if piece:  # inserted, not passed as extra: run_argv drops extra words already on the line (a '2')
         at = max(index for index, word in enumerate(argv) if word == '-i' and argv[index + 1:index + 2] == [suite])
