@@ -17,8 +17,9 @@ off.  The 2.1 line: the 2.1-line tree's test/run_test.py and torch 2.1.2's torch
   run with `--subprocess` or `-n`): with `-x`, the first failure ends the pytest session; the test is then
   run alone again (`--rs=<key>`, "Retrying single test...", :992-993) until it has failed 3 times (:981),
   then skipped (`--scs`) while the suite goes on: 3 sessions of 3 runs each.  Off: the plugin ends a `--rs`
-  session at once with status 1, so the harness counts its 3 failures without running the test again (two
-  extra start-ups of the suite's process, no test run).
+  session at once with status 1, before the test file is collected, so the harness counts its 3 failures
+  without running the test again (two extra start-ups of pytest, no test file imported, no test run).  Left:
+  the session after it (`--scs`) starts and collects the file again, one per failing test.
 - PYTORCH_RETRY_TEST_CASES=1 (2.1 common_utils.py:186, TestCase.run :2531, _run_with_retry :2481): each
   test up to 4 runs in its process, under unittest only, which is how our exact rerun runs a test
   (run/reruns); 2.6's common_utils no longer has it.  Off: removed from the environment.
