@@ -252,6 +252,8 @@ def main():
     args = parser.parse_args()
     if args.seed_from_plain and (args.previous_from or args.plain_from or 'plain' not in args.runs):
         parser.error('--seed-from-plain needs the plain run measured here, and no --previous-from or --plain-from')
+    if args.plain_from and 'plain' not in args.runs:  # read back as the plain run: the ratios are against it
+        parser.error('--plain-from is the plain run read back: --runs must name plain')
     args.harness, args.python = os.path.abspath(args.harness), os.path.abspath(args.python)  # run from test/
     shutil.rmtree(args.workdir, ignore_errors=True)
     os.makedirs(args.workdir)

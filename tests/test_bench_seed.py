@@ -6,6 +6,8 @@ suite and a stand-in file with a failing test)."""
 
 import json
 import os
+import subprocess
+import sys
 
 from environment import REAL_PYTHON
 from test_gpu_bench_records import _bench
@@ -48,3 +50,18 @@ def test_a_plain_calls_reports_seed_the_times_a_run_of_ours_leaves(harness26, tm
     assert {suite: sorted(tests) for suite, tests in history.test_seconds.items()} == \
         {suite: sorted(tests) for suite, tests in ours.items()}
     assert 'test_piece_standin.py::TestPieces::test_zz_known_failure' in ours['test_piece_standin']
+
+
+def test_a_plain_run_read_back_needs_runs_to_name_plain(tmp_path):
+    """--plain-from is read only as the plain run (the ratios are against it): with --runs ours_auto alone it was
+    silently unused (2026-12-06 on the H100: the record's ratio came out null).  Refused before anything runs."""
+    script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'benchmarks',
+                          'bench_gpu_node.py')
+    work = tmp_path / 'work'
+    done = subprocess.run([sys.executable, script, '--harness', str(tmp_path), '--python', sys.executable,
+                           '--workdir', str(work), '--out', str(tmp_path / 'out'), '--case', 'gpu',
+                           '--plain-from', str(tmp_path / 'bench-gpu-node.json'), '--runs', 'ours_auto'],
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 2 and not work.exists()
+    assert done.stderr.strip().splitlines()[-1] == ('bench_gpu_node.py: error: --plain-from is the plain run read '
+                                                    'back: --runs must name plain')
