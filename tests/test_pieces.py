@@ -298,11 +298,12 @@ def test_a_jobs_worker_kills_a_hung_piece_at_the_pieces_own_timeout_not_its_suit
     import sys
     import time
     from eb_pytorch_cuda.testsuite.spread.worker import plan_of_spec, run_one
+    from eb_pytorch_cuda.testsuite.spread.workqueue import DEFAULTS
     standin_test_tree(tmp_path)
     (tmp_path / 'out').mkdir()
-    spec = {'cwd': str(tmp_path / 'test'), 'argv': [sys.executable, 'run_test.py'], 'output_dir': str(tmp_path / 'out'),
-            'timeouts': {'': 10800, 'test_hang': 600, 'test_hang#shard1/2': 2}, 'env': {}, 'slots': 1,
-            'suites': ['test_hang#shard1/2'], 'serial': []}
+    spec = {**DEFAULTS, 'cwd': str(tmp_path / 'test'), 'argv': [sys.executable, 'run_test.py'],
+            'output_dir': str(tmp_path / 'out'), 'timeouts': {'': 10800, 'test_hang': 600, 'test_hang#shard1/2': 2},
+            'env': {}, 'slots': 1, 'suites': ['test_hang#shard1/2'], 'serial': []}
     started = time.time()
     record = run_one(plan_of_spec(spec, dict(os.environ)), 'test_hang#shard1/2', None)
     assert time.time() - started < 60

@@ -61,10 +61,9 @@ def plan_of_spec(spec: QueueSpec, env: Mapping[str, str],
     command = TestCommand(spec['cwd'], {name: spec['env'][name] for name in CI_MODE_VARIABLES if name in spec['env']},
                           list(spec['argv']))
     # the reruns' Python: the test step's (spec python), not this worker's, which is the one that runs eb
-    python = spec.get('python') or sys.executable
-    return build_plan(RunRequest(command, env, spec['output_dir'], python, spec['timeouts'],
-                                 parallel=max(1, slots or spec['slots']), reruns=spec.get('reruns', 0),
-                                 units=spec['suites'], serial=frozenset(spec['serial'])), progress)
+    return build_plan(RunRequest(command, env, spec['output_dir'], spec['python'] or sys.executable, spec['timeouts'],
+                                 parallel=max(1, slots or spec['slots']), reruns=spec['reruns'], units=spec['suites'],
+                                 serial=frozenset(spec['serial'])), progress)
 
 
 def run_one(plan: RunPlan, key: str, gpu: Optional[str]) -> StoreRecord:
@@ -191,7 +190,7 @@ def work(queue_dir: str, worker: Optional[str] = None, log: Callable[..., None] 
         env, cuda_device_tests = dict(env, **mode.environment), mode.enabled
     # parallel_test_suites='auto' (sized_by_jobs): this job's node (run/node: its CPUs as Slurm's cgroup and
     # affinity leave them, its memory, its GPUs' memory where it runs CUDA tests), not the submitting node
-    size = this_node(env, cuda_device_tests) if spec.get('sized_by_jobs') else None
+    size = this_node(env, cuda_device_tests) if spec['sized_by_jobs'] else None
     if size is not None:
         log(f'{worker}: {size.describe()}', flush=True)
     plan = plan_of_spec(spec, env, slots=size.slots() if size is not None else None)
