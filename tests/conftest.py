@@ -131,7 +131,7 @@ TIER_OF_MODULE = {
     # the parts of unit modules that start the console script or a real process
     'test_field_policy': 'real_tools', 'test_report_escaping': 'real_tools', 'test_test_parameters': 'real_tools',
     'test_report_policy': 'real_tools', 'test_nvidia_smi': 'real_tools', 'test_gpu_triage': 'real_tools',
-    'test_heartbeat': 'real_tools', 'test_heartbeat_real': 'real_harness',
+    'test_heartbeat': 'real_tools', 'test_heartbeat_real': 'real_harness', 'test_gpu_share': 'real_harness',
 }
 UNIT_MODULES = {'test_store_records', 'test_device_tests', 'test_easyblock_imports', 'test_module_map',
                 'test_cudnn_catalog', 'test_gpu_record', 'test_gpu_records', 'test_gpu_bench_records',

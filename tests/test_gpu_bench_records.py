@@ -428,8 +428,9 @@ def test_the_gradgrad_round_passes_10_minutes_plain_and_ours_took_058x_with_one_
 def test_in_the_gradgrad_round_ours_oversubscribed_the_gpu_and_the_harness_did_not_retry(tmp_path):
     """Why ours differed: 6 calls at a time on one 80 GiB GPU by the node rule's 12 GiB a batch, while two of the
     suite processes then held 37.34 and 34.95 GiB: the acos gradcheck of piece 4/7 of test_ops_gradients found
-    27.75 MiB free (torch.OutOfMemoryError).  run_test.py's memory share (NUM_PARALLEL_PROCS: common_utils' per-process
-    fraction) counts the processes of one call, not the calls beside it.  The retry bound held on the GPU node: 2.6's
+    27.75 MiB free (torch.OutOfMemoryError).  No process had a cap: run_test.py sets NUM_PARALLEL_PROCS, from
+    which common_utils caps a process, after it spawned its pool, so a call's first 3 suites never see it
+    (tests/test_gpu_share.py); the node rule now counts GPU memory per suite process and caps each (run/gpu_share).  The retry bound held on the GPU node: 2.6's
     two 'Retrying single test...' sessions each ended before collecting (the no-retries plugin), and the piece went
     on through the rest of its tests."""
     with tarfile.open(os.path.join(VALIDATION, GRADGRAD_ROUND, 'ours-ops-gradients-pieces.tar.gz')) as packed:

@@ -7,6 +7,7 @@ import os
 from eb_pytorch_cuda.testsuite.results.model import RunResult, Suite, SuiteStatus
 from eb_pytorch_cuda.testsuite.results.model import TestCase as Case  # not a pytest test class
 from eb_pytorch_cuda.testsuite.run import retries
+from eb_pytorch_cuda.testsuite.run.plugins import PLUGIN_DIR
 from eb_pytorch_cuda.testsuite.run.reruns import apply_reruns
 
 
@@ -14,16 +15,16 @@ def test_the_harness_retries_are_off_by_the_environment():
     env = {'PYTORCH_RETRY_TEST_CASES': '1', 'PYTORCH_TEST_RERUN_DISABLED_TESTS': '1', 'PYTHONPATH': '/inst/lib',
            'PYTEST_PLUGINS': 'site_plugin', 'HOME': '/home/me'}
     off = retries.retry_environment(env, harness_retries=False)
-    assert off == {'PYTHONPATH': '/inst/lib' + os.pathsep + retries.PLUGIN_DIR,
+    assert off == {'PYTHONPATH': '/inst/lib' + os.pathsep + PLUGIN_DIR,
                    'PYTEST_PLUGINS': 'site_plugin,eb_pytorch_cuda_no_retries', 'HOME': '/home/me'}
     assert retries.retry_environment(off, harness_retries=False) == off  # a Slurm job applies it to the spec's again
     assert env['PYTORCH_RETRY_TEST_CASES'] == '1'  # the caller's mapping is left as it was
-    assert os.path.isfile(os.path.join(retries.PLUGIN_DIR, retries.PLUGIN + '.py'))
+    assert os.path.isfile(os.path.join(PLUGIN_DIR, retries.PLUGIN + '.py'))
 
 
 def test_an_empty_environment_gets_the_plugin_alone():
     off = retries.retry_environment({}, harness_retries=False)
-    assert off == {'PYTEST_PLUGINS': retries.PLUGIN, 'PYTHONPATH': retries.PLUGIN_DIR}
+    assert off == {'PYTEST_PLUGINS': retries.PLUGIN, 'PYTHONPATH': PLUGIN_DIR}
 
 
 def test_harness_retries_true_keeps_the_environment_as_it_is():

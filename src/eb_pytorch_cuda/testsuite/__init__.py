@@ -29,7 +29,8 @@ checked in CI):
                      piece_times (the times file that splits a long suite into our pieces), reruns (one failed
                      test alone, once a run), heartbeat (the line naming what runs since when, and the ETA),
                      retries (PyTorch's own retries off: the environment and the pytest plugin of
-                     eb_pytorch_cuda/harness_plugin)
+                     eb_pytorch_cuda/harness_plugin), gpu_share (the calls on one GPU share its memory: each
+                     suite process capped by a plugin there), plugins (our plugins in the suites' pytest)
     policy/          judging (known failures per scope, the budget, the verdict), settings (the test
                      parameters, one list), suggest (policy entries from failed runs), report (JSON, text,
                      Markdown), timechart (the slowest suites, the per-suite time chart)

@@ -6,21 +6,29 @@ the node's CPUs (the ones this process may use: its affinity, as Slurm and cgrou
 and, where the suites run CUDA tests, its GPUs' memory each bound the number of calls:
 
     slots = max(1, min(CPUs // CPUS_PER_BATCH, available GiB // GIB_PER_BATCH, MAX_SLOTS,
-                       GPUs x (smallest GPU's GiB // GPU_GIB_PER_BATCH)  where CUDA device tests run))
+                       GPUs x run.gpu_share.calls_a_gpu_takes(smallest GPU's GiB, POOL_PROCESSES,
+                                                          GPU_GIB_PER_PROCESS)  where CUDA device tests run))
 
-On the project's 2-core VM that is 1 (what it always ran); on the 16-core, 128 GiB H200 node 8.  The figures
-per batch are a first rule, to be checked by the H200 benchmarks (docs/benchmarks.md).
+The calls on one GPU share its memory as one call's pool does (run/gpu_share: each suite process capped at
+its share), so a GPU takes as many calls as leave each process GPU_GIB_PER_PROCESS.  On the project's 2-core VM
+that is 1 (what it always ran); on the 16-core, 128 GiB H200 node 8 (its 140 GiB GPU would take 12 calls); on
+the H100 node (79 GiB) 6, each suite process capped at 3.55 GiB.  CPU figures: the H200 benchmarks
+(docs/benchmarks.md); GPU_GIB_PER_PROCESS: PyTorch's own CI runs its CUDA tests 2 processes to a GPU except on
+its sm86 runners (3; tools/testing/test_selections.py:17-24), so its suites pass with (8 GiB - 2 x 0.85) / 2,
+about 3 GiB, a process on an 8 GiB GPU; a test that needs more says so (largeTensorTest) or is marked serial.
 """
 
 import os
 from dataclasses import dataclass
 from typing import Mapping, Optional, Sequence
 
+from eb_pytorch_cuda.testsuite.run.gpu_share import calls_a_gpu_takes
 from eb_pytorch_cuda.testsuite.run.gpus import query_gpus
 
 CPUS_PER_BATCH = 2
 GIB_PER_BATCH = 4
-GPU_GIB_PER_BATCH = 12
+GPU_GIB_PER_PROCESS = 3.0  # the least GPU memory cap a suite process gets beside other calls (run/gpu_share)
+POOL_PROCESSES = 3  # the suite processes of one call at most (2.6's NUM_PROCS; the 2.1 line's is 2)
 MAX_SLOTS = 16
 
 
@@ -37,15 +45,15 @@ class NodeSize:
         if self.available_gib is not None:
             bounds.append(int(self.available_gib // GIB_PER_BATCH))
         if self.gpu_gib:
-            bounds.append(len(self.gpu_gib) * int(min(self.gpu_gib) // GPU_GIB_PER_BATCH))
+            bounds.append(len(self.gpu_gib) * calls_a_gpu_takes(min(self.gpu_gib), POOL_PROCESSES, GPU_GIB_PER_PROCESS))
         return max(1, min(bounds))
 
     def describe(self) -> str:
         memory = f'{self.available_gib:.0f} GiB available' if self.available_gib is not None else 'memory unknown'
         gpus = f", {len(self.gpu_gib)} GPU(s) of {min(self.gpu_gib):.0f} GiB" if self.gpu_gib else ''
         return (f'{self.slots()} batch(es) at a time (parallel_test_suites=auto: {self.cpus} CPUs, {memory}{gpus}; '
-                f'{CPUS_PER_BATCH} CPUs, {GIB_PER_BATCH} GiB{f", {GPU_GIB_PER_BATCH} GiB of GPU" if gpus else ""} '
-                f'a batch)')
+                f'{CPUS_PER_BATCH} CPUs, {GIB_PER_BATCH} GiB a batch'
+                f'{f", {GPU_GIB_PER_PROCESS:g} GiB of GPU a suite process" if gpus else ""})')
 
 
 def available_gib(meminfo: str = '/proc/meminfo') -> Optional[float]:

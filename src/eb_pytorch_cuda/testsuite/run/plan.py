@@ -14,6 +14,7 @@ from eb_pytorch_cuda.testsuite.results import pieces
 from eb_pytorch_cuda.testsuite.run import calls, discovery, piece_times
 from eb_pytorch_cuda.testsuite.run.command import TestCommand, harness_environment
 from eb_pytorch_cuda.testsuite.run.devicetests import JobDecision
+from eb_pytorch_cuda.testsuite.run.gpu_share import processes_on_a_gpu, share_environment
 from eb_pytorch_cuda.testsuite.run.gpus import slot_gpus
 from eb_pytorch_cuda.testsuite.run.harness import Harness, harness_of
 from eb_pytorch_cuda.testsuite.run.heartbeat import HeartbeatSettings
@@ -113,11 +114,16 @@ class RunPlan:
         (run.node.threads_per_suite).  A call with no other beside it (alone: the harness's serial list, run
         after the others) gets none, as in upstream's one call: on the H100, nn/test_convolution's CUDA tests,
         whose references run on the CPU, took 55 s in the plain call and 188 s alone at 1 thread
-        (docs/benchmarks.md, gpu case)."""
-        if self.shared_cpus is None or alone:
+        (docs/benchmarks.md, gpu case).  A call beside others on a GPU (the slots pinned to GPUs, run/gpus) shares
+        its memory with all their suite processes (run/gpu_share); one alone keeps the harness's own share."""
+        if alone:
             return self.env
-        threads = threads_per_suite(self.shared_cpus, self.parallel, max(1, processes))
-        return {**self.env, 'OMP_NUM_THREADS': str(threads)}
+        env = dict(self.env)
+        if self.gpus:
+            env = share_environment(env, processes_on_a_gpu(self.parallel, self.gpus, self.harness.pool_size))
+        if self.shared_cpus is not None:
+            env['OMP_NUM_THREADS'] = str(threads_per_suite(self.shared_cpus, self.parallel, max(1, processes)))
+        return env
 
     @property
     def output_dir(self) -> str:

@@ -34,12 +34,11 @@ off.  The 2.1 line: the 2.1-line tree's test/run_test.py and torch 2.1.2's torch
   :1261): 2 runs of such a test per call, with its reruns off.
 """
 
-import os
 from typing import Dict, Mapping
 
+from eb_pytorch_cuda.testsuite.run.plugins import with_plugin
+
 PLUGIN = 'eb_pytorch_cuda_no_retries'  # the module eb_pytorch_cuda/harness_plugin holds, named in PYTEST_PLUGINS
-PLUGIN_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                          'harness_plugin')
 # variables that make PyTorch's own code run a test again (see above)
 RETRY_VARIABLES = ('PYTORCH_RETRY_TEST_CASES', 'PYTORCH_TEST_RERUN_DISABLED_TESTS')
 
@@ -53,13 +52,7 @@ def retry_environment(env: Mapping[str, str], harness_retries: bool) -> Dict[str
         return env
     for name in RETRY_VARIABLES:
         env.pop(name, None)
-    plugins = [name.strip() for name in env.get('PYTEST_PLUGINS', '').split(',') if name.strip()]
-    if PLUGIN not in plugins:
-        env['PYTEST_PLUGINS'] = ','.join(plugins + [PLUGIN])
-    paths = [path for path in env.get('PYTHONPATH', '').split(os.pathsep) if path]
-    if PLUGIN_DIR not in paths:
-        env['PYTHONPATH'] = os.pathsep.join(paths + [PLUGIN_DIR])
-    return env
+    return with_plugin(env, PLUGIN)
 
 
 def planned(harness_retries: bool, reruns: int) -> str:

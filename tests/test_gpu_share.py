@@ -1,0 +1,99 @@
+"""A GPU's memory shared by every suite process on it (run/gpu_share, the plugin eb_pytorch_cuda_gpu_share): the
+count each call's processes get, the node rule that keeps each process's cap at least GPU_GIB_PER_PROCESS, and the
+plugin loaded by PyTorch's real 2.6.0 harness into each pytest session of a suite, where it tells what it did.
+
+On this CPU-only machine CUDA is never initialised, so the harness's sessions show the two branches that leave
+the cap as it is (the `-m serial` session without NUM_PARALLEL_PROCS, the pool's session with it and no CUDA);
+the branch that sets the cap ran on the GPU node (docs/benchmarks.md, gpu case: its header line in each suite log).
+"""
+
+import os
+import subprocess
+
+from environment import REAL_PYTHON as PYTHON
+from helpers import real_tree
+from scratch import scratch_dir
+
+from eb_pytorch_cuda.harness_plugin import eb_pytorch_cuda_gpu_share as plugin
+from eb_pytorch_cuda.testsuite.run import gpu_share, node
+from eb_pytorch_cuda.testsuite.run.plugins import PLUGIN_DIR
+
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data')
+PROBE = os.path.join(DATA, 'retry_probe', 'test_eb_retry_probe.py')
+
+
+def test_plugin_and_step_name_the_same_variable_and_allowance():
+    """The plugin imports nothing of ours (it runs in the test Python): its constants are copies, kept equal."""
+    assert plugin.VARIABLE == gpu_share.VARIABLE
+    assert plugin.OTHER_LIBRARIES_GIB == gpu_share.OTHER_LIBRARIES_GIB
+    assert os.path.isfile(os.path.join(PLUGIN_DIR, gpu_share.PLUGIN + '.py'))
+
+
+def test_share_is_common_utils_formula_over_all_processes():
+    """One call of 3 on the H100 (79.18 GiB): common_utils' own 0.32 (rounded there); 6 calls of 3: each
+    process about 3.55 GiB, and the 18 caps with their allowances add up to the GPU."""
+    assert round(plugin.share(79.18, 3), 2) == 0.32
+    each = plugin.share(79.18, 18)
+    assert abs(each * 79.18 - 3.5489) < 1e-3
+    assert abs(18 * (each * 79.18 + gpu_share.OTHER_LIBRARIES_GIB) - 79.18) < 1e-9
+
+
+def test_processes_on_a_gpu_count_every_call_pinned_to_it():
+    assert gpu_share.processes_on_a_gpu(6, ['0'], 3) == 18
+    assert gpu_share.processes_on_a_gpu(6, ['0', '1'], 3) == 9
+    assert gpu_share.processes_on_a_gpu(5, ['0', '1'], 2) == 6  # slots round robin: 3 calls on GPU 0
+    assert gpu_share.processes_on_a_gpu(1, ['0'], 3) == 3
+
+
+def test_share_environment_adds_the_plugin_once():
+    env = gpu_share.share_environment({'PYTEST_PLUGINS': 'other', 'PYTHONPATH': '/inst/lib'}, 18)
+    again = gpu_share.share_environment(env, 18)
+    assert again == env
+    assert env['PYTEST_PLUGINS'] == 'other,' + gpu_share.PLUGIN
+    assert env['PYTHONPATH'].split(os.pathsep) == ['/inst/lib', PLUGIN_DIR]
+    assert env[gpu_share.VARIABLE] == '18'
+
+
+def test_node_rule_keeps_each_process_its_floor():
+    """The H100 node of 2026-12-06 (16 CPUs, 79.18 GiB GPU): 6 calls, each process capped at 3.55 GiB; the
+    H200 node (139.8 GiB): the 16 CPUs bound it at 8 (the GPU would take 12); a 23 GiB GPU takes one call
+    (upstream's own share); two such GPUs two."""
+    h100 = node.NodeSize(16, 120.0, (79.18,))
+    assert h100.slots() == 6
+    assert '3 GiB of GPU a suite process' in h100.describe()
+    assert node.NodeSize(16, 120.0, (139.8,)).slots() == 8
+    assert gpu_share.calls_a_gpu_takes(139.8, 3, node.GPU_GIB_PER_PROCESS) == 12
+    assert node.NodeSize(16, 120.0, (23.0,)).slots() == 1
+    assert node.NodeSize(16, 120.0, (23.0, 23.0)).slots() == 2
+    for gib in (7.4, 23.0, 79.18, 139.8):
+        calls = gpu_share.calls_a_gpu_takes(gib, node.POOL_PROCESSES, node.GPU_GIB_PER_PROCESS)
+        if calls > 1:
+            assert plugin.share(gib, calls * node.POOL_PROCESSES) * gib >= node.GPU_GIB_PER_PROCESS
+
+
+def test_real_harness_loads_the_plugin_in_each_session(harness26, tmp_path_factory):
+    """run_test.py 2.6.0 on one suite with a sharing call's environment: the pool's session loads the plugin,
+    which arms the cap for when CUDA starts (never here) and starts no CUDA; and the session does not see
+    NUM_PARALLEL_PROCS: run_test.py sets it after it spawned its pool, so common_utils caps none of a call's
+    first 3 suites itself."""
+    with scratch_dir(tmp_path_factory, 'gpu-share') as root:
+        test_dir = real_tree(root / 'pytorch')
+        counts = root / 'counts'
+        counts.mkdir()
+        os.symlink(PROBE, test_dir / os.path.basename(PROBE))
+        env = {name: value for name, value in os.environ.items() if name not in ('CI', 'NUM_PARALLEL_PROCS')}
+        env.update(EB_RETRY_PROBE_DIR=str(counts), EB_RETRY_PROBE_SECONDS='0')
+        env = gpu_share.share_environment(env, 18)
+        done = subprocess.run([PYTHON, 'run_test.py', '--continue-through-error', '--pipe-logs', '-i',
+                               'test_eb_retry_probe'], cwd=test_dir, env=env, capture_output=True, text=True,
+                              timeout=600)
+        output = done.stdout + done.stderr
+    assert 'Running parallel tests on 3 processes' in output, output[-3000:]
+    sessions = [line for line in output.splitlines() if line.startswith('Executing [')]
+    assert any("'-m', 'serial'" in line for line in sessions), sessions
+    assert any("'-m', 'not serial'" in line for line in sessions), sessions
+    headers = [line for line in output.splitlines() if line.startswith('eb-pytorch-cuda GPU share:')]
+    # the pool's session prints pytest's header (its `-m serial` session of 0 tests, here, does not)
+    assert headers and set(headers) == {'eb-pytorch-cuda GPU share: 18 suite processes on this GPU, each capped '
+                                        'at its share when CUDA starts; NUM_PARALLEL_PROCS=unset'}, output[-3000:]
+    assert 'GPU share: none' not in output
