@@ -8,6 +8,7 @@ the harness facts read_harness reads from that run_test.py (checked in tests/tes
 
 import json
 import os
+from dataclasses import replace
 
 from eb_pytorch_cuda.testsuite.run import batches
 from eb_pytorch_cuda.testsuite.run.calls import XML_VARIABLE, batch_options
@@ -211,3 +212,20 @@ def test_a_batch_exiting_mid_run_passes_no_suite_with_only_its_serial_session(tm
         record = records[suite]
         assert record.suite.status == 'no summary' and record.exit_code is None, suite
         assert any('run_test.py exited 1 after 1 of the suite' in note for note in record.notes), suite
+
+
+def test_a_call_beside_others_on_a_gpu_gets_the_gpu_share_and_one_alone_does_not(tmp_path):
+    """6 slots pinned to one GPU, the harness's pool of 3: every call beside the others gets the plugin and the
+    count 18 (run/gpu_share), whatever its own suites; a call alone (the serial list) keeps the harness's own;
+    slots not pinned (no GPU seen) get nothing."""
+    from eb_pytorch_cuda.testsuite.run import gpu_share
+    plan = _plan(tmp_path)
+    pinned = RunPlan(**{**plan.__dict__, 'parallel': 6, 'gpus': ('0',),
+                        'harness': replace(plan.harness, pool_size=3)})
+    for processes in (1, 3):
+        env = pinned.call_env(processes)
+        assert env[gpu_share.VARIABLE] == '18'
+        assert env['PYTEST_PLUGINS'].split(',') == [gpu_share.PLUGIN]
+    assert pinned.call_env(1, alone=True) == pinned.env
+    unpinned = RunPlan(**{**plan.__dict__, 'parallel': 6})
+    assert gpu_share.VARIABLE not in unpinned.call_env(3) and 'PYTEST_PLUGINS' not in unpinned.call_env(3)

@@ -430,9 +430,9 @@ def test_in_the_gradgrad_round_ours_oversubscribed_the_gpu_and_the_harness_did_n
     suite processes then held 37.34 and 34.95 GiB: the acos gradcheck of piece 4/7 of test_ops_gradients found
     27.75 MiB free (torch.OutOfMemoryError).  No process had a cap: run_test.py sets NUM_PARALLEL_PROCS, from
     which common_utils caps a process, after it spawned its pool, so a call's first 3 suites never see it
-    (tests/test_gpu_share.py); the node rule now counts GPU memory per suite process and caps each (run/gpu_share).  The retry bound held on the GPU node: 2.6's
-    two 'Retrying single test...' sessions each ended before collecting (the no-retries plugin), and the piece went
-    on through the rest of its tests."""
+    (tests/test_gpu_share.py); the node rule now counts GPU memory per suite process and caps each
+    (run/gpu_share).  The retry bound held on the GPU node: 2.6's two 'Retrying single test...' sessions each ended
+    before collecting (the no-retries plugin), and the piece went on through the rest of its tests."""
     with tarfile.open(os.path.join(VALIDATION, GRADGRAD_ROUND, 'ours-ops-gradients-pieces.tar.gz')) as packed:
         packed.extractall(tmp_path, filter='data')
     output = tmp_path / 'bench' / 'gpu-auto' / 'output'
@@ -449,3 +449,35 @@ def test_in_the_gradgrad_round_ours_oversubscribed_the_gpu_and_the_harness_did_n
     assert all('no tests ran in' in part.split('Got exit code')[0] and
                'the failed test is not run again here; rerun_failed_tests reruns it' in part for part in retries)
     assert 'Test failed consistently, continuing with the rest of the tests' in piece
+
+
+SECOND_PLAIN = 'h100-2026-12-06-bench-gpu-plain-second-machine'  # the same plain call on another H100, later
+
+
+def test_the_same_plain_call_on_another_h100_took_a_third_longer_with_the_same_results(tmp_path):
+    """The gradgrad selection's plain run_test.py call again, on the H100 a later session got (2026-12-06, the
+    same kit, torch and selection): the same per-suite results, 871.7 s against 659.7 s (harness: 856.56 s against
+    649.59 s), every suite slower (nn/test_convolution 52.3 s against 42.7 s, test_ops_gradients' pool process 726.8 s
+    against 539.8 s).  Why a ratio is only read within one device round.  Ours did not run to its end there: the
+    session's device time ran out (its gpu-auto/pytorch-test-results.json is the plan's seed, the plain call's JUnit
+    times, not a result)."""
+    with open(os.path.join(VALIDATION, SECOND_PLAIN, 'bench-gpu-node.json')) as handle:
+        second = json.load(handle)['cases']['gpu']
+    with open(os.path.join(VALIDATION, GRADGRAD_ROUND, 'bench-gpu-node.json')) as handle:
+        first = json.load(handle)['cases']['gpu']
+    assert set(second) == {'plain'}
+    assert second['plain']['results'] == first['plain']['results']
+    assert (second['plain']['seconds'], first['plain']['seconds']) == (871.7, 659.7)
+    with open(os.path.join(VALIDATION, SECOND_PLAIN, 'gpu-selection.json')) as handle:
+        selection = json.load(handle)
+    with open(os.path.join(VALIDATION, GRADGRAD_ROUND, 'gpu-selection.json')) as handle:
+        assert json.load(handle) == selection
+    runs = _gpu_runs(SECOND_PLAIN, tmp_path)
+    bench = _bench()
+    assert bench.results_of_log(str(runs / 'gpu-plain.log')) == second['plain']['results']
+    plain_log = (runs / 'gpu-plain.log').read_text(errors='replace')
+    assert "Running test batch 'tests to run' cost 856.56 seconds" in plain_log
+    assert '330 passed, 261 skipped, 576 deselected in 52.28s' in plain_log
+    assert '1176 passed, 1390 skipped, 8192 deselected, 29 xfailed in 726.83s' in plain_log
+    with open(runs / 'gpu-auto' / 'pytorch-test-results.json') as handle:
+        assert set(json.load(handle)) == {'suite_seconds', 'test_seconds', 'seeded_from'}
