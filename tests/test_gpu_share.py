@@ -10,7 +10,8 @@ the branch that sets the cap ran on the GPU node (docs/benchmarks.md, gpu case: 
 import os
 import subprocess
 
-from environment import REAL_PYTHON as PYTHON
+import pytest
+from environment import REAL_PYTHON as PYTHON, REPO
 from helpers import real_tree
 from scratch import scratch_dir
 
@@ -20,6 +21,7 @@ from eb_pytorch_cuda.testsuite.run.plugins import PLUGIN_DIR
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data')
 PROBE = os.path.join(DATA, 'retry_probe', 'test_eb_retry_probe.py')
+PYTHON21 = os.path.join(REPO, '.venvs', 'harness-2.1', 'bin', 'python')
 
 
 def test_plugin_and_step_name_the_same_variable_and_allowance():
@@ -97,3 +99,34 @@ def test_real_harness_loads_the_plugin_in_each_session(harness26, tmp_path_facto
     assert headers and set(headers) == {'eb-pytorch-cuda GPU share: 18 suite processes on this GPU, each capped '
                                         'at its share when CUDA starts; NUM_PARALLEL_PROCS=unset'}, output[-3000:]
     assert 'GPU share: none' not in output
+
+
+ARM_AND_START = r'''
+import os, sys
+os.environ['EB_PYTORCH_CUDA_GPU_PROCESSES'] = '18'
+import torch
+sys.path.insert(0, sys.argv[1])
+import eb_pytorch_cuda_gpu_share as plugin
+queued = len(torch.cuda._queued_calls)
+plugin.pytest_configure(None)
+print(plugin.pytest_report_header(None)[0])
+print('queued', len(torch.cuda._queued_calls) - queued, 'initialised', torch.cuda.is_initialized())
+torch.cuda._queued_calls[-1][0]()  # what torch's lazy CUDA start runs: here, with no GPU, it fails inside
+print('returned')
+'''
+
+
+@pytest.mark.parametrize('python', [PYTHON, PYTHON21], ids=['torch2.6.0', 'torch2.1.2'])
+def test_the_cap_waits_in_torchs_own_queue_for_cuda_to_start(harness26, python):
+    """With the real torch wheels (2.6.0 of the 2.6 harness, 2.1.2 of the 2.1 line's), the plugin arms the cap as a
+    call queued for torch's lazy CUDA start, without starting CUDA; run as torch would run it on a node without a
+    GPU, it says it set none and raises nothing (torch would raise it from the test that started CUDA)."""
+    if not os.access(python, os.X_OK):
+        pytest.fail(f'{python} is missing: run bash tools/setup.sh')
+    done = subprocess.run([python, '-c', ARM_AND_START, PLUGIN_DIR], capture_output=True, text=True, timeout=300,
+                          env={name: value for name, value in os.environ.items() if name != 'CUDA_VISIBLE_DEVICES'})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        'eb-pytorch-cuda GPU share: 18 suite processes on this GPU, each capped at its share when CUDA starts; '
+        'NUM_PARALLEL_PROCS=unset', 'queued 1 initialised False', 'returned']
+    assert 'eb-pytorch-cuda GPU share: none set (' in done.stderr, done.stderr
