@@ -110,6 +110,10 @@ if [ -n "${OUT:-}" ]; then
     if [ "$state" = running ]; then
         (cd "$WORK/eb/stack" 2>/dev/null && find . -path '*test-reports*' -name '*.log' -print0 \
             | tar -czf "$OUT/progress.tar.gz" --null -T - 2>/dev/null)
+        # and the benchmark's runs of ours so far: their suite logs (the GPU share lines, a test out of memory), kept
+        # where the device time ends before the run does (2026-12-06: the cap's first round left nothing of ours)
+        (cd "$WORK" 2>/dev/null && find bench -path '*/output/*.log' -print0 \
+            | tar -czf "$OUT/bench-progress.tar.gz" --null -T - 2>/dev/null)
     fi
 fi
 [ "$state" = finished ]
