@@ -212,8 +212,8 @@ def test_auto_is_the_default_and_a_count_stays_a_count(tmp_path):
     with pytest.raises(PluginError, match='parallel_test_suites must be an integer >= 1'):
         TestSettings.from_values({'parallel_test_suites': 'many'})
     said = []
-    assert service.batch_slots(3, {}, None, said.append) == 3 and said == []
-    assert service.batch_slots('auto', {'CUDA_VISIBLE_DEVICES': ''}, None, said.append) >= 1 and len(said) == 1
+    assert service.batch_slots(3, {}, said.append) == 3 and said == []
+    assert service.batch_slots('auto', {'CUDA_VISIBLE_DEVICES': ''}, said.append) >= 1 and len(said) == 1
     meminfo = tmp_path / 'meminfo'
     meminfo.write_text('MemTotal:       24000000 kB\nMemAvailable:   12582912 kB\n')
     assert available_gib(str(meminfo)) == 12.0

@@ -36,8 +36,8 @@ def test_gpu_memory_bounds_the_batches_through_the_one_nvidia_smi_reader(tmp_pat
     assert gpu_memory_gib({'CUDA_VISIBLE_DEVICES': ''}) == ()
     assert gpu_memory_gib({'CUDA_VISIBLE_DEVICES': '2'}) == ()  # names no GPU here
     assert gpu_compute_capabilities({'CUDA_VISIBLE_DEVICES': '1'}) == ('8.0',)
-    assert this_node({'CUDA_VISIBLE_DEVICES': '1'}, cuda_device_tests=True).gpu_gib == (16.0,)
-    assert this_node({}, cuda_device_tests=False).gpu_gib == ()
+    assert this_node({'CUDA_VISIBLE_DEVICES': '1'}).gpu_gib == (16.0,)
+    assert this_node({'CUDA_VISIBLE_DEVICES': ''}).gpu_gib == ()
 
 
 def test_compute_capability_scopes_follow_the_gpus_the_suites_run_on(tmp_path, monkeypatch):

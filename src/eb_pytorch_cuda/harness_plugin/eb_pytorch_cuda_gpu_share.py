@@ -15,8 +15,9 @@ So in every pytest session of a call that shares its GPU, the plugin caps the pr
 with n = the suite processes that may run on that GPU (EB_PYTORCH_CUDA_GPU_PROCESSES): the caps of all of them
 add up to the GPU.  It sets the cap when CUDA starts in the process (torch.cuda's queue of calls run at its lazy
 initialisation), or at once where it has started: it never starts CUDA itself (a test that forks would lose its
-GPU), and a process that never uses CUDA is left alone.  The session's header says it is armed, and the process
-says on stderr (the suite's log) what it set.  It imports nothing at module level but os and sys.
+GPU), and a process that never uses CUDA is left alone.  The session's header says it is armed and its terminal
+summary what it set (both in the suite's log; a line written when CUDA starts, inside a test, would be that
+test's captured output).  It imports nothing at module level but os and sys.
 """
 
 import os
@@ -27,6 +28,7 @@ HARNESS_VARIABLE = 'NUM_PARALLEL_PROCS'  # run_test.py's, read by common_utils: 
 OTHER_LIBRARIES_GIB = 0.85  # common_utils' own allowance a process ("other libraries take up ... under 1 GB")
 
 _armed: list = []  # the header line, once per process
+_said: list = []  # what the cap came to, for the terminal summary
 
 
 def share(total_gib: float, processes: int) -> float:
@@ -36,12 +38,12 @@ def share(total_gib: float, processes: int) -> float:
 
 
 def _cap(torch, processes: int) -> None:
-    """Cap this process's allocator on its current GPU at its share, and say so on stderr; an error is said, not
+    """Cap this process's allocator on its current GPU at its share, and say so in the summary; an error is said, not
     raised (torch would raise it from the test that started CUDA)."""
     try:
         _set_cap(torch, processes)
     except Exception as error:  # noqa: B902 - whatever it is, the test that started CUDA must not fail of it
-        sys.stderr.write(f'eb-pytorch-cuda GPU share: none set ({type(error).__name__}: {error})\n')
+        _said.append(f'eb-pytorch-cuda GPU share: none set ({type(error).__name__}: {error})')
 
 
 def _set_cap(torch, processes: int) -> None:
@@ -50,13 +52,13 @@ def _set_cap(torch, processes: int) -> None:
     total_gib = torch.cuda.get_device_properties(device).total_memory / 2 ** 30
     fraction = share(total_gib, processes)
     if fraction <= 0:
-        sys.stderr.write(f'eb-pytorch-cuda GPU share: none set ({processes} processes leave nothing of '
-                         f'{total_gib:.1f} GiB)\n')
+        _said.append(f'eb-pytorch-cuda GPU share: none set ({processes} processes leave nothing of '
+                     f'{total_gib:.1f} GiB)')
         return
     torch.cuda.set_per_process_memory_fraction(fraction, device)
-    sys.stderr.write(f'eb-pytorch-cuda GPU share: {fraction:.4f} of {total_gib:.1f} GiB, {fraction * total_gib:.2f} '
-                     f'GiB ({processes} suite processes on this GPU; {HARNESS_VARIABLE}='
-                     f'{os.environ.get(HARNESS_VARIABLE, "unset")})\n')
+    _said.append(f'eb-pytorch-cuda GPU share: {fraction:.4f} of {total_gib:.1f} GiB, {fraction * total_gib:.2f} GiB '
+                 f'({processes} suite processes on this GPU; {HARNESS_VARIABLE}='
+                 f'{os.environ.get(HARNESS_VARIABLE, "unset")})')
 
 
 def _arm() -> str:
@@ -84,3 +86,11 @@ def pytest_configure(config):
 def pytest_report_header(config):
     """The session's header: what is armed."""
     return list(_armed)
+
+
+def pytest_terminal_summary(terminalreporter):
+    """What the cap came to in this process: set (and at what), none set (why), or CUDA never started."""
+    if not _armed or ' each capped at its share ' not in _armed[0]:
+        return
+    for line in _said or ['eb-pytorch-cuda GPU share: none set (CUDA did not start in this process)']:
+        terminalreporter.write_line(line)

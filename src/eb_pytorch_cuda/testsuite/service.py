@@ -311,13 +311,13 @@ def planned_slots(parallel: Union[int, str]) -> str:
     return slots
 
 
-def batch_slots(parallel: Union[int, str], env: Mapping[str, str], device_tests: Optional[DeviceTestMode] = None,
+def batch_slots(parallel: Union[int, str], env: Mapping[str, str],
                 progress: Optional[Callable[[str], None]] = None) -> int:
     """The batches run at a time: parallel_test_suites as given, or for 'auto' what this node holds (run/node:
-    its CPUs, available memory and, where CUDA device tests run, its GPUs' memory), said in one line."""
+    its CPUs, available memory and the memory of the GPUs it sees), said in one line."""
     if parallel != 'auto':
         return int(parallel)
-    size = this_node(env, bool(device_tests and device_tests.enabled))
+    size = this_node(env)
     if progress:
         progress(size.describe())
     return size.slots()
@@ -435,7 +435,7 @@ def run_step(inputs: StepInputs, host: StepHost) -> StepOutcome:
         if sized_by_jobs:  # this node's size is only the claims' estimate: it is not where the suites run
             host.say("parallel_test_suites='auto': each Slurm job sizes its own node (its CPUs, memory and, where it "
                      "runs CUDA device tests, its GPUs' memory) and sets its suites' OMP_NUM_THREADS")
-        slots = batch_slots(settings.parallel_test_suites, env, device_tests, None if sized_by_jobs else host.say)
+        slots = batch_slots(settings.parallel_test_suites, env, None if sized_by_jobs else host.say)
         decision = (None if executor.on_this_node or settings.cuda_device_tests is False else
                     job_decision(settings.cuda_device_tests, host.has_cuda(prefix), command.env))
         request = RunRequest(command, env, inputs.output_dir, inputs.python,

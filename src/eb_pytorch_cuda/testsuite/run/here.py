@@ -150,8 +150,10 @@ def run_here(plan: RunPlan, units: Sequence[str], store: ResultStore, *,
         index = tally.next_batch()
         path = os.path.join(plan.output_dir, f'batch-{os.getpid()}-{index:04d}.log')
         with share.one() as gpu:
-            run_batch_to_the_end(plan, batch, tally, output_path=path, gpu=None if alone else gpu, progress=progress,
-                                 launcher=launcher, on_running=heartbeat.runs, alone=alone)
+            # a suite its killed batch did not finish runs again on the slot's GPU, counted among its sharers
+            pinned = None if alone else gpu
+            run_batch_to_the_end(plan, batch, tally, output_path=path, gpu=pinned, alone_gpu=pinned,
+                                 progress=progress, launcher=launcher, on_running=heartbeat.runs, alone=alone)
 
     def piece(key: str, alone: bool = False) -> None:  # a piece of a long suite: its shard alone (run/solo)
         tally.next_batch()

@@ -3,11 +3,11 @@
 Why: a user should not have to know how many run_test.py calls a node holds.  Each call runs its own pool of
 suites (NUM_PROCS: 2 on the 2.1 line, 3 on 2.6; each imports torch, about 1.3 GB, and uses a core or more), so
 the node's CPUs (the ones this process may use: its affinity, as Slurm and cgroups set it), its available memory
-and, where the suites run CUDA tests, its GPUs' memory each bound the number of calls:
+and the memory of the GPUs the suites run on each bound the number of calls:
 
     slots = max(1, min(CPUs // CPUS_PER_BATCH, available GiB // GIB_PER_BATCH, MAX_SLOTS,
                        GPUs x run.gpu_share.calls_a_gpu_takes(smallest GPU's GiB, POOL_PROCESSES,
-                                                          GPU_GIB_PER_PROCESS)  where CUDA device tests run))
+                                                          GPU_GIB_PER_PROCESS)  where a GPU is seen))
 
 The calls on one GPU share its memory as one call's pool does (run/gpu_share: each suite process capped at
 its share), so a GPU takes as many calls as leave each process GPU_GIB_PER_PROCESS.  On the project's 2-core VM
@@ -38,7 +38,7 @@ class NodeSize:
 
     cpus: int
     available_gib: Optional[float]
-    gpu_gib: Sequence[float] = ()  # per GPU the suites run on, where CUDA device tests run
+    gpu_gib: Sequence[float] = ()  # per GPU the suites run on
 
     def slots(self) -> int:
         bounds = [self.cpus // CPUS_PER_BATCH, MAX_SLOTS]
@@ -87,9 +87,11 @@ def usable_cpus() -> int:
         return os.cpu_count() or 1
 
 
-def this_node(env: Mapping[str, str], cuda_device_tests: bool) -> NodeSize:
-    """This node's size as the batches see it."""
-    return NodeSize(usable_cpus(), available_gib(), gpu_memory_gib(env) if cuda_device_tests else ())
+def this_node(env: Mapping[str, str]) -> NodeSize:
+    """This node's size as the batches see it: with the memory of the GPUs they run on, whatever the CUDA device
+    tests' mode, since batches beside each other are pinned to the GPUs and share their memory (run/gpu_share)
+    wherever a GPU is seen."""
+    return NodeSize(usable_cpus(), available_gib(), gpu_memory_gib(env))
 
 
 def threads_per_suite(cpus: int, parallel: int, pool_size: int) -> int:

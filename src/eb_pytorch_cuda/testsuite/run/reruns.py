@@ -100,7 +100,7 @@ def rerun_failures(result: RunResult, plan: RunPlan, progress: Callable[[str], N
     """Rerun each failed test of result alone (exact test id, the suite's handler environment), up to the
     plan's reruns times, marking it flaky or reproducible; once per run, after the suites ran on this node
     (the service calls it; a spread run's jobs rerun their own suites' failures: rerun_suite_in_plan)."""
-    for name, test, outcome in apply_reruns(result, plan.reruns, _rerunner(plan)):
+    for name, test, outcome in apply_reruns(result, plan.reruns, _rerunner(plan, alone=True)):
         progress(_rerun_line(name, test, outcome))
 
 
@@ -123,11 +123,13 @@ def rerun_lines_of_jobs(result: RunResult) -> List[str]:
     return lines
 
 
-def _rerunner(plan: RunPlan) -> Callable[[str, Optional[str]], Tuple[Optional[bool], str]]:
-    """rerun(suite, test_id or None) of apply_reruns with plan's command, Python, environment and timeouts."""
+def _rerunner(plan: RunPlan, alone: bool = False) -> Callable[[str, Optional[str]], Tuple[Optional[bool], str]]:
+    """rerun(suite, test_id or None) of apply_reruns with plan's command, Python, environment and timeouts; alone:
+    nothing runs beside the reruns (on this node, after its suites), so they keep torch's own threads and the
+    harness's own GPU memory share (RunPlan.call_env), not the shares of the calls that ran side by side."""
     # no XML switch: a rerun's verdict is its exit status, and an exact rerun runs under unittest, where a
     # common_utils patched by upstream's configure step would import xmlrunner (2.1.2's easyconfigs lack it)
-    rerun_env = {name: value for name, value in batch_env(plan.call_env()).items() if name != XML_VARIABLE}
+    rerun_env = {name: value for name, value in batch_env(plan.call_env(1, alone)).items() if name != XML_VARIABLE}
     return lambda name, test: rerun_isolated(plan.command, plan.python, name, test, plan.harness, rerun_env,
                                              timeout=plan.timeout_for(name))
 

@@ -66,10 +66,11 @@ def plan_of_spec(spec: QueueSpec, env: Mapping[str, str],
                                  serial=frozenset(spec['serial'])), progress)
 
 
-def run_one(plan: RunPlan, key: str, gpu: Optional[str]) -> StoreRecord:
+def run_one(plan: RunPlan, key: str, gpu: Optional[str], alone: bool = False) -> StoreRecord:
     """Run `key` (a suite, or a piece of one: results.pieces) alone at its own timeout; return its record
-    (solo.run_suite's, labelled with its piece)."""
-    return solo.run_suite(plan, key, gpu=gpu)
+    (solo.run_suite's, labelled with its piece).  alone: the job runs nothing beside it (its threads and GPU
+    memory are the harness's own: RunPlan.call_env)."""
+    return solo.run_suite(plan, key, gpu=gpu, alone=alone)
 
 
 class _Finals:
@@ -184,13 +185,12 @@ def work(queue_dir: str, worker: Optional[str] = None, log: Callable[..., None] 
     queue.stale_after, queue.max_attempts = spec['stale_after'], spec['max_attempts']
     worker = worker or worker_id(job.job_id(os.environ))
     env = job_environment(spec, os.environ, job)
-    cuda_device_tests = False
     if spec.get('cuda_device_tests') is not None:  # decided here, on this job's node and GPUs
         mode = job_device_tests(queue, worker, JobDecision.from_json(spec['cuda_device_tests']), env, log)
-        env, cuda_device_tests = dict(env, **mode.environment), mode.enabled
+        env = dict(env, **mode.environment)
     # parallel_test_suites='auto' (sized_by_jobs): this job's node (run/node: its CPUs as Slurm's cgroup and
-    # affinity leave them, its memory, its GPUs' memory where it runs CUDA tests), not the submitting node
-    size = this_node(env, cuda_device_tests) if spec['sized_by_jobs'] else None
+    # affinity leave them, its memory, its GPUs' memory), not the submitting node
+    size = this_node(env) if spec['sized_by_jobs'] else None
     if size is not None:
         log(f'{worker}: {size.describe()}', flush=True)
     plan = plan_of_spec(spec, env, slots=size.slots() if size is not None else None)
@@ -268,7 +268,7 @@ def work(queue_dir: str, worker: Optional[str] = None, log: Callable[..., None] 
                 with gate.hold(alone):
                     log(f'{worker}: running {suite}' + (' alone' if alone else '')
                         + (f' on GPU {pinned}' if pinned is not None else ''), flush=True)
-                    finish(suite, run_one(plan, suite, pinned))
+                    finish(suite, run_one(plan, suite, pinned, alone))
 
     heart = threading.Thread(target=beat, daemon=True)
     heart.start()
