@@ -9,11 +9,12 @@ suite log of ours.
 """
 
 import os
+import shutil
 import subprocess
 
 import pytest
 from environment import REAL_PYTHON as PYTHON, REPO
-from helpers import real_tree
+from helpers import H200, cli, real_tree, stand_in_nvidia_smi
 from scratch import scratch_dir
 
 from eb_pytorch_cuda.harness_plugin import eb_pytorch_cuda_gpu_share as plugin
@@ -23,6 +24,7 @@ from eb_pytorch_cuda.testsuite.run.plugins import PLUGIN_DIR
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data')
 PROBE = os.path.join(DATA, 'retry_probe', 'test_eb_retry_probe.py')
 PYTHON21 = os.path.join(REPO, '.venvs', 'harness-2.1', 'bin', 'python')
+PYTEST_INI = os.path.join(DATA, 'pytorch26-plain', 'pytest.ini')  # upstream's top-level one (test_harness_retries)
 
 
 def test_plugin_and_step_name_the_same_variable_and_allowance():
@@ -140,3 +142,45 @@ def test_the_cap_waits_in_torchs_own_queue_for_cuda_to_start(harness26, python):
         'NUM_PARALLEL_PROCS=unset', 'queued 1 initialised False', 'returned']
     assert len(lines) == 4 and lines[3].startswith('eb-pytorch-cuda GPU share: none set (RuntimeError: '), lines
     assert done.stderr == '', done.stderr
+
+
+def test_share_line_says_each_process_cap_and_warns_under_the_floor():
+    """The run's line: on the H200 (143771 MiB) 6 processes get 22.55 GiB each; 48 (16 calls of 3 asked for)
+    2.08 GiB, under the 3 GiB floor: a warning naming the setting; 200 leave none a share; without nvidia-smi's
+    memory the line says only that the processes are capped."""
+    gib = 143771 / 1024
+    assert gpu_share.share_line(6, (gib,)) == ('GPU memory: up to 6 suite processes on each GPU, each capped at its '
+                                               'share when CUDA starts in it: 22.55 GiB of 140 GiB (run/gpu_share)')
+    assert gpu_share.share_line(48, (gib, 80.0)).endswith(
+        ': 0.82 GiB of 80 GiB (run/gpu_share); under the 3 GiB a process that parallel_test_suites=auto keeps, '
+        'tests may run out of GPU memory: set parallel_test_suites lower')
+    none_left = gpu_share.share_line(200, (gib,))
+    assert none_left.startswith('GPU memory: 200 suite processes on a GPU of 140 GiB leave none a share: they run '
+                                'uncapped')
+    assert gpu_share.share_line(6, ()).endswith('each capped at its share when CUDA starts in it (run/gpu_share)')
+
+
+def test_a_parallel_run_where_a_gpu_is_seen_caps_its_suites_by_the_count(harness26, tmp_path_factory):
+    """test-suite --parallel 2 on the real 2.6.0 harness where an H200 is seen (a stand-in nvidia-smi: this machine
+    has none): the run says each suite process's cap (2 calls of 3 processes on 140 GiB), and the suite's pytest
+    session, started by the real run_test.py, loads the plugin with that count."""
+    with scratch_dir(tmp_path_factory, 'gpu-share-run') as root:
+        tree, counts = root / 'pytorch', root / 'counts'
+        test_dir = real_tree(tree)
+        shutil.copy(PYTEST_INI, tree / 'pytest.ini')
+        os.symlink(PROBE, test_dir / os.path.basename(PROBE))
+        counts.mkdir()
+        fake = root / 'bin'
+        stand_in_nvidia_smi(fake, [H200])
+        env = {name: value for name, value in os.environ.items() if name not in ('CI', 'CUDA_VISIBLE_DEVICES')}
+        env.update(EB_RETRY_PROBE_DIR=str(counts), EB_RETRY_PROBE_SECONDS='0',
+                   PATH=f"{fake}{os.pathsep}{os.environ['PATH']}")
+        done = cli('test-suite', tree, '--python', PYTHON, '--runtest',
+                   'cd test && %(python)s run_test.py --continue-through-error -i test_eb_retry_probe',
+                   '--parallel', '2', '--rerun', '0', '--results', root / 'results', timeout=900, env=env)
+        logs = ''.join(open(path, errors='replace').read() for path in (root / 'results' / 'output').glob('*.log'))
+    each = 143771 / 1024 / 6 - gpu_share.OTHER_LIBRARIES_GIB
+    assert (f'GPU memory: up to 6 suite processes on each GPU, each capped at its share when CUDA starts in it: '
+            f'{each:.2f} GiB of 140 GiB (run/gpu_share)') in done.stderr, done.stderr[-3000:]
+    assert ('eb-pytorch-cuda GPU share: 6 suite processes on this GPU, each capped at its share when CUDA starts; '
+            'NUM_PARALLEL_PROCS=unset') in logs, logs[-3000:]

@@ -22,12 +22,11 @@ import os
 from dataclasses import dataclass
 from typing import Mapping, Optional, Sequence
 
-from eb_pytorch_cuda.testsuite.run.gpu_share import calls_a_gpu_takes
+from eb_pytorch_cuda.testsuite.run.gpu_share import GPU_GIB_PER_PROCESS, calls_a_gpu_takes
 from eb_pytorch_cuda.testsuite.run.gpus import query_gpus
 
 CPUS_PER_BATCH = 2
 GIB_PER_BATCH = 4
-GPU_GIB_PER_PROCESS = 3.0  # the least GPU memory cap a suite process gets beside other calls (run/gpu_share)
 POOL_PROCESSES = 3  # the suite processes of one call at most (2.6's NUM_PROCS; the 2.1 line's is 2)
 MAX_SLOTS = 16
 

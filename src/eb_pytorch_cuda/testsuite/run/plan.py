@@ -14,11 +14,11 @@ from eb_pytorch_cuda.testsuite.results import pieces
 from eb_pytorch_cuda.testsuite.run import calls, discovery, piece_times
 from eb_pytorch_cuda.testsuite.run.command import TestCommand, harness_environment
 from eb_pytorch_cuda.testsuite.run.devicetests import JobDecision
-from eb_pytorch_cuda.testsuite.run.gpu_share import processes_on_a_gpu, share_environment
+from eb_pytorch_cuda.testsuite.run.gpu_share import processes_on_a_gpu, share_environment, share_line
 from eb_pytorch_cuda.testsuite.run.gpus import slot_gpus
 from eb_pytorch_cuda.testsuite.run.harness import Harness, harness_of
 from eb_pytorch_cuda.testsuite.run.heartbeat import HeartbeatSettings
-from eb_pytorch_cuda.testsuite.run.node import threads_per_suite, usable_cpus
+from eb_pytorch_cuda.testsuite.run.node import gpu_memory_gib, threads_per_suite, usable_cpus
 
 
 @dataclass(frozen=True)
@@ -206,9 +206,11 @@ def build_plan(request: RunRequest, progress: Optional[Callable[[str], None]] = 
                  f"or a call of one suite, {threads_per_suite(shared_cpus, parallel, pool)} in a call of {pool} "
                  f"or more ({shared_cpus} CPUs over {parallel} run_test.py calls); torch's own count for the suites "
                  f"run alone; set OMP_NUM_THREADS to choose")
+    gpus = tuple(slot_gpus(env, parallel))
+    if gpus:  # calls side by side on the GPUs share their memory (run/gpu_share)
+        progress(share_line(processes_on_a_gpu(parallel, gpus, harness.pool_size), gpu_memory_gib(env)))
     return RunPlan(request, command, env, harness, tuple(suites), tuple(unit.key for unit in units),
-                   tuple(calls.batch_options(harness, safe)), timeouts, expected, parallel,
-                   tuple(slot_gpus(env, parallel)), shared_cpus)
+                   tuple(calls.batch_options(harness, safe)), timeouts, expected, parallel, gpus, shared_cpus)
 
 
 def sets_threads(env: Mapping[str, str], parallel: int, cpus: int) -> Optional[int]:
