@@ -324,6 +324,19 @@ def _gpu_runs(record, where):
     return where
 
 
+def _plain_call(record, kept_selection, plain_results, where):
+    """A gpu-case record's plain call, checked: its gpu-selection.json is the one kept in kept_selection (a
+    directory of docs/validation), and its log reads as plain_results; (the record's runs extracted under where,
+    the plain log's text, the selection)."""
+    with open(os.path.join(VALIDATION, record, 'gpu-selection.json')) as handle:
+        selection = json.load(handle)
+    with open(os.path.join(VALIDATION, kept_selection, 'gpu-selection.json')) as handle:
+        assert json.load(handle) == selection
+    runs = _gpu_runs(record, where)
+    assert _bench().results_of_log(str(runs / 'gpu-plain.log')) == plain_results
+    return runs, (runs / 'gpu-plain.log').read_text(errors='replace'), selection
+
+
 def test_the_h100_gpu_round_ran_the_kept_selection_plain_and_ours_with_the_same_results(tmp_path):
     """The H100 (16 cores, torch 2.11.0+cu130, Debian 2.6.0's run_test.py), 2026-12-06: the four CUDA suites of
     validation/gpu-selection-2026-12-06/ (gradgrad tests out), plain 552.2 s, ours planned with the plain call's
@@ -337,15 +350,10 @@ def test_the_h100_gpu_round_ran_the_kept_selection_plain_and_ours_with_the_same_
     assert gpu['ours_auto']['same_results'] and gpu['ours_auto']['previous_from'] == 'gpu-plain-results.json'
     assert gpu['plain']['results']['test_transformers'][3] == TRANSFORMERS_FAILING
     assert gpu['plain']['seconds'] < 600
-    with open(os.path.join(VALIDATION, H100_ROUND, 'gpu-selection.json')) as handle:
-        selection = json.load(handle)
-    with open(os.path.join(VALIDATION, 'gpu-selection-2026-12-06', 'gpu-selection.json')) as handle:
-        assert json.load(handle) == selection
+    runs, plain_log, selection = _plain_call(H100_ROUND, 'gpu-selection-2026-12-06', gpu['plain']['results'],
+                                             tmp_path)
     assert sorted(gpu['plain']['results']) == sorted(selection['suites'])
-    runs = _gpu_runs(H100_ROUND, tmp_path)
     bench = _bench()
-    assert bench.results_of_log(str(runs / 'gpu-plain.log')) == gpu['plain']['results']
-    plain_log = (runs / 'gpu-plain.log').read_text(errors='replace')
     assert "Running test batch 'tests to run' cost 537.97 seconds" in plain_log
     # the serial list's nn/test_convolution first and alone, at torch's own thread count: 55 s of tests
     assert '330 passed, 261 skipped, 576 deselected in 55.06s' in plain_log
@@ -407,14 +415,8 @@ def test_the_gradgrad_round_passes_10_minutes_plain_and_ours_took_058x_with_one_
     assert plain['test_ops_gradients'] == [1176, 0, 1390, []]
     assert ours['test_ops_gradients'] == [1175, 1, 1390, [OOM_TEST]]
     assert plain['test_transformers'][3] == TRANSFORMERS_FAILING
-    with open(os.path.join(VALIDATION, GRADGRAD_ROUND, 'gpu-selection.json')) as handle:
-        selection = json.load(handle)
-    with open(os.path.join(VALIDATION, 'gpu-selection-2026-12-06-with-gradgrad', 'gpu-selection.json')) as handle:
-        assert json.load(handle) == selection
-    runs = _gpu_runs(GRADGRAD_ROUND, tmp_path)
+    runs, plain_log, _ = _plain_call(GRADGRAD_ROUND, 'gpu-selection-2026-12-06-with-gradgrad', plain, tmp_path)
     bench = _bench()
-    assert bench.results_of_log(str(runs / 'gpu-plain.log')) == plain
-    plain_log = (runs / 'gpu-plain.log').read_text(errors='replace')
     assert "Running test batch 'tests to run' cost 649.59 seconds" in plain_log
     assert f"test_ops_gradients.py::{OOM_TEST.replace('.', '::')} PASSED" in plain_log
     output, results = _ours_step(runs)
@@ -468,14 +470,7 @@ def test_the_same_plain_call_on_another_h100_took_a_third_longer_with_the_same_r
     assert set(second) == {'plain'}
     assert second['plain']['results'] == first['plain']['results']
     assert (second['plain']['seconds'], first['plain']['seconds']) == (871.7, 659.7)
-    with open(os.path.join(VALIDATION, SECOND_PLAIN, 'gpu-selection.json')) as handle:
-        selection = json.load(handle)
-    with open(os.path.join(VALIDATION, GRADGRAD_ROUND, 'gpu-selection.json')) as handle:
-        assert json.load(handle) == selection
-    runs = _gpu_runs(SECOND_PLAIN, tmp_path)
-    bench = _bench()
-    assert bench.results_of_log(str(runs / 'gpu-plain.log')) == second['plain']['results']
-    plain_log = (runs / 'gpu-plain.log').read_text(errors='replace')
+    runs, plain_log, _ = _plain_call(SECOND_PLAIN, GRADGRAD_ROUND, second['plain']['results'], tmp_path)
     assert "Running test batch 'tests to run' cost 856.56 seconds" in plain_log
     assert '330 passed, 261 skipped, 576 deselected in 52.28s' in plain_log
     assert '1176 passed, 1390 skipped, 8192 deselected, 29 xfailed in 726.83s' in plain_log

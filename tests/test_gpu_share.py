@@ -13,7 +13,7 @@ import shutil
 import subprocess
 
 import pytest
-from environment import REAL_PYTHON as PYTHON, REPO
+from environment import REAL_PYTHON as PYTHON, REPO, missing
 from helpers import H200, cli, real_tree, stand_in_nvidia_smi
 from scratch import scratch_dir
 
@@ -132,7 +132,7 @@ def test_the_cap_waits_in_torchs_own_queue_for_cuda_to_start(harness26, python):
     GPU, it raises nothing (torch would raise it from the test that started CUDA) and writes nothing (it would be
     the test's captured output): the session's terminal summary says it set none, and why."""
     if not os.access(python, os.X_OK):
-        pytest.fail(f'{python} is missing: run bash tools/setup.sh')
+        missing(f'{python} is missing')
     done = subprocess.run([python, '-c', ARM_AND_START, PLUGIN_DIR], capture_output=True, text=True, timeout=300,
                           env={name: value for name, value in os.environ.items() if name != 'CUDA_VISIBLE_DEVICES'})
     assert done.returncode == 0, done.stderr
