@@ -28,7 +28,7 @@ minutes holds no plain run of 10 minutes, a first run of ours and a second one, 
 
     python benchmarks/bench_gpu_node.py --harness TREE --python PY --workdir DIR --out DIR
         [--case conv cpu cpu-pool gpu] [--plain-from JSON] [--gpu-selection JSON] [--previous-from JSON]
-        [--runs plain ours_auto ours_second] [--seed-from-plain]
+        [--runs plain ours_auto ours_second (in the order they run)] [--seed-from-plain]
 
 TREE: a PyTorch tree whose test/run_test.py imports with PY's torch (the GPU kit's .gpu/harness, extracted by
 binary_torch.make_harness_tarball, or a source tree).  Writes DIR/bench-gpu-node.json; prints a table.  Measured
@@ -194,26 +194,30 @@ def gpu_case(args, work, record):
 
 def _side_by_side(args, work, record, case, suites, pytest_args, hide_gpu):
     """plain (or --plain-from's), ours with the node's batch count (after --previous-from's results, a previous
-    build's, where given), ours again after its own results: those of them --runs names."""
-    if 'plain' in args.runs and args.plain_from:  # measured before on the same node, kit and suites
-        seconds, results = _recorded_plain(args.plain_from, case, suites)
-        record('plain', seconds, results, reused_from=args.plain_from)
-    elif 'plain' in args.runs:
-        seconds, log = plain(args.harness, args.python, suites, pytest_args, os.path.join(work, f'{case}-plain.log'),
-                             hide_gpu, save_xml=args.seed_from_plain)
-        record('plain', seconds, results_of_log(log), save_xml=args.seed_from_plain)
-        if args.seed_from_plain:
-            seed = previous_of_plain(args.harness, suites, log, os.path.join(work, f'{case}-plain-reports'))
-            args.previous_from = os.path.join(work, f'{case}-plain-results.json')
-            with open(args.previous_from, 'w') as handle:
-                json.dump(seed, handle, indent=1)
+    build's, where given), ours again after its own results: those of them --runs names, in its order.  Why the
+    order: a run cut short by the session's device time leaves the ones before it whole, so ours first (planned
+    with --previous-from's times) keeps ours whole where the plain call after it is cut."""
     path = args.previous_from
-    if 'ours_auto' in args.runs:
-        seconds, path = _ours_after(args, suites, pytest_args, work, f'{case}-auto', path, None, hide_gpu)
-        record('ours_auto', seconds, results_of_json(path), previous_from=args.previous_from)
-    if 'ours_second' in args.runs:
-        seconds, path = _ours_after(args, suites, pytest_args, work, f'{case}-second', path, None, hide_gpu)
-        record('ours_second', seconds, results_of_json(path))
+    for name in args.runs:
+        if name == 'plain' and args.plain_from:  # measured before on the same node, kit and suites
+            seconds, results = _recorded_plain(args.plain_from, case, suites)
+            record('plain', seconds, results, reused_from=args.plain_from)
+        elif name == 'plain':
+            seconds, log = plain(args.harness, args.python, suites, pytest_args,
+                                 os.path.join(work, f'{case}-plain.log'), hide_gpu, save_xml=args.seed_from_plain)
+            record('plain', seconds, results_of_log(log), save_xml=args.seed_from_plain)
+            if args.seed_from_plain:
+                seed = previous_of_plain(args.harness, suites, log, os.path.join(work, f'{case}-plain-reports'))
+                path = args.previous_from = os.path.join(work, f'{case}-plain-results.json')
+                with open(path, 'w') as handle:
+                    json.dump(seed, handle, indent=1)
+        elif name == 'ours_auto':
+            seconds, path = _ours_after(args, suites, pytest_args, work, f'{case}-auto', args.previous_from, None,
+                                        hide_gpu)
+            record('ours_auto', seconds, results_of_json(path), previous_from=args.previous_from)
+        else:
+            seconds, path = _ours_after(args, suites, pytest_args, work, f'{case}-second', path, None, hide_gpu)
+            record('ours_second', seconds, results_of_json(path))
 
 
 def _recorded_plain(path, case, suites):
@@ -254,6 +258,12 @@ def main():
         parser.error('--seed-from-plain needs the plain run measured here, and no --previous-from or --plain-from')
     if args.plain_from and 'plain' not in args.runs:  # read back as the plain run: the ratios are against it
         parser.error('--plain-from is the plain run read back: --runs must name plain')
+    if len(set(args.runs)) != len(args.runs):
+        parser.error('--runs names a run twice')
+    if args.seed_from_plain and any(args.runs.index(n) < args.runs.index('plain') for n in args.runs):
+        parser.error("--seed-from-plain: ours plans with the plain call's times, so --runs must name plain first")
+    if {'ours_auto', 'ours_second'} <= set(args.runs) and args.runs.index('ours_second') < args.runs.index('ours_auto'):
+        parser.error('--runs: ours_second plans with the times of ours_auto, so it comes after it')
     args.harness, args.python = os.path.abspath(args.harness), os.path.abspath(args.python)  # run from test/
     shutil.rmtree(args.workdir, ignore_errors=True)
     os.makedirs(args.workdir)
@@ -264,18 +274,20 @@ def main():
 
         def record(name, seconds, results, runs=runs, case=case, reused_from=None, previous_from=None,
                    save_xml=False):
-            base = runs.get('plain', {'seconds': seconds, 'results': results} if name == 'plain' else None)
-            run = runs[name] = {'seconds': round(seconds, 1), 'results': results,
-                                'ratio': round(seconds / base['seconds'], 2) if base and base['seconds'] else None,
-                                'same_results': results == base['results'] if base else None}
+            run = runs[name] = {'seconds': round(seconds, 1), 'results': results}
+            for each in runs.values():  # against plain: the runs before it too, where --runs names it later
+                base = runs.get('plain')
+                each['ratio'] = round(each['seconds'] / base['seconds'], 2) if base and base['seconds'] else None
+                each['same_results'] = each['results'] == base['results'] if base else None
             if reused_from:
                 run['reused_from'] = os.path.basename(reused_from)
             if previous_from:
                 run['previous_from'] = os.path.basename(previous_from)
             if save_xml:
                 run['save_xml'] = True  # the plain call wrote JUnit reports (--seed-from-plain)
-            print(f"{case:5} {name:12} {run['seconds']:8.1f} s  {run['ratio']}x  same results: {run['same_results']}",
-                  flush=True)
+            for shown in ([name] if name != 'plain' else list(runs)):  # plain after ours: their ratios now
+                print(f"{case:5} {shown:12} {runs[shown]['seconds']:8.1f} s  {runs[shown]['ratio']}x  "
+                      f"same results: {runs[shown]['same_results']}", flush=True)
             partial = os.path.join(args.out, 'bench-gpu-node.json.part')
             with open(partial, 'w') as handle:
                 json.dump(figures, handle, indent=1)
