@@ -275,8 +275,8 @@ def main():
         def record(name, seconds, results, runs=runs, case=case, reused_from=None, previous_from=None,
                    save_xml=False):
             run = runs[name] = {'seconds': round(seconds, 1), 'results': results}
+            base = runs.get('plain')
             for each in runs.values():  # against plain: the runs before it too, where --runs names it later
-                base = runs.get('plain')
                 each['ratio'] = round(each['seconds'] / base['seconds'], 2) if base and base['seconds'] else None
                 each['same_results'] = each['results'] == base['results'] if base else None
             if reused_from:

@@ -22,6 +22,9 @@ from eb_pytorch_cuda.testsuite.run.here import HereExecutor
 from eb_pytorch_cuda.testsuite.run.plan import RunRequest
 from eb_pytorch_cuda.testsuite.run.store import ResultStore
 
+BENCH_SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'benchmarks',
+                            'bench_gpu_node.py')
+
 
 def test_a_plain_calls_reports_seed_the_times_a_run_of_ours_leaves(harness26, tmp_path, monkeypatch):
     for name in ('PYTHONPATH', 'CI'):
@@ -55,10 +58,8 @@ def test_a_plain_calls_reports_seed_the_times_a_run_of_ours_leaves(harness26, tm
 def test_a_plain_run_read_back_needs_runs_to_name_plain(tmp_path):
     """--plain-from is read only as the plain run (the ratios are against it): with --runs ours_auto alone it was
     silently unused (2026-12-06 on the H100: the record's ratio came out null).  Refused before anything runs."""
-    script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'benchmarks',
-                          'bench_gpu_node.py')
     work = tmp_path / 'work'
-    done = subprocess.run([sys.executable, script, '--harness', str(tmp_path), '--python', sys.executable,
+    done = subprocess.run([sys.executable, BENCH_SCRIPT, '--harness', str(tmp_path), '--python', sys.executable,
                            '--workdir', str(work), '--out', str(tmp_path / 'out'), '--case', 'gpu',
                            '--plain-from', str(tmp_path / 'bench-gpu-node.json'), '--runs', 'ours_auto'],
                           capture_output=True, text=True, check=False)
@@ -73,13 +74,11 @@ def test_runs_go_in_the_order_named_and_ours_first_gets_its_ratio_when_plain_end
     record gives ours its ratio and its same-results verdict against plain once plain has ended."""
     for name in ('PYTHONPATH', 'CI'):
         monkeypatch.delenv(name, raising=False)
-    script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'benchmarks',
-                          'bench_gpu_node.py')
     tree = _tree(tmp_path / 'tree').parent
     seed = {'suite_seconds': {'test_native_functions': 1.0, 'test_piece_standin': 1.0}, 'test_seconds': {}}
     (tmp_path / 'seed.json').write_text(json.dumps(seed))
     out = tmp_path / 'out'
-    done = subprocess.run([sys.executable, script, '--harness', str(tree), '--python', REAL_PYTHON,
+    done = subprocess.run([sys.executable, BENCH_SCRIPT, '--harness', str(tree), '--python', REAL_PYTHON,
                            '--workdir', str(tmp_path / 'work'), '--out', str(out), '--case', 'cpu',
                            '--cpu-suites', *SUITES, '--previous-from', str(tmp_path / 'seed.json'),
                            '--runs', 'ours_auto', 'plain'], capture_output=True, text=True, check=False)
@@ -93,24 +92,22 @@ def test_runs_go_in_the_order_named_and_ours_first_gets_its_ratio_when_plain_end
     passed, failed, skipped, failing = runs['plain']['results']['test_piece_standin']
     assert (passed, failed, skipped) == (16, 1, 0) and [test.rsplit('::', 1)[-1] for test in failing] == \
         ['TestPieces.test_zz_known_failure']
-    # the plain call's log ran after ours' run ended: ours' results file is older
+    # the plain call's log ran after ours' run ended: ours' output file is older
     plain_log = tmp_path / 'work' / 'cpu-plain.log'
-    ours_json = tmp_path / 'work' / 'cpu-auto' / 'bench-stdout.txt'
-    assert ours_json.stat().st_mtime <= plain_log.stat().st_mtime
+    ours_output = tmp_path / 'work' / 'cpu-auto' / 'bench-stdout.txt'
+    assert ours_output.stat().st_mtime <= plain_log.stat().st_mtime
 
 
 def test_a_seeded_run_of_ours_needs_plain_named_first(tmp_path):
     """--seed-from-plain plans ours with the plain call's times: --runs naming ours before plain is refused before
     anything runs, as are a run named twice and ours_second before ours_auto (it plans with ours_auto's times)."""
-    script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'benchmarks',
-                          'bench_gpu_node.py')
     for runs, seeded, said in ((['ours_auto', 'plain'], True, "--seed-from-plain: ours plans with the plain call's "
                                 'times, so --runs must name plain first'),
                                (['plain', 'plain'], False, '--runs names a run twice'),
                                (['ours_second', 'ours_auto'], False, '--runs: ours_second plans with the times of '
                                 'ours_auto, so it comes after it')):
         work = tmp_path / 'work'
-        done = subprocess.run([sys.executable, script, '--harness', str(tmp_path), '--python', sys.executable,
+        done = subprocess.run([sys.executable, BENCH_SCRIPT, '--harness', str(tmp_path), '--python', sys.executable,
                                '--workdir', str(work), '--out', str(tmp_path / 'out'), '--case', 'gpu', '--runs',
                                *runs, *(['--seed-from-plain'] if seeded else [])],
                               capture_output=True, text=True, check=False)

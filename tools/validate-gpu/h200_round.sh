@@ -49,9 +49,9 @@ if [ ! -e "$WORK/pid" ]; then
     # GPU_SELECTION: a kept gpu-selection.json, the gpu case's selection without a probe; PREVIOUS_FROM: a kept
     # results JSON of ours on it (ours' first run plans with its times, as a second build would); RUNS: which runs
     # of the case, in the order they run (bench_gpu_node.py --runs: plain ours_auto ours_second; RUNS="ours_auto
-    # plain" with PREVIOUS_FROM keeps ours whole where the session ends in the plain call); SEED_FROM_PLAIN=1: the plain call writes
-    # JUnit reports and ours' first run plans with their times (bench_gpu_node.py --seed-from-plain: plain and one
-    # seeded run of ours fit one session)
+    # plain" with PREVIOUS_FROM keeps ours whole where the session ends in the plain call); SEED_FROM_PLAIN=1: the
+    # plain call writes JUnit reports and ours' first run plans with their times (bench_gpu_node.py
+    # --seed-from-plain: plain and one seeded run of ours fit one session)
     [ -z "${GPU_SELECTION:-}" ] || GPU_SELECTION=$(realpath "$GPU_SELECTION")
     [ -z "${PREVIOUS_FROM:-}" ] || PREVIOUS_FROM=$(realpath "$PREVIOUS_FROM")
     (export PYTHONPATH="$WORK/site" PYTHONUNBUFFERED=1 WORK REC KIT BENCH="${BENCH:-}" NO_EB="${NO_EB:-}" \
