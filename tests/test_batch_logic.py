@@ -216,15 +216,15 @@ def test_a_batch_exiting_mid_run_passes_no_suite_with_only_its_serial_session(tm
 
 def test_a_call_beside_others_on_a_gpu_gets_the_gpu_share_and_one_alone_does_not(tmp_path):
     """6 slots pinned to one GPU, the harness's pool of 3: every call beside the others gets the plugin and the
-    count 18 (run/gpu_share), whatever its own suites; a call alone (the serial list) keeps the harness's own;
-    slots not pinned (no GPU seen) get nothing."""
+    count 3, the share of one call of the harness (run/gpu_share), whatever its own suites; a call alone (the
+    serial list) is left to the harness; slots not pinned (no GPU seen) get nothing."""
     from eb_pytorch_cuda.testsuite.run import gpu_share
     plan = _plan(tmp_path)
     pinned = RunPlan(**{**plan.__dict__, 'parallel': 6, 'gpus': ('0',),
                         'harness': replace(plan.harness, pool_size=3)})
     for processes in (1, 3):
         env = pinned.call_env(processes)
-        assert env[gpu_share.VARIABLE] == '18'
+        assert env[gpu_share.VARIABLE] == '3'
         assert env['PYTEST_PLUGINS'].split(',') == [gpu_share.PLUGIN]
     assert pinned.call_env(1, alone=True) == pinned.env
     unpinned = RunPlan(**{**plan.__dict__, 'parallel': 6})

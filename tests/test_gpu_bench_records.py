@@ -432,7 +432,7 @@ def test_in_the_gradgrad_round_ours_oversubscribed_the_gpu_and_the_harness_did_n
     suite processes then held 37.34 and 34.95 GiB: the acos gradcheck of piece 4/7 of test_ops_gradients found
     27.75 MiB free (torch.OutOfMemoryError).  No process had a cap: run_test.py sets NUM_PARALLEL_PROCS, from
     which common_utils caps a process, after it spawned its pool, so a call's first 3 suites never see it
-    (tests/test_gpu_share.py); the node rule now counts GPU memory per suite process and caps each
+    (tests/test_gpu_share.py); each suite process of a call beside others is now capped at the share of one call
     (run/gpu_share).  The retry bound held on the GPU node: 2.6's two 'Retrying single test...' sessions each ended
     before collecting (the no-retries plugin), and the piece went on through the rest of its tests."""
     with tarfile.open(os.path.join(VALIDATION, GRADGRAD_ROUND, 'ours-ops-gradients-pieces.tar.gz')) as packed:
@@ -487,9 +487,10 @@ def test_capped_at_3_gib_a_process_test_transformers_failed_22_tests_and_timed_o
     selection with every suite process of the 6 calls capped at 3.57 GiB (the split cap of run/gpu_share then):
     test_ops_gradients ran as in the plain calls (its out-of-memory test passed), but 22 of test_transformers'
     attention tests failed and both its pieces were killed at their 600 s timeout, about 1,750 of its 8,870 tests
-    run: ours 835.3 s.  The plain call that followed on the same machine was cut by the session's end (its partial
-    log is kept): nn/test_convolution took 44.23 s there (42.7 s in the 659.7 s round), and 20 of the 21 attention
-    tests that failed in ours (the 22nd fails in every plain call) passed there, the other skipped itself."""
+    run in 49.2 s of the tests' own time: ours 835.3 s.  The plain call that followed on the same machine was cut
+    by the session's end (its partial log is kept): nn/test_convolution took 44.23 s there (42.7 s in the 659.7 s
+    round), and 20 of the 21 attention tests that failed in ours (the 22nd fails in every plain call) passed
+    there, the other skipped itself."""
     figures = _figures(SHARE_ROUND)
     ours = figures['cases']['gpu']['ours_auto']
     assert figures['cpus'] == 16 and sorted(figures['cases']['gpu']) == ['ours_auto']
@@ -510,6 +511,7 @@ def test_capped_at_3_gib_a_process_test_transformers_failed_22_tests_and_timed_o
             '3.57 GiB of 80 GiB (run/gpu_share)') in output
     assert results['terminated_suites'] == [{'name': 'test_transformers',
                                              'signal': 'piece 1/2: timeout after 600s; piece 2/2: timeout after 600s'}]
+    assert round(sum(results['test_seconds']['test_transformers'].values()), 1) == 49.2  # of the pieces' 1200 s
     failed = [entry['test'].split('.', 1)[1] for entry in results['unknown_failures']]
     assert len(failed) == 22 and all(entry['suite'] == 'test_transformers' for entry in results['unknown_failures'])
     # the same machine's plain call, cut at the session's end, before test_transformers' summary

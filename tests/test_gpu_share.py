@@ -1,6 +1,7 @@
-"""A GPU's memory shared by every suite process on it (run/gpu_share, the plugin eb_pytorch_cuda_gpu_share): the
-count each call's processes get, the node rule that keeps each process's cap at least GPU_GIB_PER_PROCESS, and the
-plugin loaded by PyTorch's real 2.6.0 harness into each pytest session of a suite, where it tells what it did.
+"""A GPU's memory shared by the calls on it (run/gpu_share, the plugin eb_pytorch_cuda_gpu_share): each suite
+process capped at the harness's own share of one call, the node rule that counts each process for
+GPU_GIB_PER_PROCESS, and the plugin loaded by PyTorch's real 2.6.0 harness into each pytest session of a suite,
+where it tells what it did.
 
 On this CPU-only machine CUDA is never initialised, so the harness's sessions show the two branches that leave
 the cap as it is (the `-m serial` session without NUM_PARALLEL_PROCS, the pool's session with it and no CUDA);
@@ -34,13 +35,13 @@ def test_plugin_and_step_name_the_same_variable_and_allowance():
     assert os.path.isfile(os.path.join(PLUGIN_DIR, gpu_share.PLUGIN + '.py'))
 
 
-def test_share_is_common_utils_formula_over_all_processes():
-    """One call of 3 on the H100 (79.18 GiB): common_utils' own 0.32 (rounded there); 6 calls of 3: each
-    process about 3.55 GiB, and the 18 caps with their allowances add up to the GPU."""
+def test_share_is_common_utils_formula_for_one_call():
+    """A call of 3 on the H100 (79.18 GiB): common_utils' own 0.32 (rounded there), 25.54 GiB a process, the
+    plugin's and the run line's figure alike; the 3 caps with their allowances add up to the GPU."""
     assert round(plugin.share(79.18, 3), 2) == 0.32
-    each = plugin.share(79.18, 18)
-    assert abs(each * 79.18 - 3.5489) < 1e-3
-    assert abs(18 * (each * 79.18 + gpu_share.OTHER_LIBRARIES_GIB) - 79.18) < 1e-9
+    each = plugin.share(79.18, 3) * 79.18
+    assert abs(each - gpu_share.harness_share_gib(79.18, 3)) < 1e-9 and abs(each - 25.5433) < 1e-3
+    assert abs(3 * (each + gpu_share.OTHER_LIBRARIES_GIB) - 79.18) < 1e-9
 
 
 def test_processes_on_a_gpu_count_every_call_pinned_to_it():
@@ -51,21 +52,21 @@ def test_processes_on_a_gpu_count_every_call_pinned_to_it():
 
 
 def test_share_environment_adds_the_plugin_once():
-    env = gpu_share.share_environment({'PYTEST_PLUGINS': 'other', 'PYTHONPATH': '/inst/lib'}, 18)
-    again = gpu_share.share_environment(env, 18)
+    env = gpu_share.share_environment({'PYTEST_PLUGINS': 'other', 'PYTHONPATH': '/inst/lib'}, 3)
+    again = gpu_share.share_environment(env, 3)
     assert again == env
     assert env['PYTEST_PLUGINS'] == 'other,' + gpu_share.PLUGIN
     assert env['PYTHONPATH'].split(os.pathsep) == ['/inst/lib', PLUGIN_DIR]
-    assert env[gpu_share.VARIABLE] == '18'
+    assert env[gpu_share.VARIABLE] == '3'
 
 
-def test_node_rule_keeps_each_process_its_floor():
-    """The H100 node of 2026-12-06 (16 CPUs, 79.18 GiB GPU): 6 calls, each process capped at 3.55 GiB; the
-    H200 node (139.8 GiB): the 16 CPUs bound it at 8 (the GPU would take 12); a 23 GiB GPU takes one call
-    (upstream's own share); two such GPUs two."""
+def test_node_rule_counts_each_process_for_3_gib():
+    """The H100 node of 2026-12-06 (16 CPUs, 79.18 GiB GPU): 6 calls, 18 processes counted for 3 GiB and
+    common_utils' allowance each; the H200 node (139.8 GiB): the 16 CPUs bound it at 8 (the GPU would take 12); a
+    23 GiB GPU takes one call (upstream's own test step); two such GPUs two."""
     h100 = node.NodeSize(16, 120.0, (79.18,))
     assert h100.slots() == 6
-    assert '3 GiB of GPU a suite process' in h100.describe()
+    assert '3 GiB of GPU counted a suite process' in h100.describe()
     assert node.NodeSize(16, 120.0, (139.8,)).slots() == 8
     assert gpu_share.calls_a_gpu_takes(139.8, 3, node.GPU_GIB_PER_PROCESS) == 12
     assert node.NodeSize(16, 120.0, (23.0,)).slots() == 1
@@ -73,7 +74,7 @@ def test_node_rule_keeps_each_process_its_floor():
     for gib in (7.4, 23.0, 79.18, 139.8):
         calls = gpu_share.calls_a_gpu_takes(gib, node.POOL_PROCESSES, node.GPU_GIB_PER_PROCESS)
         if calls > 1:
-            assert plugin.share(gib, calls * node.POOL_PROCESSES) * gib >= node.GPU_GIB_PER_PROCESS
+            assert calls * node.POOL_PROCESSES * (node.GPU_GIB_PER_PROCESS + gpu_share.OTHER_LIBRARIES_GIB) <= gib
 
 
 def test_real_harness_loads_the_plugin_in_each_session(harness26, tmp_path_factory):
@@ -88,7 +89,7 @@ def test_real_harness_loads_the_plugin_in_each_session(harness26, tmp_path_facto
         os.symlink(PROBE, test_dir / os.path.basename(PROBE))
         env = {name: value for name, value in os.environ.items() if name not in ('CI', 'NUM_PARALLEL_PROCS')}
         env.update(EB_RETRY_PROBE_DIR=str(counts), EB_RETRY_PROBE_SECONDS='0')
-        env = gpu_share.share_environment(env, 18)
+        env = gpu_share.share_environment(env, 3)
         done = subprocess.run([PYTHON, 'run_test.py', '--continue-through-error', '--pipe-logs', '-i',
                                'test_eb_retry_probe'], cwd=test_dir, env=env, capture_output=True, text=True,
                               timeout=600)
@@ -99,8 +100,8 @@ def test_real_harness_loads_the_plugin_in_each_session(harness26, tmp_path_facto
     assert any("'-m', 'not serial'" in line for line in sessions), sessions
     headers = [line for line in output.splitlines() if line.startswith('eb-pytorch-cuda GPU share:')]
     # the pool's session prints pytest's header and summary (its `-m serial` session of 0 tests, here, does not)
-    assert headers and set(headers) == {'eb-pytorch-cuda GPU share: 18 suite processes on this GPU, each capped '
-                                        'at its share when CUDA starts; NUM_PARALLEL_PROCS=unset',
+    assert headers and set(headers) == {'eb-pytorch-cuda GPU share: this process capped at the share of a call of '
+                                        '3 when CUDA starts; NUM_PARALLEL_PROCS=unset',
                                         'eb-pytorch-cuda GPU share: none set (CUDA did not start in this process)'
                                         }, output[-3000:]
     assert 'GPU share: none (' not in output  # the count reached the plugin
@@ -108,7 +109,7 @@ def test_real_harness_loads_the_plugin_in_each_session(harness26, tmp_path_facto
 
 ARM_AND_START = r'''
 import os, sys
-os.environ['EB_PYTORCH_CUDA_GPU_PROCESSES'] = '18'
+os.environ['EB_PYTORCH_CUDA_GPU_PROCESSES'] = '3'
 import torch
 sys.path.insert(0, sys.argv[1])
 import eb_pytorch_cuda_gpu_share as plugin
@@ -138,32 +139,37 @@ def test_the_cap_waits_in_torchs_own_queue_for_cuda_to_start(harness26, python):
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[:3] == [
-        'eb-pytorch-cuda GPU share: 18 suite processes on this GPU, each capped at its share when CUDA starts; '
+        'eb-pytorch-cuda GPU share: this process capped at the share of a call of 3 when CUDA starts; '
         'NUM_PARALLEL_PROCS=unset', 'queued 1 initialised False', 'returned']
     assert len(lines) == 4 and lines[3].startswith('eb-pytorch-cuda GPU share: none set (RuntimeError: '), lines
     assert done.stderr == '', done.stderr
 
 
-def test_share_line_says_each_process_cap_and_warns_under_the_floor():
-    """The run's line: on the H200 (143771 MiB) 6 processes get 22.55 GiB each; 48 (16 calls of 3 asked for)
-    2.08 GiB, under the 3 GiB floor: a warning naming the setting; 200 leave none a share; without nvidia-smi's
-    memory the line says only that the processes are capped."""
+def test_share_line_says_each_process_cap_and_warns_over_the_count():
+    """The run's line: on the H200 (143771 MiB) 6 processes (2 calls of 3) each capped at a call's share, 45.95
+    GiB; 48 processes (16 calls of 3 asked for) on its 80 GiB neighbour: counted for more than the GPU holds, a
+    warning naming the setting; a GPU too small for any share; without nvidia-smi's memory the line says only
+    that the processes are capped, and each line says what repairs a test out of memory."""
     gib = 143771 / 1024
-    assert gpu_share.share_line(6, (gib,)) == ('GPU memory: up to 6 suite processes on each GPU, each capped at its '
-                                               'share when CUDA starts in it: 22.55 GiB of 140 GiB (run/gpu_share)')
-    assert gpu_share.share_line(48, (gib, 80.0)).endswith(
-        ': 0.82 GiB of 80 GiB (run/gpu_share); under the 3 GiB a process that parallel_test_suites=auto keeps, '
-        'tests may run out of GPU memory: set parallel_test_suites lower')
-    none_left = gpu_share.share_line(200, (gib,))
-    assert none_left.startswith('GPU memory: 200 suite processes on a GPU of 140 GiB leave none a share: they run '
-                                'uncapped')
-    assert gpu_share.share_line(6, ()).endswith('each capped at its share when CUDA starts in it (run/gpu_share)')
+    timeshare = ('; beyond it they share the GPU by time, and a test out of memory beside the others is rerun alone '
+                 'where rerun_failed_tests is set')
+    assert gpu_share.share_line(6, 3, (gib,)) == ("GPU memory: up to 6 suite processes on each GPU, each capped at "
+                                                  "PyTorch's own share of a call of 3 when CUDA starts in it: 45.95 "
+                                                  "GiB of 140 GiB" + timeshare + ' (run/gpu_share)')
+    assert gpu_share.share_line(48, 3, (gib, 80.0)).endswith(
+        ': 25.82 GiB of 80 GiB' + timeshare + '; counted for more than the GPU holds (3 GiB a process, as '
+        'parallel_test_suites=auto counts them): tests may run out of GPU memory, set parallel_test_suites lower '
+        '(run/gpu_share)')
+    assert ': none of 2 GiB (uncapped); beyond it' in gpu_share.share_line(3, 3, (2.0,))
+    assert gpu_share.share_line(6, 3, ()) == ("GPU memory: up to 6 suite processes on each GPU, each capped at "
+                                              "PyTorch's own share of a call of 3 when CUDA starts in it" + timeshare
+                                              + ' (run/gpu_share)')
 
 
-def test_a_parallel_run_where_a_gpu_is_seen_caps_its_suites_by_the_count(harness26, tmp_path_factory):
+def test_a_parallel_run_where_a_gpu_is_seen_caps_its_suites_at_a_calls_share(harness26, tmp_path_factory):
     """test-suite --parallel 2 on the real 2.6.0 harness where an H200 is seen (a stand-in nvidia-smi: this machine
-    has none): the run says each suite process's cap (2 calls of 3 processes on 140 GiB), and the suite's pytest
-    session, started by the real run_test.py, loads the plugin with that count."""
+    has none): the run says each suite process's cap (2 calls of 3 processes on 140 GiB, each the share of a call
+    of 3), and the suite's pytest session, started by the real run_test.py, loads the plugin with that count."""
     with scratch_dir(tmp_path_factory, 'gpu-share-run') as root:
         tree, counts = root / 'pytorch', root / 'counts'
         test_dir = real_tree(tree)
@@ -179,8 +185,8 @@ def test_a_parallel_run_where_a_gpu_is_seen_caps_its_suites_by_the_count(harness
                    'cd test && %(python)s run_test.py --continue-through-error -i test_eb_retry_probe',
                    '--parallel', '2', '--rerun', '0', '--results', root / 'results', timeout=900, env=env)
         logs = ''.join(open(path, errors='replace').read() for path in (root / 'results' / 'output').glob('*.log'))
-    each = 143771 / 1024 / 6 - gpu_share.OTHER_LIBRARIES_GIB
-    assert (f'GPU memory: up to 6 suite processes on each GPU, each capped at its share when CUDA starts in it: '
-            f'{each:.2f} GiB of 140 GiB (run/gpu_share)') in done.stderr, done.stderr[-3000:]
-    assert ('eb-pytorch-cuda GPU share: 6 suite processes on this GPU, each capped at its share when CUDA starts; '
+    each = 143771 / 1024 / 3 - gpu_share.OTHER_LIBRARIES_GIB
+    assert (f"GPU memory: up to 6 suite processes on each GPU, each capped at PyTorch's own share of a call of 3 "
+            f"when CUDA starts in it: {each:.2f} GiB of 140 GiB; beyond it") in done.stderr, done.stderr[-3000:]
+    assert ('eb-pytorch-cuda GPU share: this process capped at the share of a call of 3 when CUDA starts; '
             'NUM_PARALLEL_PROCS=unset') in logs, logs[-3000:]

@@ -1,29 +1,30 @@
-"""A pytest plugin, loaded into the suite processes of a run_test.py call that shares its GPU with other calls
+"""A pytest plugin, loaded into the suite processes of a run_test.py call that runs beside other calls on its GPU
 (run/gpu_share, through PYTEST_PLUGINS), that gives each process the share of the GPU's memory PyTorch's own rule
-gives, counting every suite process on that GPU instead of only its own call's.
+means to give a process of one call.
 
 Why: PyTorch's harness shares a GPU among the processes of one run_test.py call: torch.testing._internal.
 common_utils, imported with CUDA and NUM_PARALLEL_PROCS=n, caps the process's caching allocator at
-round((GiB - n x 0.85) / GiB / n, 2) of the GPU (torch 2.6 common_utils.py:1535, the same in 2.11).  Our parallel
-calls put several pools on one GPU, so such caps would add up to several GPUs, and most processes have none:
-run_test.py 2.6 sets NUM_PARALLEL_PROCS (run_test.py:2077) after it spawned its pool (:2004), so the suites its
-first NUM_PROCS workers run (every suite of a call of up to 3) never see it (tests/test_gpu_share.py, on the real
-harness).  On the H100 (docs/validation/h100-2026-12-06-bench-gpu-gradgrad/), six calls let two processes hold 37
-and 35 GiB and a third process's test fail out of memory with 27.75 MiB free.
+round((GiB - n x 0.85) / GiB / n, 2) of the GPU (torch 2.6 common_utils.py:1535, the same in 2.11).  But run_test.py
+2.6 sets NUM_PARALLEL_PROCS (run_test.py:2077) after it spawned its pool (:2004), so the suites its first NUM_PROCS
+workers run (every suite of a call of up to 3) never see it (tests/test_gpu_share.py, on the real harness): beside
+other calls, one such process may hold most of the GPU (on the H100, two held 37 and 35 GiB and a third process's
+test failed out of memory with 27.75 MiB free: docs/validation/h100-2026-12-06-bench-gpu-gradgrad/).
 
-So in every pytest session of a call that shares its GPU, the plugin caps the process by common_utils' formula
-with n = the suite processes that may run on that GPU (EB_PYTORCH_CUDA_GPU_PROCESSES): the caps of all of them
-add up to the GPU.  It sets the cap when CUDA starts in the process (torch.cuda's queue of calls run at its lazy
-initialisation), or at once where it has started: it never starts CUDA itself (a test that forks would lose its
-GPU), and a process that never uses CUDA is left alone.  The session's header says it is armed and its terminal
-summary what it set (both in the suite's log; a line written when CUDA starts, inside a test, would be that
-test's captured output).  It imports nothing at module level but os and sys.
+So in every pytest session of such a call the plugin caps the process by common_utils' formula with n = the
+processes of one call (EB_PYTORCH_CUDA_GPU_PROCESSES, the harness's pool size): the cap the harness means, never
+less, since tests size their work by the whole GPU (a split over all the calls on it failed 20 attention tests of
+test_transformers: docs/validation/h100-2026-12-07-bench-gpu-share-3gib/).  It sets the cap when CUDA starts in
+the process (torch.cuda's queue of calls run at its lazy initialisation), or at once where it has started: it
+never starts CUDA itself (a test that forks would lose its GPU), and a process that never uses CUDA is left alone.
+The session's header says it is armed and its terminal summary what it set (both in the suite's log; a line
+written when CUDA starts, inside a test, would be that test's captured output).  It imports nothing at module
+level but os and sys.
 """
 
 import os
 import sys
 
-VARIABLE = 'EB_PYTORCH_CUDA_GPU_PROCESSES'  # the suite processes that may run on this process's GPU at once
+VARIABLE = 'EB_PYTORCH_CUDA_GPU_PROCESSES'  # n of common_utils' formula: the processes of one call
 HARNESS_VARIABLE = 'NUM_PARALLEL_PROCS'  # run_test.py's, read by common_utils: said in what the plugin prints
 OTHER_LIBRARIES_GIB = 0.85  # common_utils' own allowance a process ("other libraries take up ... under 1 GB")
 
@@ -32,8 +33,8 @@ _said: list = []  # what the cap came to, for the terminal summary
 
 
 def share(total_gib: float, processes: int) -> float:
-    """The fraction of a GPU of total_gib each of `processes` suite processes gets: common_utils' formula, not
-    rounded to 2 places as common_utils rounds it (at 18 processes, 0.045 would become 0.04 or 0.05 of the GPU)."""
+    """The fraction of a GPU of total_gib each of `processes` suite processes of one call gets: common_utils'
+    formula, not rounded to 2 places as common_utils rounds it (a cap a hundredth of the GPU under its own)."""
     return (total_gib - processes * OTHER_LIBRARIES_GIB) / total_gib / processes
 
 
@@ -57,7 +58,7 @@ def _set_cap(torch, processes: int) -> None:
         return
     torch.cuda.set_per_process_memory_fraction(fraction, device)
     _said.append(f'eb-pytorch-cuda GPU share: {fraction:.4f} of {total_gib:.1f} GiB, {fraction * total_gib:.2f} GiB '
-                 f'({processes} suite processes on this GPU; {HARNESS_VARIABLE}='
+                 f'(the share of a call of {processes}; {HARNESS_VARIABLE}='
                  f'{os.environ.get(HARNESS_VARIABLE, "unset")})')
 
 
@@ -72,7 +73,7 @@ def _arm() -> str:
         return 'eb-pytorch-cuda GPU share: none (no torch.cuda in this process)'
     started = torch.cuda.is_initialized()
     queue(lambda: _cap(torch, int(processes)))  # runs now where CUDA has started
-    return (f'eb-pytorch-cuda GPU share: {processes} suite processes on this GPU, each capped at its share '
+    return (f'eb-pytorch-cuda GPU share: this process capped at the share of a call of {processes} '
             f'{"(CUDA had started)" if started else "when CUDA starts"}; '
             f'{HARNESS_VARIABLE}={os.environ.get(HARNESS_VARIABLE, "unset")}')
 
@@ -90,7 +91,7 @@ def pytest_report_header(config):
 
 def pytest_terminal_summary(terminalreporter):
     """What the cap came to in this process: set (and at what), none set (why), or CUDA never started."""
-    if not _armed or ' each capped at its share ' not in _armed[0]:
+    if not _armed or ' capped at the share of a call of ' not in _armed[0]:
         return
     for line in _said or ['eb-pytorch-cuda GPU share: none set (CUDA did not start in this process)']:
         terminalreporter.write_line(line)

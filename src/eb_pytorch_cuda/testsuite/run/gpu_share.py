@@ -1,11 +1,22 @@
 """How the suite processes of parallel run_test.py calls share a GPU's memory.
 
 PyTorch's harness shares a GPU among the processes of one run_test.py call: it sets NUM_PARALLEL_PROCS to its
-pool size and common_utils caps each process at about 1/n of the GPU.  Our parallel calls put several such pools
-on one GPU, so the caps add up to several GPUs (on the H100, six calls of three: a test out of memory with 27.75
-MiB free).  Each call that shares a GPU gets the plugin eb_pytorch_cuda_gpu_share (harness_plugin) and the count
-of suite processes on its GPU, and the plugin sets each process's cap by common_utils' own formula with that count;
-run/node bounds the calls a GPU takes so that each process's cap stays at least GPU_GIB_PER_PROCESS.
+pool size n and common_utils caps each process at about 1/n of the GPU, but 2.6's run_test.py sets it after it
+spawned its pool, so a call's first 3 suites run uncapped (tests/test_gpu_share.py, on the real harness).  Each of
+our calls that runs beside others on a GPU gets the plugin eb_pytorch_cuda_gpu_share (harness_plugin) with that n,
+and every one of its suite processes gets the cap the harness means to give it: 1/n of the GPU by common_utils' own
+formula, never less.  Beyond the caps the calls share the GPU by time, as the processes of one call do; a test
+that runs out of memory beside the others is rerun alone after the suites (rerun_failed_tests, run/reruns), with
+the GPU to itself.
+
+Why not a split of the GPU over all its processes (each 1/(calls x n)): tests size their work by the GPU's whole
+memory (test_transformers' 2048-long attention references run only where total_memory is 40 GiB or more,
+test_transformers.py:3326 in 2.6.0), and on the H100 such a split of 6 calls, 3.57 GiB a process, failed 20 of
+them that the plain call passed, and both pieces of test_transformers were killed at their timeouts
+(docs/validation/h100-2026-12-07-bench-gpu-share-3gib/).  Uncapped, the same 6 calls lost one
+test of about 11,000 to memory held by others (h100-2026-12-06-bench-gpu-gradgrad/), a loss the isolated rerun
+repairs.  run/node bounds the calls a GPU takes by the memory a suite process is counted for,
+GPU_GIB_PER_PROCESS: what most tests need, not a cap.
 """
 
 from typing import Dict, Mapping, Sequence
@@ -13,10 +24,11 @@ from typing import Dict, Mapping, Sequence
 from eb_pytorch_cuda.testsuite.run.plugins import with_plugin
 
 PLUGIN = 'eb_pytorch_cuda_gpu_share'  # the module eb_pytorch_cuda/harness_plugin holds
-VARIABLE = 'EB_PYTORCH_CUDA_GPU_PROCESSES'  # the plugin's: the suite processes sharing this process's GPU
+VARIABLE = 'EB_PYTORCH_CUDA_GPU_PROCESSES'  # the plugin's: n of common_utils' formula, the processes of one call
 OTHER_LIBRARIES_GIB = 0.85  # common_utils' allowance a process, besides its cap
-# the least cap a suite process should get beside other calls: PyTorch's own CI runs its CUDA tests 2 processes to
-# a GPU except on its sm86 runners (3; tools/testing/test_selections.py:17-24), about 3 GiB a process on 8 GiB
+# the GPU memory a suite process is counted for where the calls a GPU takes are counted (run/node), not a cap:
+# PyTorch's own CI runs its CUDA tests 2 processes to a GPU except on its sm86 runners (3;
+# tools/testing/test_selections.py:17-24), about 3 GiB a process on 8 GiB
 GPU_GIB_PER_PROCESS = 3.0
 
 
@@ -27,33 +39,40 @@ def processes_on_a_gpu(parallel: int, gpus: Sequence[str], pool_size: int) -> in
     return calls * max(1, pool_size)
 
 
-def share_environment(env: Mapping[str, str], processes: int) -> Dict[str, str]:
-    """env for a call whose GPU `processes` suite processes share: the plugin and the count."""
-    return dict(with_plugin(env, PLUGIN), **{VARIABLE: str(processes)})
+def share_environment(env: Mapping[str, str], call_processes: int) -> Dict[str, str]:
+    """env for a call beside others on a GPU: the plugin, and n of common_utils' formula (the processes of one
+    call: the harness's pool size), whose cap each suite process gets."""
+    return dict(with_plugin(env, PLUGIN), **{VARIABLE: str(call_processes)})
 
 
-def share_line(processes: int, gpu_gib: Sequence[float]) -> str:
-    """The run's line on its GPUs' memory: the cap of each of `processes` suite processes on the smallest GPU
-    (gpu_gib: each GPU's GiB, as nvidia-smi gives it; none: not known), and a warning where it is under
-    GPU_GIB_PER_PROCESS (an explicit parallel_test_suites may ask for more calls than 'auto' gives)."""
-    said = f'GPU memory: up to {processes} suite processes on each GPU, each capped at its share when CUDA starts in it'
+def harness_share_gib(gpu_gib: float, call_processes: int) -> float:
+    """The cap in GiB common_utils gives each of call_processes processes of one call on a GPU of gpu_gib."""
+    return (gpu_gib - call_processes * OTHER_LIBRARIES_GIB) / call_processes
+
+
+def share_line(processes: int, call_processes: int, gpu_gib: Sequence[float]) -> str:
+    """The run's line on its GPUs' memory: up to `processes` suite processes on each GPU, each capped at the share
+    of a call of call_processes (gpu_gib: each GPU's GiB, as nvidia-smi gives it; none: not known), with a warning
+    where they are counted for more than the smallest GPU holds (an explicit parallel_test_suites may ask for more
+    calls than 'auto' gives)."""
+    said = (f'GPU memory: up to {processes} suite processes on each GPU, each capped at PyTorch\'s own share of a '
+            f'call of {call_processes} when CUDA starts in it')
+    timeshare = ('; beyond it they share the GPU by time, and a test out of memory beside the others is rerun '
+                 'alone where rerun_failed_tests is set')
     if not gpu_gib:
-        return said + ' (run/gpu_share)'
+        return said + timeshare + ' (run/gpu_share)'
     gib = min(gpu_gib)
-    each = gib / processes - OTHER_LIBRARIES_GIB
-    if each <= 0:
-        return (f'GPU memory: {processes} suite processes on a GPU of {gib:.0f} GiB leave none a share: they run '
-                f'uncapped and may run out of GPU memory; set parallel_test_suites lower (run/gpu_share)')
-    said += f': {each:.2f} GiB of {gib:.0f} GiB (run/gpu_share)'
-    if each < GPU_GIB_PER_PROCESS:
-        said += (f'; under the {GPU_GIB_PER_PROCESS:g} GiB a process that parallel_test_suites=auto keeps, tests '
-                 f'may run out of GPU memory: set parallel_test_suites lower')
-    return said
+    each = harness_share_gib(gib, call_processes)
+    said += (f': {each:.2f} GiB of {gib:.0f} GiB' if each > 0 else f': none of {gib:.0f} GiB (uncapped)') + timeshare
+    if processes * (GPU_GIB_PER_PROCESS + OTHER_LIBRARIES_GIB) > gib:
+        said += (f'; counted for more than the GPU holds ({GPU_GIB_PER_PROCESS:g} GiB a process, as '
+                 f'parallel_test_suites=auto counts them): tests may run out of GPU memory, set '
+                 f'parallel_test_suites lower')
+    return said + ' (run/gpu_share)'
 
 
 def calls_a_gpu_takes(gpu_gib: float, pool_size: int, gib_per_process: float) -> int:
-    """The calls of pool_size processes one GPU of gpu_gib takes with each process's cap (common_utils' formula:
-    (GiB - n x OTHER_LIBRARIES_GIB) / n) at least gib_per_process: at least 1 (one call keeps upstream's own
-    share, whatever it is)."""
+    """The calls of pool_size processes one GPU of gpu_gib takes with each process counted for gib_per_process
+    and common_utils' allowance (OTHER_LIBRARIES_GIB): at least 1 (one call is upstream's own test step)."""
     processes = int(gpu_gib // (gib_per_process + OTHER_LIBRARIES_GIB))
     return max(1, processes // max(1, pool_size))

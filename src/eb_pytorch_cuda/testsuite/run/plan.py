@@ -114,13 +114,14 @@ class RunPlan:
         (run.node.threads_per_suite).  A call with no other beside it (alone: the harness's serial list, run
         after the others) gets none, as in upstream's one call: on the H100, nn/test_convolution's CUDA tests,
         whose references run on the CPU, took 55 s in the plain call and 188 s alone at 1 thread
-        (docs/benchmarks.md, gpu case).  A call beside others on a GPU (the slots pinned to GPUs, run/gpus) shares
-        its memory with all their suite processes (run/gpu_share); one alone keeps the harness's own share."""
+        (docs/benchmarks.md, gpu case).  A call beside others on a GPU (the slots pinned to GPUs, run/gpus) gives
+        each of its suite processes the harness's own share of a call (run/gpu_share), which 2.6's run_test.py
+        misses for a call's first suites; one alone is left to the harness."""
         if alone:
             return self.env
         env = dict(self.env)
         if self.gpus:
-            env = share_environment(env, processes_on_a_gpu(self.parallel, self.gpus, self.harness.pool_size))
+            env = share_environment(env, self.harness.pool_size)
         if self.shared_cpus is not None:
             env['OMP_NUM_THREADS'] = str(threads_per_suite(self.shared_cpus, self.parallel, max(1, processes)))
         return env
@@ -208,7 +209,8 @@ def build_plan(request: RunRequest, progress: Optional[Callable[[str], None]] = 
                  f"run alone; set OMP_NUM_THREADS to choose")
     gpus = tuple(slot_gpus(env, parallel))
     if gpus:  # calls side by side on the GPUs share their memory (run/gpu_share)
-        progress(share_line(processes_on_a_gpu(parallel, gpus, harness.pool_size), gpu_memory_gib(env)))
+        progress(share_line(processes_on_a_gpu(parallel, gpus, harness.pool_size), harness.pool_size,
+                            gpu_memory_gib(env)))
     return RunPlan(request, command, env, harness, tuple(suites), tuple(unit.key for unit in units),
                    tuple(calls.batch_options(harness, safe)), timeouts, expected, parallel, gpus, shared_cpus)
 
