@@ -85,12 +85,14 @@ def plain(tree, python, suites, pytest_args, log_path, hide_gpu, save_xml=False)
     return time.perf_counter() - start, log_path
 
 
-def ours(tree, python, suites, pytest_args, results, parallel, hide_gpu):
-    """`eb-pytorch-cuda test-suite` on the same selection; (seconds, its results JSON)."""
+def ours(tree, python, suites, pytest_args, results, parallel, hide_gpu, reruns=0):
+    """`eb-pytorch-cuda test-suite` on the same selection, each failed test rerun alone up to reruns times (the
+    main easyconfig's rerun_failed_tests is 1); (seconds, its results JSON)."""
     runtest = ' '.join(['cd test && %(python)s run_test.py --continue-through-error -i', *suites,
                         *(_quoted(arg) for arg in pytest_args)])
     argv = [sys.executable, '-m', 'eb_pytorch_cuda.cli', 'test-suite', tree, '--python', python, '--runtest', runtest,
-            '--results', results, '--format', 'json'] + (['--parallel', str(parallel)] if parallel else [])
+            '--results', results, '--format', 'json', '--rerun', str(reruns)] + (
+                ['--parallel', str(parallel)] if parallel else [])
     start = time.perf_counter()
     done = subprocess.run(argv, env=_env(hide_gpu), capture_output=True, text=True, stdin=subprocess.DEVNULL,
                           check=False)
@@ -118,13 +120,21 @@ def results_of_log(path):
 
 
 def results_of_json(path):
-    """The same of our results JSON."""
+    """The same of our results JSON, a test that passed on its isolated rerun (rerun_outcome 'flaky') counted as
+    passed, as the plain call counts a test that passed on the harness's own retry (pytest-rerunfailures)."""
     if path is None:
         return None
     with open(path) as handle:
         data = json.load(handle)
-    return {suite['name']: _row(suite['counts'], [test['test_id'] for test in suite.get('failed_tests', [])])
-            for suite in data['suites']}
+    rows = {}
+    for suite in data['suites']:
+        failed = suite.get('failed_tests', [])
+        flaky = sum(test.get('rerun_outcome') == 'flaky' for test in failed)
+        counts = dict(suite['counts'])
+        counts['passed'] = counts.get('passed', 0) + flaky
+        counts['failed'] = counts.get('failed', 0) + counts.pop('errors', 0) - flaky
+        rows[suite['name']] = _row(counts, [test['test_id'] for test in failed if test.get('rerun_outcome') != 'flaky'])
+    return rows
 
 
 def _row(counts, failing):
@@ -161,7 +171,7 @@ def _ours_after(args, suites, pytest_args, work, name, previous, parallel, hide_
     os.makedirs(results)
     if previous is not None:  # under the name the test step reads a previous build's results by
         shutil.copy(previous, os.path.join(results, RESULTS_JSON))
-    return ours(args.harness, args.python, suites, pytest_args, results, parallel, hide_gpu)
+    return ours(args.harness, args.python, suites, pytest_args, results, parallel, hide_gpu, args.rerun)
 
 
 def conv_case(args, work, record):
@@ -251,6 +261,10 @@ def main():
                         "selection (an earlier round's ours): ours' first run plans with its times")
     parser.add_argument('--runs', nargs='+', choices=RUNS, default=list(RUNS),
                         help='which runs of the cpu, cpu-pool and gpu cases (a session holds 30 device minutes)')
+    parser.add_argument('--rerun', type=int, default=0, metavar='N',
+                        help="ours reruns each failed test alone up to N times (test-suite --rerun; the main "
+                        "easyconfig's rerun_failed_tests is 1); a test passed on it counts as passed, as plain counts "
+                        "one passed on the harness's own retry")
     parser.add_argument('--seed-from-plain', action='store_true', help="the plain call writes JUnit reports and ours' "
                         'first run plans with their times (previous_of_plain)')
     args = parser.parse_args()

@@ -2,14 +2,17 @@
 2.6.0): a plain run_test.py call with `--save-xml` leaves, through previous_of_plain, the times a run of ours
 leaves in its results (the same suites, the same node ids: the ids the harness's sharding hashes), so that ours'
 first run in a device round plans its pieces as a second build would.  The tree is test_slurm_pieces' (a real
-suite and a stand-in file with a failing test)."""
+suite and a stand-in file with a failing test).  And `--rerun`: ours with its isolated rerun against the plain call
+with the harness's own retries, on the retry probe (a flaky and a consistently failing test)."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
 from environment import REAL_PYTHON
+from helpers import real_tree
 from test_gpu_bench_records import _bench
 from test_slurm_pieces import SUITES, _tree
 
@@ -113,3 +116,42 @@ def test_a_seeded_run_of_ours_needs_plain_named_first(tmp_path):
                               capture_output=True, text=True, check=False)
         assert done.returncode == 2 and not work.exists()
         assert done.stderr.strip().splitlines()[-1] == f'bench_gpu_node.py: error: {said}'
+
+
+PROBE = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data', 'retry_probe', 'test_eb_retry_probe.py')
+PYTEST_INI = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data', 'pytorch26-plain', 'pytest.ini')
+
+
+def test_ours_with_its_rerun_and_plain_with_the_harness_retries_give_the_same_results(harness26, tmp_path,
+                                                                                      monkeypatch):
+    """`--rerun 1` on the retry probe: ours first, with PyTorch's retries off, reruns test_c (failing on the
+    probe's first run only) alone once, and it passes; the record counts it passed, as the plain call after it
+    counts it (there it passes at once: the probe's count goes on), the same results (test_b failing in each),
+    and ours' results JSON keeps it as a flaky failure (what the verdict reads)."""
+    for name in ('PYTHONPATH', 'CI'):
+        monkeypatch.delenv(name, raising=False)
+    counts = tmp_path / 'counts'
+    counts.mkdir()
+    monkeypatch.setenv('EB_RETRY_PROBE_DIR', str(counts))
+    monkeypatch.setenv('EB_RETRY_PROBE_SECONDS', '0')
+    test_dir = real_tree(tmp_path / 'tree')
+    shutil.copy(PYTEST_INI, tmp_path / 'tree' / 'pytest.ini')
+    os.symlink(PROBE, test_dir / os.path.basename(PROBE))
+    out = tmp_path / 'out'
+    (tmp_path / 'seed.json').write_text(json.dumps({'suite_seconds': {'test_eb_retry_probe': 1.0},
+                                                    'test_seconds': {}}))
+    done = subprocess.run([sys.executable, BENCH_SCRIPT, '--harness', str(tmp_path / 'tree'), '--python',
+                           REAL_PYTHON, '--workdir', str(tmp_path / 'work'), '--out', str(out), '--case', 'cpu',
+                           '--cpu-suites', 'test_eb_retry_probe', '--runs', 'ours_auto', 'plain', '--rerun', '1',
+                           '--previous-from', str(tmp_path / 'seed.json')], capture_output=True, text=True,
+                          check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    runs = json.loads((out / 'bench-gpu-node.json').read_text())['cases']['cpu']
+    plain, ours = runs['plain']['results']['test_eb_retry_probe'], runs['ours_auto']['results']['test_eb_retry_probe']
+    assert plain == ours == [3, 1, 0, ['TestRetryProbe.test_b_always_fails']]
+    assert runs['ours_auto']['same_results'] is True
+    with open(tmp_path / 'work' / 'cpu-auto' / 'pytorch-test-results.json') as handle:
+        suite, = json.load(handle)['suites']
+    assert {test['test_id']: test['rerun_outcome'] for test in suite['failed_tests']} == {
+        'TestRetryProbe.test_b_always_fails': 'reproducible', 'TestRetryProbe.test_c_fails_once': 'flaky'}
+    assert (counts / 'once').read_text().count('run') == 3  # ours' run and rerun, the plain call's one run

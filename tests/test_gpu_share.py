@@ -36,8 +36,9 @@ def test_plugin_and_step_name_the_same_variable_and_allowance():
 
 
 def test_share_is_common_utils_formula_for_one_call():
-    """A call of 3 on the H100 (79.18 GiB): common_utils' own 0.32 (rounded there), 25.54 GiB a process, the
-    plugin's and the run line's figure alike; the 3 caps with their allowances add up to the GPU."""
+    """A call of 3 on the H100 (torch's total_memory, 79.18 GiB): common_utils' own 0.32 (rounded there), 25.54
+    GiB a process, the plugin's and the run line's formula alike (the line reads nvidia-smi's size, a little
+    more); the 3 caps with their allowances add up to the GPU."""
     assert round(plugin.share(79.18, 3), 2) == 0.32
     each = plugin.share(79.18, 3) * 79.18
     assert abs(each - gpu_share.harness_share_gib(79.18, 3)) < 1e-9 and abs(each - 25.5433) < 1e-3
@@ -66,7 +67,7 @@ def test_node_rule_counts_each_process_for_3_gib():
     23 GiB GPU takes one call (upstream's own test step); two such GPUs two."""
     h100 = node.NodeSize(16, 120.0, (79.18,))
     assert h100.slots() == 6
-    assert '3 GiB of GPU counted a suite process' in h100.describe()
+    assert 'counting 3 GiB of GPU a suite process (not a cap)' in h100.describe()
     assert node.NodeSize(16, 120.0, (139.8,)).slots() == 8
     assert gpu_share.calls_a_gpu_takes(139.8, 3, node.GPU_GIB_PER_PROCESS) == 12
     assert node.NodeSize(16, 120.0, (23.0,)).slots() == 1
@@ -145,25 +146,27 @@ def test_the_cap_waits_in_torchs_own_queue_for_cuda_to_start(harness26, python):
     assert done.stderr == '', done.stderr
 
 
-def test_share_line_says_each_process_cap_and_warns_over_the_count():
-    """The run's line: on the H200 (143771 MiB) 6 processes (2 calls of 3) each capped at a call's share, 45.95
-    GiB; 48 processes (16 calls of 3 asked for) on its 80 GiB neighbour: counted for more than the GPU holds, a
-    warning naming the setting; a GPU too small for any share; without nvidia-smi's memory the line says only
-    that the processes are capped, and each line says what repairs a test out of memory."""
+def test_share_line_says_each_process_cap_the_reruns_and_warns_over_the_count():
+    """The run's line: on the H200 (143771 MiB) 6 processes (2 calls of 3) each capped at a call's share, about
+    46.0 GiB, with reruns on; 48 processes (16 calls of 3 asked for) on its 80 GiB neighbour: counted for more than
+    the GPU holds, a warning naming the setting; with no reruns the line says a test out of memory stays failed and
+    what reruns it; a GPU too small for any share; without nvidia-smi's memory the line says only the cap's rule."""
     gib = 143771 / 1024
-    timeshare = ('; beyond it they share the GPU by time, and a test out of memory beside the others is rerun alone '
-                 'where rerun_failed_tests is set')
-    assert gpu_share.share_line(6, 3, (gib,)) == ("GPU memory: up to 6 suite processes on each GPU, each capped at "
-                                                  "PyTorch's own share of a call of 3 when CUDA starts in it: 45.95 "
-                                                  "GiB of 140 GiB" + timeshare + ' (run/gpu_share)')
-    assert gpu_share.share_line(48, 3, (gib, 80.0)).endswith(
-        ': 25.82 GiB of 80 GiB' + timeshare + '; counted for more than the GPU holds (3 GiB a process, as '
+    head = ("GPU memory: up to 6 suite processes on each GPU, each capped at PyTorch's own share of a call of 3 "
+            "when CUDA ")
+    bound = '; the caps bound each process, not their sum'
+    rerun = '; a test out of memory beside the others is rerun alone after the suites'
+    assert gpu_share.share_line(6, 3, (gib,), 1) == (head + 'starts in it (about 46.0 GiB of 140 GiB)' + bound + rerun
+                                                     + ' (run/gpu_share)')
+    assert gpu_share.share_line(48, 3, (gib, 80.0), 1).endswith(
+        ' (about 25.8 GiB of 80 GiB)' + bound + rerun + '; counted for more than the GPU holds (3 GiB a process, as '
         'parallel_test_suites=auto counts them): tests may run out of GPU memory, set parallel_test_suites lower '
         '(run/gpu_share)')
-    assert ': none of 2 GiB (uncapped); beyond it' in gpu_share.share_line(3, 3, (2.0,))
-    assert gpu_share.share_line(6, 3, ()) == ("GPU memory: up to 6 suite processes on each GPU, each capped at "
-                                              "PyTorch's own share of a call of 3 when CUDA starts in it" + timeshare
-                                              + ' (run/gpu_share)')
+    assert gpu_share.share_line(6, 3, (gib,), 0).endswith(
+        bound + '; a test out of memory beside the others stays failed: rerun_failed_tests = 0 (1 reruns it alone '
+        'after the suites) (run/gpu_share)')
+    assert ' (none of 2 GiB: uncapped)' + bound in gpu_share.share_line(3, 3, (2.0,), 1)
+    assert gpu_share.share_line(6, 3, (), 1) == head + 'starts in it' + bound + rerun + ' (run/gpu_share)'
 
 
 def test_a_parallel_run_where_a_gpu_is_seen_caps_its_suites_at_a_calls_share(harness26, tmp_path_factory):
@@ -187,6 +190,8 @@ def test_a_parallel_run_where_a_gpu_is_seen_caps_its_suites_at_a_calls_share(har
         logs = ''.join(open(path, errors='replace').read() for path in (root / 'results' / 'output').glob('*.log'))
     each = 143771 / 1024 / 3 - gpu_share.OTHER_LIBRARIES_GIB
     assert (f"GPU memory: up to 6 suite processes on each GPU, each capped at PyTorch's own share of a call of 3 "
-            f"when CUDA starts in it: {each:.2f} GiB of 140 GiB; beyond it") in done.stderr, done.stderr[-3000:]
+            f"when CUDA starts in it (about {each:.1f} GiB of 140 GiB); the caps bound each process, not their sum; "
+            f"a test out of memory beside the others stays failed: rerun_failed_tests = 0") in done.stderr, \
+        done.stderr[-3000:]
     assert ('eb-pytorch-cuda GPU share: this process capped at the share of a call of 3 when CUDA starts; '
             'NUM_PARALLEL_PROCS=unset') in logs, logs[-3000:]

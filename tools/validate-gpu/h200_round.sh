@@ -51,13 +51,14 @@ if [ ! -e "$WORK/pid" ]; then
     # of the case, in the order they run (bench_gpu_node.py --runs: plain ours_auto ours_second; RUNS="ours_auto
     # plain" with PREVIOUS_FROM keeps ours whole where the session ends in the plain call); SEED_FROM_PLAIN=1: the
     # plain call writes JUnit reports and ours' first run plans with their times (bench_gpu_node.py
-    # --seed-from-plain: plain and one seeded run of ours fit one session)
+    # --seed-from-plain: plain and one seeded run of ours fit one session); RERUN=1: ours reruns each failed test
+    # alone once, as the main easyconfig does (bench_gpu_node.py --rerun; default 0, as the kept records ran)
     [ -z "${GPU_SELECTION:-}" ] || GPU_SELECTION=$(realpath "$GPU_SELECTION")
     [ -z "${PREVIOUS_FROM:-}" ] || PREVIOUS_FROM=$(realpath "$PREVIOUS_FROM")
     (export PYTHONPATH="$WORK/site" PYTHONUNBUFFERED=1 WORK REC KIT BENCH="${BENCH:-}" NO_EB="${NO_EB:-}" \
          PLAIN_FROM="${PLAIN_FROM:-}" TARGET="${TARGET:-780}" PROBE_SUITES="${PROBE_SUITES:-}" \
          PROBES_FROM="${PROBES_FROM:-}" FALLBACK="${FALLBACK:-}" GPU_SELECTION="${GPU_SELECTION:-}" \
-         PREVIOUS_FROM="${PREVIOUS_FROM:-}" RUNS="${RUNS:-}" SEED_FROM_PLAIN="${SEED_FROM_PLAIN:-}"
+         PREVIOUS_FROM="${PREVIOUS_FROM:-}" RUNS="${RUNS:-}" SEED_FROM_PLAIN="${SEED_FROM_PLAIN:-}" RERUN="${RERUN:-}"
      setsid bash -c '
          [ -n "$NO_EB" ] || python3 tools/validate-gpu/eb_gpu_run.py --workdir "$WORK/eb" --out "$REC" --harness-tree "$KIT/harness" \
              --lmod-debs "$KIT/debs" --carried "$WORK/site" "$@" > "$REC/run.log" 2>&1
@@ -86,7 +87,8 @@ if [ ! -e "$WORK/pid" ]; then
          python3 "$WORK/scripts/bench_gpu_node.py" --harness "$WORK/bench-tree" --python "$WORK/bench-python/bin/python" \
              --workdir "$WORK/bench" --out "$REC/bench" --case $BENCH "${selection[@]}" \
              ${PLAIN_FROM:+--plain-from "$PLAIN_FROM"} ${PREVIOUS_FROM:+--previous-from "$PREVIOUS_FROM"} \
-             ${RUNS:+--runs $RUNS} ${SEED_FROM_PLAIN:+--seed-from-plain} >> "$REC/bench.log" 2>&1' round "$@" \
+             ${RUNS:+--runs $RUNS} ${SEED_FROM_PLAIN:+--seed-from-plain} ${RERUN:+--rerun $RERUN} \
+             >> "$REC/bench.log" 2>&1' round "$@" \
          < /dev/null > /dev/null 2>&1 &  # its own files only: a caller's pipe is not held open (`| tail` returns)
      echo $! > "$WORK/pid")
 fi

@@ -12,13 +12,13 @@ test failed out of memory with 27.75 MiB free: docs/validation/h100-2026-12-06-b
 
 So in every pytest session of such a call the plugin caps the process by common_utils' formula with n = the
 processes of one call (EB_PYTORCH_CUDA_GPU_PROCESSES, the harness's pool size): the cap the harness means, never
-less, since tests size their work by the whole GPU (a split over all the calls on it failed 20 attention tests of
-test_transformers: docs/validation/h100-2026-12-07-bench-gpu-share-3gib/).  It sets the cap when CUDA starts in
-the process (torch.cuda's queue of calls run at its lazy initialisation), or at once where it has started: it
-never starts CUDA itself (a test that forks would lose its GPU), and a process that never uses CUDA is left alone.
-The session's header says it is armed and its terminal summary what it set (both in the suite's log; a line
-written when CUDA starts, inside a test, would be that test's captured output).  It imports nothing at module
-level but os and sys.
+less, since tests size their work by the whole GPU (a split over all the calls on it failed 22 attention tests of
+test_transformers, 20 of which the plain call passed: docs/validation/h100-2026-12-07-bench-gpu-share-3gib/).  It
+sets the cap when CUDA starts in the process (torch.cuda's queue of calls run at its lazy initialisation), or at
+once where it has started: it never starts CUDA itself (a test that forks would lose its GPU), and a process that
+never uses CUDA is left alone.  The session's header says it is armed and its terminal summary what it set (both
+in the suite's log; a line written when CUDA starts, inside a test, would be that test's captured output).  It
+imports nothing at module level but os and sys.
 """
 
 import os

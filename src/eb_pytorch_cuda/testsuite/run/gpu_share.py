@@ -5,18 +5,20 @@ pool size n and common_utils caps each process at about 1/n of the GPU, but 2.6'
 spawned its pool, so a call's first 3 suites run uncapped (tests/test_gpu_share.py, on the real harness).  Each of
 our calls that runs beside others on a GPU gets the plugin eb_pytorch_cuda_gpu_share (harness_plugin) with that n,
 and every one of its suite processes gets the cap the harness means to give it: 1/n of the GPU by common_utils' own
-formula, never less.  Beyond the caps the calls share the GPU by time, as the processes of one call do; a test
-that runs out of memory beside the others is rerun alone after the suites (rerun_failed_tests, run/reruns), with
-the GPU to itself.
+formula, never less.  The caps bound each process, not their sum: the calls together may ask for more than the
+GPU holds, as a plain call's uncapped first suites may; a test that runs out of memory beside the others is rerun
+alone after the suites where rerun_failed_tests is set (run/reruns), with the whole GPU.
 
 Why not a split of the GPU over all its processes (each 1/(calls x n)): tests size their work by the GPU's whole
 memory (test_transformers' 2048-long attention references run only where total_memory is 40 GiB or more,
-test_transformers.py:3326 in 2.6.0), and on the H100 such a split of 6 calls, 3.57 GiB a process, failed 20 of
-them that the plain call passed, and both pieces of test_transformers were killed at their timeouts
-(docs/validation/h100-2026-12-07-bench-gpu-share-3gib/).  Uncapped, the same 6 calls lost one
-test of about 11,000 to memory held by others (h100-2026-12-06-bench-gpu-gradgrad/), a loss the isolated rerun
-repairs.  run/node bounds the calls a GPU takes by the memory a suite process is counted for,
-GPU_GIB_PER_PROCESS: what most tests need, not a cap.
+test_transformers.py:3326 in 2.6.0).  On the H100 such a split of 6 calls (about 3.55 GiB a process) failed 22
+attention tests of test_transformers, 20 of which the plain call on the same machine passed (19 of them with
+2048-long keys), and both its pieces were killed at their timeouts; the failures' messages did not come back, so
+"out of memory" is the likely cause, not a seen one (docs/validation/h100-2026-12-07-bench-gpu-share-3gib/).  In
+that plain call test_transformers ran among the pool's later suites, under the harness's own cap of a call of 3.
+Uncapped, the same 6 calls lost one test of about 11,000 to memory held by others
+(h100-2026-12-06-bench-gpu-gradgrad/).  run/node bounds the calls a GPU takes by the memory it counts a suite
+process for, GPU_GIB_PER_PROCESS: what most tests need, not a cap.
 """
 
 from typing import Dict, Mapping, Sequence
@@ -50,21 +52,23 @@ def harness_share_gib(gpu_gib: float, call_processes: int) -> float:
     return (gpu_gib - call_processes * OTHER_LIBRARIES_GIB) / call_processes
 
 
-def share_line(processes: int, call_processes: int, gpu_gib: Sequence[float]) -> str:
+def share_line(processes: int, call_processes: int, gpu_gib: Sequence[float], reruns: int) -> str:
     """The run's line on its GPUs' memory: up to `processes` suite processes on each GPU, each capped at the share
-    of a call of call_processes (gpu_gib: each GPU's GiB, as nvidia-smi gives it; none: not known), with a warning
-    where they are counted for more than the smallest GPU holds (an explicit parallel_test_suites may ask for more
-    calls than 'auto' gives)."""
+    of a call of call_processes (gpu_gib: each GPU's GiB, as nvidia-smi gives it, a little more than torch's
+    total_memory, from which the plugin computes it; none: not known), what becomes of a test out of memory beside
+    the others (reruns: rerun_failed_tests), and a warning where the processes are counted for more than the
+    smallest GPU holds (an explicit parallel_test_suites may ask for more calls than 'auto' gives)."""
     said = (f'GPU memory: up to {processes} suite processes on each GPU, each capped at PyTorch\'s own share of a '
             f'call of {call_processes} when CUDA starts in it')
-    timeshare = ('; beyond it they share the GPU by time, and a test out of memory beside the others is rerun '
-                 'alone where rerun_failed_tests is set')
-    if not gpu_gib:
-        return said + timeshare + ' (run/gpu_share)'
-    gib = min(gpu_gib)
-    each = harness_share_gib(gib, call_processes)
-    said += (f': {each:.2f} GiB of {gib:.0f} GiB' if each > 0 else f': none of {gib:.0f} GiB (uncapped)') + timeshare
-    if processes * (GPU_GIB_PER_PROCESS + OTHER_LIBRARIES_GIB) > gib:
+    if gpu_gib:
+        gib = min(gpu_gib)
+        each = harness_share_gib(gib, call_processes)
+        said += f' (about {each:.1f} GiB of {gib:.0f} GiB)' if each > 0 else f' (none of {gib:.0f} GiB: uncapped)'
+    said += '; the caps bound each process, not their sum'
+    said += ('; a test out of memory beside the others is rerun alone after the suites' if reruns > 0 else
+             '; a test out of memory beside the others stays failed: rerun_failed_tests = 0 (1 reruns it alone '
+             'after the suites)')
+    if gpu_gib and processes * (GPU_GIB_PER_PROCESS + OTHER_LIBRARIES_GIB) > min(gpu_gib):
         said += (f'; counted for more than the GPU holds ({GPU_GIB_PER_PROCESS:g} GiB a process, as '
                  f'parallel_test_suites=auto counts them): tests may run out of GPU memory, set '
                  f'parallel_test_suites lower')

@@ -9,14 +9,15 @@ and the memory of the GPUs the suites run on each bound the number of calls:
                        GPUs x run.gpu_share.calls_a_gpu_takes(smallest GPU's GiB, POOL_PROCESSES,
                                                           GPU_GIB_PER_PROCESS)  where a GPU is seen))
 
-The calls on one GPU share its memory by time, as the processes of one call's pool do (run/gpu_share: each
-suite process capped at the harness's own share of a call), so a GPU takes as many calls as hold each process
-counted for GPU_GIB_PER_PROCESS, what most tests need.  On the project's 2-core VM that is 1 (what it always ran);
-on the 16-core, 128 GiB H200 node 8 (its 140 GiB GPU would take 12 calls); on the H100 node (79 GiB) 6.  CPU
-figures: the H200 benchmarks (docs/benchmarks.md); GPU_GIB_PER_PROCESS: PyTorch's own CI runs its CUDA tests 2
-processes to a GPU except on its sm86 runners (3; tools/testing/test_selections.py:17-24), so its suites pass with
-(8 GiB - 2 x 0.85) / 2, about 3 GiB, a process on an 8 GiB GPU; a test that needs more for a while gets it from
-the GPU's free memory, and one that finds too little beside the others is rerun alone (rerun_failed_tests).
+The calls on one GPU share its memory as the processes of one call's pool do (run/gpu_share: each suite process
+capped at the harness's own share of a call, the caps bounding each process, not their sum), so a GPU takes as
+many calls as hold each process counted for GPU_GIB_PER_PROCESS, what most tests need.  On the project's 2-core
+VM that is 1 (what it always ran); on the 16-core, 128 GiB H200 node 8 (its 140 GiB GPU would take 12 calls); on
+the H100 node (79 GiB) 6.  CPU figures: the H200 benchmarks (docs/benchmarks.md); GPU_GIB_PER_PROCESS: PyTorch's
+own CI runs its CUDA tests 2 processes to a GPU except on its sm86 runners (3; tools/testing/test_selections.py:
+17-24), so its suites pass with (8 GiB - 2 x 0.85) / 2, about 3 GiB, a process on an 8 GiB GPU; a test that needs
+more for a while gets it from the GPU's free memory, and one that finds too little beside the others is rerun
+alone (rerun_failed_tests).
 """
 
 import os
@@ -53,7 +54,7 @@ class NodeSize:
         gpus = f", {len(self.gpu_gib)} GPU(s) of {min(self.gpu_gib):.0f} GiB" if self.gpu_gib else ''
         return (f'{self.slots()} batch(es) at a time (parallel_test_suites=auto: {self.cpus} CPUs, {memory}{gpus}; '
                 f'{CPUS_PER_BATCH} CPUs, {GIB_PER_BATCH} GiB a batch'
-                f'{f", {GPU_GIB_PER_PROCESS:g} GiB of GPU counted a suite process" if gpus else ""})')
+                f'{f", counting {GPU_GIB_PER_PROCESS:g} GiB of GPU a suite process (not a cap)" if gpus else ""})')
 
 
 def available_gib(meminfo: str = '/proc/meminfo') -> Optional[float]:

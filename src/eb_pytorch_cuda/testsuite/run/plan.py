@@ -210,7 +210,7 @@ def build_plan(request: RunRequest, progress: Optional[Callable[[str], None]] = 
     gpus = tuple(slot_gpus(env, parallel))
     if gpus:  # calls side by side on the GPUs share their memory (run/gpu_share)
         progress(share_line(processes_on_a_gpu(parallel, gpus, harness.pool_size), harness.pool_size,
-                            gpu_memory_gib(env)))
+                            gpu_memory_gib(env), int(request.reruns)))
     return RunPlan(request, command, env, harness, tuple(suites), tuple(unit.key for unit in units),
                    tuple(calls.batch_options(harness, safe)), timeouts, expected, parallel, gpus, shared_cpus)
 
