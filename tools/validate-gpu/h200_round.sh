@@ -118,5 +118,9 @@ if [ -n "${OUT:-}" ]; then
         (cd "$WORK" 2>/dev/null && find bench -path '*/output/*.log' -print0 \
             | tar -czf "$OUT/bench-progress.tar.gz" --null -T - 2>/dev/null)
     fi
+    # the pytest sessions' own logs of the benchmark (test-reports: what a failed test printed, the GPU share lines):
+    # the output logs above hold only what run_test.py prints (2026-12-07: 22 failures whose messages stayed there)
+    (cd "$WORK" 2>/dev/null && find bench bench-tree -path '*test-reports*' -name '*.log' -print0 2>/dev/null \
+        | tar -czf "$OUT/bench-suite-logs.tar.gz" --null -T - 2>/dev/null)
 fi
 [ "$state" = finished ]
