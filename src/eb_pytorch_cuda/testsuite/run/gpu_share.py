@@ -7,7 +7,8 @@ our calls that runs beside others on a GPU gets the plugin eb_pytorch_cuda_gpu_s
 and every one of its suite processes gets the cap the harness means to give it: 1/n of the GPU by common_utils' own
 formula, never less.  The caps bound each process, not their sum: the calls together may ask for more than the
 GPU holds, as a plain call's uncapped first suites may; a test that runs out of memory beside the others is rerun
-alone after the suites where rerun_failed_tests is set (run/reruns), with the whole GPU.
+alone after the suites where rerun_failed_tests is set (run/reruns), with the whole GPU (a Slurm job reruns its
+suites' failures beside its other slots: there the rerun shares the GPU).
 
 Why not a split of the GPU over all its processes (each 1/(calls x n)): tests size their work by the GPU's whole
 memory (test_transformers' 2048-long attention references run only where total_memory is 40 GiB or more,
