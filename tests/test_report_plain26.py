@@ -112,23 +112,3 @@ def test_without_the_harness_list_each_rerun_failing_test_still_counts_once():
     suite = parse_log_text(cut).suites['test_function_schema']
     assert (suite.counts['failed'], suite.counts['errors']) == (1, 0)
     assert [test.test_id for test in suite.failed_tests] == ['TestFunctionSchema.test_serialize_and_deserialize']
-
-
-INTERLEAVED = os.path.join(os.path.dirname(DATA), 'pytorch26-interleaved-summary', 'plain.log')
-
-
-def test_a_summary_written_after_another_workers_unfinished_line_leaves_its_suite_without_one():
-    """A real plain log of the 2.6 pool (tests/data/pytorch26-interleaved-summary, README.md there) where
-    test_native_functions' summary follows test_piece_standin's unfinished test line: the parser credits it to no
-    suite (a summary is looked for at a line's start), so test_native_functions reads `no summary`, a failure,
-    not passed with its 11 tests, and test_piece_standin keeps its own counts: a false failure, never a false
-    pass (crediting a summary that shares a line with another suite's test is left for later)."""
-    with open(INTERLEAVED) as handle:
-        lines = handle.read().splitlines()
-    assert lines[133] == ('test_piece_standin.py::TestPieces::test_12 ======================== 11 passed, 2 warnings '
-                          'in 0.75s ========================')
-    result = parse_log_file(INTERLEAVED)
-    native, standin = result.suites['test_native_functions'], result.suites['test_piece_standin']
-    assert native.status == 'no summary' and native.counts.passed == 0 and native.counts.failed == 0
-    assert standin.status == 'failed' and (standin.counts.passed, standin.counts.failed) == (16, 1)
-    assert [test.test_id for test in standin.failed_tests] == ['TestPieces.test_zz_known_failure']
