@@ -15,7 +15,7 @@ import os
 import pytest
 
 from eb_pytorch_cuda.cli import main
-from eb_pytorch_cuda.testsuite.results.logparse import parse_log_file
+from eb_pytorch_cuda.testsuite.results.logparse import parse_log_file, parse_log_text
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data', 'pytorch26-plain')
 PLAIN = os.path.join(DATA, 'plain.log')
@@ -112,3 +112,39 @@ def test_without_the_harness_list_each_rerun_failing_test_still_counts_once():
     suite = parse_log_text(cut).suites['test_function_schema']
     assert (suite.counts['failed'], suite.counts['errors']) == (1, 0)
     assert [test.test_id for test in suite.failed_tests] == ['TestFunctionSchema.test_serialize_and_deserialize']
+
+
+INTERLEAVED = os.path.join(os.path.dirname(DATA), 'pytorch26-interleaved-summary', 'plain.log')
+
+
+def test_a_summary_written_after_another_workers_unfinished_line_is_credited_to_the_session_it_fits():
+    """A real plain log of the 2.6 pool (tests/data/pytorch26-interleaved-summary, README.md there) where
+    test_native_functions' summary follows test_piece_standin's unfinished test line: it is credited to the one open
+    session it fits (test_native_functions': 11 selected, 11 passed), not to the suite the line names, and
+    test_piece_standin keeps its own counts and its failure."""
+    with open(INTERLEAVED) as handle:
+        lines = handle.read().splitlines()
+    assert lines[133] == ('test_piece_standin.py::TestPieces::test_12 ======================== 11 passed, 2 warnings '
+                          'in 0.75s ========================')
+    result = parse_log_file(INTERLEAVED)
+    native, standin = result.suites['test_native_functions'], result.suites['test_piece_standin']
+    assert native.status == 'passed' and (native.counts.passed, native.counts.failed) == (11, 0) and not native.note
+    assert standin.status == 'failed' and (standin.counts.passed, standin.counts.failed) == (16, 1)
+    assert [test.test_id for test in standin.failed_tests] == ['TestPieces.test_zz_known_failure']
+
+
+def test_a_summary_after_another_workers_line_that_fits_no_single_session_is_nobodys():
+    """The same log with test_native_functions' summary changed to counts no open session selected (12 passed), then
+    with test_piece_standin's header made to select 11 too (two sessions fit): in both the summary is credited to
+    nobody, so test_native_functions reads `no summary` (a failure, never passed).  (Edited copies of the real log,
+    for the cases no run showed.)"""
+    with open(INTERLEAVED) as handle:
+        text = handle.read()
+    summary = '======================== 11 passed, 2 warnings in 0.75s ========================'
+    assert text.count(summary) == 1
+    unfitting = text.replace(summary, summary.replace(' 11 passed', ' 12 passed'))
+    assert 'collecting ... collected 17 items\n' in text
+    two_fit = text.replace('collecting ... collected 17 items\n', 'collecting ... collected 11 items\n', 1)
+    for edited in (unfitting, two_fit):
+        native = parse_log_text(edited).suites['test_native_functions']
+        assert native.status == 'no summary' and native.counts.passed == 0

@@ -104,6 +104,11 @@ BLANK_LINES = re.compile(BLANK_LINES_TEXT)
 PYTEST_LINE = re.compile(r'^=+ [^\n]*', re.M)  # candidate lines; the summary is checked with str methods
 PYTEST_TAIL = re.compile(r' in [\d.]+s(?: \([\d:]+\))? =+[ \t]*$')
 PYTEST_ITEM = re.compile(r'(\d+) (\w+)')
+# a session's summary after another pool worker's unfinished `test_x.py::Class::test ` on the same line (measured on
+# 2.6.0 under load: tests/data/pytorch26-interleaved-summary): the summary, from its first `=`, at the line's end;
+# PYTEST_TAIL_ANYWHERE finds the lines that may hold one (a literal first: fast over a whole block)
+PYTEST_AFTER_TEXT = re.compile(r'[^=\n] (?P<summary>=+ [^=\n]* in [\d.]+s(?: \([\d:]+\))? =+)[ \t]*$')
+PYTEST_TAIL_ANYWHERE = re.compile(r' in [\d.]+s(?: \([\d:]+\))? =+[ \t]*$', re.M)
 PYTEST_KEYS = {'failed': 'failed', 'passed': 'passed', 'skipped': 'skipped', 'xfailed': 'xfailed',
                'xpassed': 'xpassed', 'rerun': 'rerun', 'error': 'errors', 'errors': 'errors'}
 PYTEST_END_WORDS = set(PYTEST_KEYS) | {'deselected', 'warning', 'warnings'}  # a session's last line has one

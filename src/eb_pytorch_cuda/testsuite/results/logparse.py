@@ -366,6 +366,7 @@ class _Runs:
         self.items_only: dict = {}  # suite: (tests, log path) counted from `X was successful` and its items
         self.summarised: set = set()  # suites credited with a unittest or pytest summary
         self.no_tests: set = set()  # suites credited with a `no tests collected/ran` line
+        self.last_after: dict = {}  # the counts of the last summary found after another worker's test line
         for _start, _end, kind, name, shard, total, _signal in events:
             if kind in BOUNDARIES:
                 continue
@@ -505,6 +506,12 @@ class _Runs:
                     low = start
                     for line in match.group('names').splitlines()[:count]:
                         piece.add(2, owner[0] if owner else None, line.strip(), FAILED)
+            if summary is None and first != '=' and _ends_with_rule(text, start, line_end):
+                name = self.summary_after(text, start, line_end)
+                if name is not None:
+                    piece.summarised = True
+                    self.summarised.add(name)
+                    self.count(owner, name, self.last_after)
             if summary is not None:
                 name = self.credit(piece, text, low, start)
                 low = start
@@ -568,6 +575,26 @@ class _Runs:
         if name is not None and counts.get('failed', 0) + counts.get('errors', 0):
             self.retried.add(name)
         return name
+
+    def summary_after(self, text, start, line_end):
+        """The suite of a pytest summary written after another pool worker's unfinished test line (`test_x.py::C::t
+        === 11 passed in 0.75s ===`), its counts kept in last_after: the one open session it fits whose suite and
+        selection its header named, closed by it; None (the summary credited to nobody, so that suite reads `no
+        summary`) where not exactly one does: never the suite the line names, whose test it interrupted."""
+        match = grammar.PYTEST_AFTER_TEXT.search(text, start, line_end)
+        counts = _pytest_counts(match.group('summary'), 0, len(match.group('summary'))) if match else None
+        if counts is None:
+            return None
+        deselected = counts.pop('deselected', 0)
+        fitting = [session for session in self.sessions
+                   if session.suite is not None and session.selected is not None and session.fits(counts, deselected)]
+        if len(fitting) != 1:
+            return None
+        self.sessions.remove(fitting[0])
+        if counts.get('failed', 0) + counts.get('errors', 0):
+            self.retried.add(fitting[0].suite)
+        self.last_after = counts
+        return fitting[0].suite
 
     def credit(self, piece, text, low, position):
         """The suite a summary at position is credited to: the last test file named before it in the piece,
@@ -709,6 +736,14 @@ def _success_path(text, marker):
     return match.group('path') if match else None
 
 
+def _ends_with_rule(text, start, line_end):
+    """Whether the line text[start:line_end] ends with `=` (trailing blanks aside), as a pytest summary does."""
+    end = line_end
+    while end > start and text[end - 1] in ' \t':
+        end -= 1
+    return end > start and text[end - 1] == '='
+
+
 def _pytest_counts(text, start, stop):
     """{count key: n} of a pytest session's last line (`=== 2 failed, 128 passed in 3.4s ===`) at start, or None."""
     line = grammar.PYTEST_LINE.match(text, start, stop)
@@ -732,6 +767,8 @@ def _lines(text):
     """Starts of the lines of text (which starts with a newline) that may be a marker, a summary or a failed
     test, in order."""
     starts = {match.start() + 1 for match in grammar.CANDIDATE_LINE.finditer(text)}
+    for match in grammar.PYTEST_TAIL_ANYWHERE.finditer(text):  # a summary after another worker's test line
+        starts.add(text.rfind('\n', 0, match.start()) + 1)
     for literal in grammar.ANYWHERE_TEXTS:
         found = text.find(literal)
         while found >= 0:
