@@ -538,3 +538,64 @@ def test_capped_at_3_gib_a_process_test_transformers_failed_22_tests_and_timed_o
         assert ("if max(seq_len_q, seq_len_k) >= 2048 and torch.cuda.get_device_properties('cuda').total_memory < 40 "
                 "* 2**30:") in source[3325]
         assert 'def test_flash_attention_vs_math_ref_grads(self, device' in source[3316]
+
+
+HARNESS_SHARE_ROUND = 'h100-2026-12-07-bench-gpu-share-harness'  # ours, each process capped at a call of 3's share
+
+
+def test_capped_at_the_harness_share_ours_gave_the_plain_results_in_0_63x_of_an_earlier_plain_call(tmp_path):
+    """The H100 (16 cores, torch 2.11.0+cu130, Debian 2.6.0's run_test.py), 2026-12-07, ours alone on the gradgrad
+    selection (the session's device time left no room for a plain call beside it) with each suite process of a call
+    beside others capped at the share PyTorch's harness gives a process of one call of 3 (25.54 GiB of 79.2 GiB) and
+    each failed test rerun alone once (rerun_failed_tests = 1): 416.7 s, the per-suite results of the gradgrad
+    round's plain call, no test out of memory; 0.63x of that call's 659.7 s, measured on another H100 in another
+    session: not the one-round ratio the issue asks for.  The two machines ran ours' plan alike (the suites' own
+    times add up to 1808.3 s here, 1794.8 s there), the suites ended at 6m16s (6m11s there), and the two failures
+    every plain call has were rerun alone and stayed failed.  The longest piece, test_ops_gradients 6/7 (5m13s),
+    held one of the two cumprod complex128 gradgrad tests (187.4 s and 185.6 s, pieces 6 and 5): 2.6 deals a file's
+    tests to its shards by a hash of their ids (pytest_shard_custom.py), not by time."""
+    figures = _figures(HARNESS_SHARE_ROUND)
+    gpu = figures['cases']['gpu']
+    assert figures['cpus'] == 16 and sorted(figures['cases']) == ['gpu']
+    ours, plain = gpu['ours_auto'], gpu['plain']
+    assert (ours['seconds'], ours['ratio'], ours['same_results']) == (416.7, 0.63, True)
+    assert ours['previous_from'] == 'gpu-plain-results.json' and plain['reused_from'] == 'bench-gpu-node.json'
+    gradgrad = _figures(GRADGRAD_ROUND)['cases']['gpu']['plain']
+    assert (plain['seconds'], plain['results']) == (gradgrad['seconds'], gradgrad['results'])
+    assert (plain['seconds'], plain['results']) == (659.7, ours['results'])
+    runs = _gpu_runs(HARNESS_SHARE_ROUND, tmp_path / 'share')
+    output, results = _ours_step(runs)
+    assert _bench().results_of_json(str(runs / 'gpu-auto' / 'pytorch-test-results.json')) == ours['results']
+    assert ('== GPU memory: up to 18 suite processes on each GPU, each capped at PyTorch\'s own share of a call of 3 '
+            'when CUDA starts in it (about 25.7 GiB of 80 GiB); the caps bound each process, not their sum; a test '
+            'out of memory beside the others is rerun alone after the suites (run/gpu_share)') in output
+    assert '== 2 long suite(s) run as pieces (9 in all): test_ops_gradients, test_transformers' in output
+    assert '== suite 11/11: nn/test_convolution passed in 36s (2 suite(s) failed so far; 6m16s into the run)' in output
+    assert '== suite 9/11: test_ops_gradients#shard6/7 passed in 5m13s' in output
+    assert [line for line in output.splitlines() if line.startswith('== rerun of ')] == [
+        f'== rerun of test_transformers::{test}: reproducible: failed 1 run in its suite and 1 alone'
+        for test in TRANSFORMERS_FAILING]
+    assert results['cuda_tests'] == {'ran': 10480, 'failed': 2, 'skipped': 5207} and not results['terminated_suites']
+    gradgrad_ours = _ours_step(_gpu_runs(GRADGRAD_ROUND, tmp_path / 'gradgrad'))[1]
+    assert (round(sum(results['suite_seconds'].values()), 1),
+            round(sum(gradgrad_ours['suite_seconds'].values()), 1)) == (1808.3, 1794.8)
+    slowest = sorted(results['test_seconds']['test_ops_gradients'].items(), key=lambda item: -item[1])[:2]
+    assert [(test.rsplit('::', 1)[1], seconds) for test, seconds in slowest] == [
+        ('test_fn_gradgrad_cumprod_cuda_complex128', 187.413),
+        ('test_inplace_gradgrad_cumprod_cuda_complex128', 185.63)]
+    # the pytest sessions' own logs: each process beside others says its cap, none ran out of GPU memory
+    with tarfile.open(os.path.join(VALIDATION, HARNESS_SHARE_ROUND, 'bench-suite-logs.tar.gz')) as packed:
+        packed.extractall(tmp_path / 'logs', filter='data')
+    logs = {path.name: path.read_text(errors='replace')
+            for path in (tmp_path / 'logs' / 'bench-tree' / 'test' / 'test-reports').glob('*.log')}
+    assert len(logs) == 21 and not [name for name, text in logs.items() if 'OutOfMemoryError' in text]
+    capped = [name for name, text in logs.items() if 'eb-pytorch-cuda GPU share: this process capped at the share of '
+              'a call of 3 (CUDA had started)' in text]
+    assert sorted(set(logs) - set(capped)) == ['nn.test_convolution_1.1_89841f8a32de530b_.log']  # run alone
+    assert all('25.54 GiB (the share of a call of 3' in logs[name] for name in capped)
+    heavy = {name for name, text in logs.items() if 'gradgrad_cumprod_cuda_complex128 PASSED' in text}
+    assert sorted(name[:21] for name in heavy) == ['test_ops_gradients_5.', 'test_ops_gradients_6.']
+    source = os.path.join(ROOT, '.venvs', 'pytorch-src', 'pytorch-v2.6.0', 'test', 'pytest_shard_custom.py')
+    if os.path.isfile(source):
+        with open(source) as handle:
+            assert 'if self.sha256hash(item.nodeid) % num_shards == shard_id - 1' in handle.read()
