@@ -5,8 +5,8 @@ where it tells what it did.
 
 On this CPU-only machine CUDA is never initialised, so the harness's sessions show the two branches that leave
 the cap as it is (the `-m serial` session without NUM_PARALLEL_PROCS, the pool's session with it and no CUDA);
-the branch that sets the cap needs a GPU: the gpu case's next device round (docs/benchmarks.md) shows it in each
-suite log of ours.
+the branch that sets the cap needs a GPU: the H100 round of validation/h100-2026-12-07-bench-gpu-share-harness/
+shows it in each suite log of ours beside others (tests/test_gpu_bench_records.py).
 """
 
 import os
