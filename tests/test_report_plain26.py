@@ -11,6 +11,7 @@ session in it (README.md lists them); the batch log that `test-suite` wrote for 
 
 import json
 import os
+import re
 
 import pytest
 
@@ -135,9 +136,9 @@ def test_a_summary_written_after_another_workers_unfinished_line_is_credited_to_
 
 def test_a_summary_after_another_workers_line_that_fits_no_single_session_is_nobodys():
     """The same log with test_native_functions' summary changed to counts no open session selected (12 passed), then
-    with test_piece_standin's header made to select 11 too (two sessions fit): in both the summary is credited to
-    nobody, so test_native_functions reads `no summary` (a failure, never passed).  (Edited copies of the real log,
-    for the cases no run showed.)"""
+    with test_piece_standin's header made to select 11 too (two sessions fit), then also without its ids (a session
+    whose suite is not known fits too): in each the summary is credited to nobody, so test_native_functions reads
+    `no summary` (a failure, never passed).  (Edited copies of the real log, for the cases no run showed.)"""
     with open(INTERLEAVED) as handle:
         text = handle.read()
     summary = '======================== 11 passed, 2 warnings in 0.75s ========================'
@@ -145,6 +146,10 @@ def test_a_summary_after_another_workers_line_that_fits_no_single_session_is_nob
     unfitting = text.replace(summary, summary.replace(' 11 passed', ' 12 passed'))
     assert 'collecting ... collected 17 items\n' in text
     two_fit = text.replace('collecting ... collected 17 items\n', 'collecting ... collected 11 items\n', 1)
-    for edited in (unfitting, two_fit):
+    # test_piece_standin's header without its ids: a session of a suite not known, that could be the one it fits
+    header = re.search(r'^Running 17 items in this shard: [^\n]*$', text, re.M)
+    assert header is not None
+    unnamed_fits = two_fit.replace(header.group(), 'Running 11 items in this shard', 1)
+    for edited in (unfitting, two_fit, unnamed_fits):
         native = parse_log_text(edited).suites['test_native_functions']
         assert native.status == 'no summary' and native.counts.passed == 0

@@ -580,15 +580,16 @@ class _Runs:
         """The suite of a pytest summary written after another pool worker's unfinished test line (`test_x.py::C::t
         === 11 passed in 0.75s ===`), its counts kept in last_after: the one open session it fits whose suite and
         selection its header named, closed by it; None (the summary credited to nobody, so that suite reads `no
-        summary`) where not exactly one does: never the suite the line names, whose test it interrupted."""
+        summary`) where not exactly one open session fits, counting those whose suite or selection is unknown (a
+        session of another suite that could be this one's): never the suite the line names, whose test it
+        interrupted."""
         match = grammar.PYTEST_AFTER_TEXT.search(text, start, line_end)
         counts = _pytest_counts(match.group('summary'), 0, len(match.group('summary'))) if match else None
         if counts is None:
             return None
         deselected = counts.pop('deselected', 0)
-        fitting = [session for session in self.sessions
-                   if session.suite is not None and session.selected is not None and session.fits(counts, deselected)]
-        if len(fitting) != 1:
+        fitting = [session for session in self.sessions if session.fits(counts, deselected)]
+        if len(fitting) != 1 or fitting[0].suite is None or fitting[0].selected is None:
             return None
         self.sessions.remove(fitting[0])
         if counts.get('failed', 0) + counts.get('errors', 0):
