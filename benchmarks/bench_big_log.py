@@ -104,6 +104,8 @@ def main():
     parser.add_argument('--rounds', type=int, default=1)
     parser.add_argument('--workdir')
     args = parser.parse_args()
+    if args.workdir and not os.path.isdir(args.workdir):
+        parser.error(f'--workdir {args.workdir}: no such directory')
     workdir = args.workdir or tempfile.mkdtemp(prefix='bench-big-log-')
     try:
         log = os.path.join(workdir, 'run.log')

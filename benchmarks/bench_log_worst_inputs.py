@@ -89,6 +89,8 @@ def main():
     parser.add_argument('--only', choices=('nul-tail', 'one-line', 'log-then-line'))
     parser.add_argument('--workdir')
     args = parser.parse_args()
+    if args.workdir and not os.path.isdir(args.workdir):
+        parser.error(f'--workdir {args.workdir}: no such directory')
     workdir = args.workdir or tempfile.mkdtemp(prefix='bench-log-worst-')
     try:
         for kind in [args.only] if args.only else ['nul-tail', 'one-line', 'log-then-line']:
