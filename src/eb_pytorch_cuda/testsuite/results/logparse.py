@@ -366,7 +366,6 @@ class _Runs:
         self.items_only: dict = {}  # suite: (tests, log path) counted from `X was successful` and its items
         self.summarised: set = set()  # suites credited with a unittest or pytest summary
         self.no_tests: set = set()  # suites credited with a `no tests collected/ran` line
-        self.last_after: dict = {}  # the counts of the last summary found after another worker's test line
         for _start, _end, kind, name, shard, total, _signal in events:
             if kind in BOUNDARIES:
                 continue
@@ -507,11 +506,11 @@ class _Runs:
                     for line in match.group('names').splitlines()[:count]:
                         piece.add(2, owner[0] if owner else None, line.strip(), FAILED)
             if summary is None and first != '=' and _ends_with_rule(text, start, line_end):
-                name = self.summary_after(text, start, line_end)
-                if name is not None:
+                after = self.summary_after(text, start, line_end)
+                if after is not None:
                     piece.summarised = True
-                    self.summarised.add(name)
-                    self.count(owner, name, self.last_after)
+                    self.summarised.add(after[0])
+                    self.count(owner, *after)
             if summary is not None:
                 name = self.credit(piece, text, low, start)
                 low = start
@@ -577,12 +576,12 @@ class _Runs:
         return name
 
     def summary_after(self, text, start, line_end):
-        """The suite of a pytest summary written after another pool worker's unfinished test line (`test_x.py::C::t
-        === 11 passed in 0.75s ===`), its counts kept in last_after: the one open session it fits whose suite and
-        selection its header named, closed by it; None (the summary credited to nobody, so that suite reads `no
-        summary`) where not exactly one open session fits, counting those whose suite or selection is unknown (a
-        session of another suite that could be this one's): never the suite the line names, whose test it
-        interrupted."""
+        """(suite, counts) of a pytest summary written after another pool worker's unfinished test line
+        (`test_x.py::C::t === 11 passed in 0.75s ===`), the suite being that of the one open session it fits, whose
+        header named its suite and selection, closed by it; None (the summary credited to nobody, so that suite
+        reads `no summary`) where not exactly one open session fits, counting those whose suite or selection is
+        unknown (a session of another suite that could be this one's): never the suite the line names, whose test
+        it interrupted."""
         match = grammar.PYTEST_AFTER_TEXT.search(text, start, line_end)
         counts = _pytest_counts(match.group('summary'), 0, len(match.group('summary'))) if match else None
         if counts is None:
@@ -594,8 +593,7 @@ class _Runs:
         self.sessions.remove(fitting[0])
         if counts.get('failed', 0) + counts.get('errors', 0):
             self.retried.add(fitting[0].suite)
-        self.last_after = counts
-        return fitting[0].suite
+        return fitting[0].suite, counts
 
     def credit(self, piece, text, low, position):
         """The suite a summary at position is credited to: the last test file named before it in the piece,
