@@ -106,7 +106,7 @@ def test_every_prefix_of_a_real_log_fails_or_says_all_the_whole_log_says(path):
             result = parse_log_text(prefix.text, path)
         except PluginError as err:  # `report` exits 2: only where the prefix names no suite
             assert any(reason in str(err) for reason in NOTHING_NAMED), (where, str(err))
-            assert grammar.RUNNING_LINE.search(prefix.text) is None, where  # not a suite announced
+            assert grammar.RUNNING_MARKER.search(prefix.text) is None, where  # not a suite announced
             refused += 1
             continue
         verdict = judge(result, Policy())

@@ -153,3 +153,45 @@ def test_a_summary_after_another_workers_line_that_fits_no_single_session_is_nob
     for edited in (unfitting, two_fit, unnamed_fits):
         native = parse_log_text(edited).suites['test_native_functions']
         assert native.status == 'no summary' and native.counts.passed == 0
+
+
+COUNTED = ('failed', 'errors', 'passed', 'skipped', 'xfailed', 'xpassed', 'rerun')
+
+
+def _started_on_one_line(text):
+    """text with its first two pool starts (`Running test_function_schema 1/1 ... [date]`, `Running test_import_stats
+    1/1 ... [date]`, 3 ms apart) written as 2.6's pool wrote two starts on 2026-12-07 (module test below)."""
+    pool_start = r"\](\n)(?=SCRIBE_[^\n]*\nExecuting [^\n]*'-m', 'not serial')"
+    first, second = (re.search(rf'^Running {name} 1/1 \.\.\. \[[^\]\n]*{pool_start}', text, re.M)
+                     for name in ('test_function_schema', 'test_import_stats'))
+    assert first is not None and second is not None and first.end() < second.start()
+    return (text[:first.end() - 1] + second.group()[:-1] + '\n\n' + text[first.end():second.start()]
+            + text[second.end():])
+
+
+def test_two_suites_started_on_one_line_are_both_read():
+    """2.6's pool workers print `Running X i/n ... [date]` and its newline in two writes (PYTHONUNBUFFERED=1), so two
+    suites started at once can share a line: `Running test_itt 1/1 ... [2026-12-07 09:09:28.451325]Running
+    test_function_schema 1/1 ... [2026-12-07 09:09:28.451325]` and an empty line came from the real harness in
+    test_real_harness_plain26's batch log in a full test run on 2026-12-07 (2 cores, 3 pytest workers; not kept: the
+    test's directory was removed), and that suite's main run read `no summary`.  Both starts are read now: the kept
+    log with its first two pool starts written so (an edited copy of the real log, the race being rare) reads as the
+    log itself, in the streaming reader and in the whole-text reference, and the batch splitter counts both runs."""
+    import logparse_whole_text as reference
+    from eb_pytorch_cuda.testsuite.results.splitting import announced_runs
+    with open(PLAIN) as handle:
+        text = handle.read()
+    joined = _started_on_one_line(text)
+    assert re.search(r'^Running test_function_schema 1/1 \.\.\. \[[^\]\n]*\]Running test_import_stats 1/1 \.\.\. '
+                     r'\[[^\]\n]*\]\n\n', joined, re.M)
+
+    def read(result):
+        return {name: (suite.status, suite.counts, [test.test_id for test in suite.failed_tests])
+                for name, suite in result.suites.items()}
+    now = read(parse_log_text(joined))
+    assert now == read(parse_log_text(text))
+    assert {name: (status, {key: counts[key] for key in COUNTED if counts[key]}, ids)
+            for name, (status, counts, ids) in now.items()} == TRUTH
+    assert read(reference.parse_log_text(joined)) == read(reference.parse_log_text(text))
+    assert announced_runs(joined) == announced_runs(text)
+    assert announced_runs(text)['test_import_stats'] == 2  # its `-m serial` run and its main run

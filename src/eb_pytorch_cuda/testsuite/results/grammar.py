@@ -20,8 +20,11 @@ SUITE_UNNAMED = r'[\w./-]+(?: \d+/\d+)?'  # the same, without groups, to be used
 
 # --- the harness's own lines about its suites -------------------------------------------------------------
 
-# `Running X ... [date]`: a run of a suite starts
+# `Running X ... [date]`: a run of a suite starts.  Read at a line's start, or right after another such line's `]`:
+# 2.6's pool workers print the line and its newline in two writes (PYTHONUNBUFFERED=1), so two suites started at
+# once may give `Running A 1/1 ... [date]Running B 1/1 ... [date]` and an empty line (measured on 2.6.0 under load)
 RUNNING = rf'Running {SUITE} \.\.\. \['
+RUNNING_AFTER_TEXT = ']Running '
 # `[##[group]]PRINTING [BEGINNING OF ]LOG FILE of X (path)`: a suite's replayed log starts
 LOG_START = rf'(?:##\[group\])?PRINTING (?P<beginning>BEGINNING OF )?LOG FILE of {SUITE} \('
 # `FINISHED PRINTING LOG FILE of X[ (path)]`: a suite's replayed log ends
@@ -52,10 +55,10 @@ LOG_END_LINE = re.compile(rf'^{LOG_END}(?: \([^)\n]*\))?[ \t]*$', re.M)
 HARNESS_LINE = re.compile(rf'^(?:{HARNESS_ONLY}).*$', re.M)
 SUCCESS_WITH_PATH = re.compile(rf'^{SUCCESS}{SUCCESS_LOG_PATH}', re.M)
 FAILED_LINE = re.compile(rf'^{FAILED}', re.M)  # not `RuntimeError: X failed!`: the same end again
-RUNNING_LINE = re.compile(rf'^{RUNNING}', re.M)
+RUNNING_MARKER = re.compile(rf'(?:^|(?<=\]))(?:{RUNNING})', re.M)
 
 # as logparse reads them: (kind, pattern), a suite's run starts with either start line
-START_MARKERS = (re.compile(rf'^{RUNNING}', re.M), re.compile(rf'^{LOG_START}', re.M))
+START_MARKERS = (RUNNING_MARKER, re.compile(rf'^{LOG_START}', re.M))
 FINISHED_MARKER = re.compile(rf'^{LOG_END} \(', re.M)
 FAILED_MARKER = re.compile(rf'^(?:{FAILED_RAISED_PREFIX})?{FAILED}', re.M)
 SUCCESS_MARKER = re.compile(rf'^{SUCCESS}', re.M)
@@ -102,13 +105,15 @@ UNITTEST_SUMMARY = re.compile(rf'^{UNITTEST_SUMMARY_HEAD}{BLANK_LINES_TEXT}'
 UNITTEST_SUMMARY_START = re.compile(UNITTEST_SUMMARY_HEAD)  # the summary up to its first newline
 BLANK_LINES = re.compile(BLANK_LINES_TEXT)
 PYTEST_LINE = re.compile(r'^=+ [^\n]*', re.M)  # candidate lines; the summary is checked with str methods
-PYTEST_TAIL = re.compile(r' in [\d.]+s(?: \([\d:]+\))? =+[ \t]*$')
+# ` in 0.75s (0:00:00) ====`: how a pytest session's last line ends, before any trailing blanks
+PYTEST_DURATION = r' in [\d.]+s(?: \([\d:]+\))? =+'
+PYTEST_TAIL = re.compile(rf'{PYTEST_DURATION}[ \t]*$')
 PYTEST_ITEM = re.compile(r'(\d+) (\w+)')
 # a session's summary after another pool worker's unfinished `test_x.py::Class::test ` on the same line (measured on
 # 2.6.0 under load: tests/data/pytorch26-interleaved-summary): the summary, from its first `=`, at the line's end;
 # PYTEST_TAIL_ANYWHERE finds the lines that may hold one (a literal first: fast over a whole block)
-PYTEST_AFTER_TEXT = re.compile(r'[^=\n] (?P<summary>=+ [^=\n]* in [\d.]+s(?: \([\d:]+\))? =+)[ \t]*$')
-PYTEST_TAIL_ANYWHERE = re.compile(r' in [\d.]+s(?: \([\d:]+\))? =+[ \t]*$', re.M)
+PYTEST_AFTER_TEXT = re.compile(rf'[^=\n] (?P<summary>=+ [^=\n]*{PYTEST_DURATION})[ \t]*$')
+PYTEST_TAIL_ANYWHERE = re.compile(rf'{PYTEST_DURATION}[ \t]*$', re.M)
 PYTEST_KEYS = {'failed': 'failed', 'passed': 'passed', 'skipped': 'skipped', 'xfailed': 'xfailed',
                'xpassed': 'xpassed', 'rerun': 'rerun', 'error': 'errors', 'errors': 'errors'}
 PYTEST_END_WORDS = set(PYTEST_KEYS) | {'deselected', 'warning', 'warnings'}  # a session's last line has one
@@ -156,8 +161,8 @@ PATH_CHARS = re.compile(r'[\w/.-]*')  # the characters of a test file path (befo
 # starting with another character must be added here
 LINE_FIRST_CHARS = 'RFEAT=#PcsnNS'
 CANDIDATE_LINE = re.compile(rf'\n[{re.escape(LINE_FIRST_CHARS)}]')
-# `X failed!`, `X was successful`, the consistent failures, a session's start
-ANYWHERE_TEXTS = (FAILED_TEXT, SUCCESS_TEXT, CONSISTENT_FAILURES_TEXT, SESSION_START_TEXT)
+# `X failed!`, `X was successful`, the consistent failures, a session's start, a start marker after another's `]`
+ANYWHERE_TEXTS = (FAILED_TEXT, SUCCESS_TEXT, CONSISTENT_FAILURES_TEXT, SESSION_START_TEXT, RUNNING_AFTER_TEXT)
 
 # --- the dry run's printed selection (run/discovery's cross-check) -------------------------------------------
 

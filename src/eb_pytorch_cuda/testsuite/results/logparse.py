@@ -112,6 +112,7 @@ ZERO_TESTS_NOTE = 'exit 0 without a countable summary: passed with 0 tests'
 STARTS = (START, REPLAY, BEGINNING)  # REPLAY: a whole log replayed (`PRINTING LOG FILE of X`, not `BEGINNING OF`)
 MARKERS = [  # (kind, pattern, the first characters of a line it can match, else a text such a line holds)
     (START, grammar.START_MARKERS[0], 'R'),  # a suite's run starts with either start line (a replay's kind: _markers)
+    (START, grammar.START_MARKERS[0], grammar.RUNNING_AFTER_TEXT),  # or after another's `]` on its line
     (START, grammar.START_MARKERS[1], '#P'),
     (FINISHED, grammar.FINISHED_MARKER, 'F'),
     (FAILED_LINE, grammar.FAILED_MARKER, grammar.FAILED_TEXT),
@@ -569,8 +570,12 @@ class _Runs:
         if not fitting:
             return fallback
         chosen = next((session for session in fitting if session.suite == fallback), fitting[0])
-        self.sessions.remove(chosen)
-        name = chosen.suite or fallback
+        return self.close_session(chosen, chosen.suite or fallback, counts)
+
+    def close_session(self, session, name, counts):
+        """Close session, whose summary (counts) is credited to suite name (None: nobody's), and return name; a
+        summary with failures marks the suite as one run_test_retries runs more sessions of (infer_suite)."""
+        self.sessions.remove(session)
         if name is not None and counts.get('failed', 0) + counts.get('errors', 0):
             self.retried.add(name)
         return name
@@ -590,10 +595,7 @@ class _Runs:
         fitting = [session for session in self.sessions if session.fits(counts, deselected)]
         if len(fitting) != 1 or fitting[0].suite is None or fitting[0].selected is None:
             return None
-        self.sessions.remove(fitting[0])
-        if counts.get('failed', 0) + counts.get('errors', 0):
-            self.retried.add(fitting[0].suite)
-        return fitting[0].suite, counts
+        return self.close_session(fitting[0], fitting[0].suite, counts), counts
 
     def credit(self, piece, text, low, position):
         """The suite a summary at position is credited to: the last test file named before it in the piece,
@@ -778,22 +780,27 @@ def _lines(text):
 
 
 def _markers(text, start, offset):
-    """The markers of the line at start (none, or in practice one), as the whole-text reader ordered them."""
+    """The markers of the line at start (none, one, or start markers one after another's `]`: grammar.RUNNING), as
+    the whole-text reader ordered them."""
     found = []
     line_end = text.find('\n', start)
     line_end = len(text) if line_end < 0 else line_end
-    candidates = _BY_FIRST.get(text[start:start + 1], []) + [
-        (kind, pattern) for kind, pattern, needed in _BY_TEXT if text.find(needed, start, line_end) >= 0]
+    candidates = dict.fromkeys(_BY_FIRST.get(text[start:start + 1], []) + [  # the start marker's pattern once
+        (kind, pattern) for kind, pattern, needed in _BY_TEXT if text.find(needed, start, line_end) >= 0])
+    several = text.find(grammar.RUNNING_AFTER_TEXT, start, line_end) >= 0
     for kind, pattern in candidates:
-        match = pattern.match(text, start)
-        if match:
+        matches = pattern.finditer(text, start, line_end) if several and pattern is grammar.RUNNING_MARKER else \
+            (pattern.match(text, start),)
+        for match in matches:
+            if not match:
+                continue
             groups = match.groupdict()
             end = text.find('\n', match.end())
             if 'beginning' in groups:
                 kind = BEGINNING if groups['beginning'] else REPLAY
-            found.append(Marker(offset + start, offset + (len(text) if end < 0 else end), kind, groups.get('name', ''),
-                                int(groups.get('shard') or '1'), int(groups.get('shards') or '1'),
-                                groups.get('signal')))
+            found.append(Marker(offset + match.start(), offset + (len(text) if end < 0 else end), kind,
+                                groups.get('name', ''), int(groups.get('shard') or '1'),
+                                int(groups.get('shards') or '1'), groups.get('signal')))
     return sorted(found)
 
 

@@ -40,7 +40,7 @@ def announced_runs(text: str) -> dict:
     """{suite: how many times the harness announced a run of it (`Running X ... [`)}: with the end lines
     (SuiteOutput.ends), whether a run of it is in progress now."""
     counts: dict = {}
-    for match in grammar.RUNNING_LINE.finditer(text):
+    for match in grammar.RUNNING_MARKER.finditer(text):
         counts[match.group('name')] = counts.get(match.group('name'), 0) + 1
     return counts
 
@@ -98,7 +98,7 @@ def split_batch_output(text: str, suites: Sequence[str], test_dir: str, inline_i
             output.signal = output.signal or match.group('signal')
     for output in outputs.values():
         output.settled = output.ends >= (runs_of(output.name) if runs_of else 1)
-    runs = list(grammar.RUNNING_LINE.finditer(text))
+    runs = list(grammar.RUNNING_MARKER.finditer(text))
     for index, match in enumerate(runs):
         output = outputs.get(match.group('name'))
         if output is None or 'log section' in output.sources or 'log file' in output.sources:
