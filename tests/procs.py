@@ -22,6 +22,42 @@ def running(pid: int) -> bool:
         return False
 
 
+def _read(path: str) -> str:
+    try:
+        with open(path, 'rb') as handle:
+            return handle.read().decode(errors='replace').strip()
+    except OSError as err:
+        return f'<{err.strerror}>'
+
+
+def state(pid: int) -> Optional[str]:
+    """pid's state letter in /proc (R, S, D, T stopped, t traced, Z ended); None when it is gone."""
+    stat = _read(f'/proc/{pid}/stat')
+    return stat.rsplit(')', 1)[1].split()[0] if ')' in stat else None
+
+
+def describe_tree(root: int) -> str:
+    """One line per process of root and its descendants: state, wchan, group, session, signal masks, command,
+    for a test that waited on a process that never did what it should (ended, stopped, or blocked where)."""
+    children: dict = {}
+    for name in os.listdir('/proc'):
+        stat = _read(f'/proc/{name}/stat') if name.isdigit() else ''
+        if ')' in stat:
+            children.setdefault(int(stat.rsplit(')', 1)[1].split()[1]), []).append(int(name))
+    lines, todo = [], [(root, 0)]
+    while todo:
+        pid, depth = todo.pop()
+        stat = _read(f'/proc/{pid}/stat')
+        fields = stat.rsplit(')', 1)[1].split() if ')' in stat else ['?'] * 4
+        masks = ' '.join(line.replace('\t', '') for line in _read(f'/proc/{pid}/status').splitlines()
+                         if line.split(':')[0] in ('SigPnd', 'ShdPnd', 'SigBlk', 'SigIgn'))
+        command = _read(f'/proc/{pid}/cmdline').replace('\0', ' ')[:100]
+        lines.append(f"{'  ' * depth}{pid} state={fields[0]} wchan={_read(f'/proc/{pid}/wchan')} pgrp={fields[2]} "
+                     f"sid={fields[3]} {masks} {command!r}")
+        todo.extend((child, depth + 1) for child in children.get(pid, ()))
+    return '\n'.join(lines)
+
+
 def none_left(pids, seconds: float) -> bool:
     """Wait up to seconds for every pid to end; True when none is left running."""
     deadline = time.monotonic() + seconds

@@ -124,6 +124,9 @@ def test_a_killed_runs_leftovers_stop_before_the_next_run_starts_a_suite(tmp_pat
     source = _tree(tmp_path, {'test_hangs': 'hang'})
     cli = _start(tmp_path, source, '--timeout', '600')
     pids = _wait_for(tmp_path, 'test_hangs.0')
+    # the run stopped first: it stops a group whose supervisor died by SIGKILL (process.Child.wait), and under load
+    # its batch thread reaped the supervisor and killpg'd the group before the run's own SIGKILL landed
+    os.kill(cli.pid, signal.SIGSTOP)
     for supervisor in _children(cli.pid):
         os.kill(supervisor, signal.SIGKILL)  # first, so no parent-death signal can reach a living supervisor
     cli.kill()

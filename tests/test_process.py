@@ -11,7 +11,8 @@ import time
 import pytest
 
 from eb_pytorch_cuda import process
-from procs import none_left, running
+from environment import missing
+from procs import describe_tree, none_left, running, state
 
 # a command that leaves a grandchild behind, as run_test.py's pool workers and resource tracker do
 LEAVES_A_GRANDCHILD = [sys.executable, '-c', textwrap.dedent('''
@@ -83,14 +84,24 @@ def _parent(tmp_path, body, nohup=False):
                             env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
 
 
-def _pids(tmp_path, count):
+def _pids(tmp_path, parent, count):
+    """The pids the parent's children reported (count of them).  Fails at once, with the parent's status, when
+    the parent ends or is stopped before they are all there, and after 120 s with what the parent and its
+    descendants are doing: CI once waited 120 s here blind, the parent's fate unknown."""
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
+    while True:
         lines = (tmp_path / 'pids').read_text().split() if (tmp_path / 'pids').exists() else []
         if len(lines) >= count:
             return [int(pid) for pid in lines]
+        code = parent.poll()
+        if code is not None:
+            how = f'killed by {signal.Signals(-code).name}' if code < 0 else f'exit status {code}'
+            raise AssertionError(f'the parent ended ({how}) before its {count} children reported, '
+                                 f'having reported {lines}')
+        if state(parent.pid) in ('T', 't') or time.monotonic() > deadline:
+            raise AssertionError(f'the parent never reported its children (reported {lines}); the parent and its '
+                                 f'descendants:\n{describe_tree(parent.pid)}')
         time.sleep(0.05)
-    raise AssertionError('the parent never reported its children')
 
 
 @pytest.mark.parametrize('from_a_thread', [False, True])
@@ -104,7 +115,7 @@ def test_a_parent_killed_with_sigkill_takes_the_group_with_it(tmp_path, from_a_t
         else:
             go()
     ''')
-    grandchild, = _pids(tmp_path, 1)
+    grandchild, = _pids(tmp_path, parent, 1)
     parent.kill()  # no cleanup of ours can run: only the supervisor's parent-death signal
     parent.wait()
     assert none_left([grandchild], process.GRACE_SECONDS + 50)  # bounded generously for a loaded machine
@@ -114,14 +125,15 @@ TWO_CHILDREN_WAITED_FOR = '''
     with process.terminating_signals_stop_children():
         children = [process.start(LEAVES + ['300'], stdout=out) for _ in range(2)]
         for child in children:
-            child.wait()
+            code = child.wait()  # the stop ends the parent first: a status here is a child that ended by itself
+            print(f'child {child.pid} ended by itself, status {code}', file=sys.stderr, flush=True)
 '''
 
 
 @pytest.mark.parametrize('signum', [signal.SIGTERM, signal.SIGHUP])
 def test_a_parent_told_to_stop_stops_its_children_before_it_exits(tmp_path, signum):
     parent = _parent(tmp_path, TWO_CHILDREN_WAITED_FOR)
-    grandchildren = _pids(tmp_path, 2)
+    grandchildren = _pids(tmp_path, parent, 2)
     parent.send_signal(signum)
     assert parent.wait(timeout=60) == -signum  # it still ends by that signal
     assert not any(running(pid) for pid in grandchildren)  # already gone when the parent's exit is seen
@@ -129,7 +141,7 @@ def test_a_parent_told_to_stop_stops_its_children_before_it_exits(tmp_path, sign
 
 def test_a_parent_under_nohup_keeps_ignoring_sighup_and_so_do_its_children(tmp_path):
     parent = _parent(tmp_path, TWO_CHILDREN_WAITED_FOR, nohup=True)
-    grandchildren = _pids(tmp_path, 2)
+    grandchildren = _pids(tmp_path, parent, 2)
     parent.send_signal(signal.SIGHUP)
     with pytest.raises(subprocess.TimeoutExpired):
         parent.wait(timeout=2)  # `nohup eb ...` outlives the logout it was started for
@@ -149,7 +161,53 @@ def test_ctrl_c_in_the_parent_stops_the_children_of_its_threads(tmp_path):
             while True:
                 time.sleep(0.1)
     ''')
-    grandchildren = _pids(tmp_path, 2)
+    grandchildren = _pids(tmp_path, parent, 2)
     parent.send_signal(signal.SIGINT)
     assert parent.wait(timeout=60) == -signal.SIGINT  # Python ends an uncaught KeyboardInterrupt by SIGINT
     assert not any(running(pid) for pid in grandchildren)
+
+
+NS_LAST_PID = '/proc/sys/kernel/ns_last_pid'  # the last pid given out: the next process gets the one after it
+
+
+def _leader_with_pid(pid, attempts=50):
+    """A new process in its own session and group whose pid (so group id) is pid, the kernel's pid reuse forced
+    through ns_last_pid (root); None when other processes kept taking it first."""
+    for _ in range(attempts):
+        with open(NS_LAST_PID, 'w') as handle:
+            handle.write(str(pid - 1))
+        other = subprocess.Popen(['sleep', '600'], start_new_session=True)
+        if other.pid == pid:
+            return other
+        other.kill()
+        other.wait()
+    return None
+
+
+def test_a_reaped_supervisors_pid_given_to_another_group_is_never_signalled():
+    """A child whose supervisor its Popen alone reaped (killed by SIGKILL) and whose group has ended holds a pid the
+    kernel gives out again (pid_max is 32768 on Debian): here to a new group leader, as another run's supervisor
+    would be.  Neither the child's stop nor stop_all (a run told to stop) signals that group, and the child is
+    forgotten."""
+    if os.geteuid() != 0 or not os.access(NS_LAST_PID, os.W_OK):
+        missing('forcing a pid to be reused needs root (/proc/sys/kernel/ns_last_pid)')
+    child = process.start(['sleep', '600'])
+    os.kill(child.pid, signal.SIGKILL)
+    assert child.popen.wait(timeout=60) == -signal.SIGKILL  # reaped by Popen alone, not by Child.wait
+    try:
+        os.killpg(child.pid, signal.SIGKILL)  # what the supervisor left: the group ends, its id is free
+    except ProcessLookupError:
+        pass  # it died before it started the command
+    assert none_left(process.group_members(child.pid), 30) and process.group_members(child.pid) == []
+    other = _leader_with_pid(child.pid)
+    assert other is not None, f'pid {child.pid} was never given out again'
+    try:
+        assert child in process.live_children() and not child.group_is_ours()
+        live = process.start(['sleep', '600'])
+        process.stop_all()
+        assert running(other.pid) and process.live_children() == []
+        assert live.returncode is not None and not running(live.pid)  # a group still ours is stopped
+        assert child.stop() == -signal.SIGKILL and running(other.pid)
+    finally:
+        other.kill()
+        other.wait()

@@ -29,7 +29,12 @@ command's (the token, the supervisor's pid and start time, added by the supervis
 
 Our own side keeps a registry of live children: `stop_all()` (and `terminating_signals_stop_children()`,
 which installs it for SIGTERM/SIGHUP where nobody else handles them) kills each group and waits for it, so
-a `test-suite` or `eb` that is told to stop leaves nothing running when it exits.
+a `test-suite` or `eb` that is told to stop leaves nothing running when it exits.  A child's group is signalled
+only while its supervisor is not reaped (a zombie keeps its pid, so the group's id): a reaped supervisor's pid is
+free, and with pid_max at 32768 (Debian's default) a process started later, ours or another run's, may soon lead
+a group of that id, which a SIGTERM would stop (tests/test_process.py forces that reuse through
+/proc/sys/kernel/ns_last_pid).  The one exception is Child.wait's, right after it reaped a supervisor killed by
+SIGKILL: the members it left still hold the group's id, so no other process can have it.
 """
 
 import contextlib
@@ -306,7 +311,7 @@ class Child:
         A supervisor that died by SIGKILL (the one signal it cannot act on: the OOM killer, `kill -9`) leaves its
         group running without it; that group is stopped here, so nothing of the command outlives its status."""
         code = self.popen.wait(timeout=timeout)
-        if code == -signal.SIGKILL:
+        if code == -signal.SIGKILL:  # its members hold the group's id (module doc)
             _stop_group(self.popen.pid, self.grace)
         self._forget()
         return code
@@ -323,10 +328,15 @@ class Child:
 
         Waits by watching the group in /proc, not through Popen: from a signal handler, the interrupted
         Popen.wait of the main thread holds Popen's lock, and a Popen.wait here could only time out."""
-        _stop_group(self.popen.pid, self.grace + 5)  # the supervisor's own grace, and time to act on it
+        if self.group_is_ours():
+            _stop_group(self.popen.pid, self.grace + 5)  # the supervisor's own grace, and time to act on it
         self.popen.poll()
         self._forget()
         return self.popen.returncode
+
+    def group_is_ours(self) -> bool:
+        """Whether the group's id is still this child's: its supervisor is not reaped (module doc)."""
+        return self.popen.returncode is None
 
     def _forget(self):
         with _live_lock:
@@ -451,7 +461,12 @@ def live_children() -> List[Child]:
 
 def stop_all() -> None:
     """Stop every live child's group (in parallel: each may take the grace period) and wait for them."""
-    children = live_children()
+    children = []
+    for child in live_children():
+        if child.group_is_ours():
+            children.append(child)
+        else:
+            child._forget()  # reaped (by Child.wait, which stops what a SIGKILLed one left): its id may be another's
     for child in children:
         try:
             _killpg(child.pid, signal.SIGTERM)
