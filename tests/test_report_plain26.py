@@ -195,3 +195,22 @@ def test_two_suites_started_on_one_line_are_both_read():
     assert read(reference.parse_log_text(joined)) == read(reference.parse_log_text(text))
     assert announced_runs(joined) == announced_runs(text)
     assert announced_runs(text)['test_import_stats'] == 2  # its `-m serial` run and its main run
+
+
+START_AFTER_TEST = os.path.join(os.path.dirname(DATA), 'pytorch26-start-after-test')
+
+
+@pytest.mark.parametrize('name, line, suite', [
+    ('plain-run6.log', 788, 'test_type_info'), ('plain-run21.log', 482, 'test_logging')])
+def test_a_suite_started_after_another_workers_unfinished_test_line_is_read(name, line, suite):
+    """Real plain runs of the same selection on this 2-core VM under load (tests/data/pytorch26-start-after-test,
+    README.md there): a suite's pool start came after another worker's test line still waiting for its result
+    (`test_x.py::C::t Running Y 1/1 ... [date]`), and that suite read `no summary`.  It is read as started, and
+    each run reads as the kept plain log does: every suite's status, counts and failing ids (TRUTH)."""
+    path = os.path.join(START_AFTER_TEST, name)
+    with open(path) as handle:
+        text = handle.read().splitlines()[line - 1]
+    assert re.fullmatch(rf'test_\w+\.py::\w+::\w+ Running {suite} 1/1 \.\.\. \[[^\]]*\]', text)
+    result = parse_log_file(path)
+    assert {name: (suite.status, {key: suite.counts[key] for key in COUNTED if suite.counts[key]},
+                   [test.test_id for test in suite.failed_tests]) for name, suite in result.suites.items()} == TRUTH

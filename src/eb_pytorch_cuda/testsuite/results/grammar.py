@@ -20,11 +20,13 @@ SUITE_UNNAMED = r'[\w./-]+(?: \d+/\d+)?'  # the same, without groups, to be used
 
 # --- the harness's own lines about its suites -------------------------------------------------------------
 
-# `Running X ... [date]`: a run of a suite starts.  Read at a line's start, or right after another such line's `]`:
-# 2.6's pool workers print the line and its newline in two writes (PYTHONUNBUFFERED=1), so two suites started at
-# once may give `Running A 1/1 ... [date]Running B 1/1 ... [date]` and an empty line (measured on 2.6.0 under load)
+# `Running X ... [date]`: a run of a suite starts.  Read at a line's start, or after a `]` or a blank: 2.6's pool
+# workers print the line and its newline in two writes (PYTHONUNBUFFERED=1), and another worker's output may be
+# unfinished, so a start may follow another start (`Running A 1/1 ... [date]Running B 1/1 ... [date]`, seen once in
+# a full test run) or a test line waiting for its result (`test_x.py::C::t Running B 1/1 ... [date]`: 2 of 22 plain
+# runs of tests/data/pytorch26-plain's selection under load, tests/data/pytorch26-start-after-test)
 RUNNING = rf'Running {SUITE} \.\.\. \['
-RUNNING_AFTER_TEXT = ']Running '
+RUNNING_AFTER_TEXTS = (']Running ', ' Running ')
 # `[##[group]]PRINTING [BEGINNING OF ]LOG FILE of X (path)`: a suite's replayed log starts
 LOG_START = rf'(?:##\[group\])?PRINTING (?P<beginning>BEGINNING OF )?LOG FILE of {SUITE} \('
 # `FINISHED PRINTING LOG FILE of X[ (path)]`: a suite's replayed log ends
@@ -55,7 +57,7 @@ LOG_END_LINE = re.compile(rf'^{LOG_END}(?: \([^)\n]*\))?[ \t]*$', re.M)
 HARNESS_LINE = re.compile(rf'^(?:{HARNESS_ONLY}).*$', re.M)
 SUCCESS_WITH_PATH = re.compile(rf'^{SUCCESS}{SUCCESS_LOG_PATH}', re.M)
 FAILED_LINE = re.compile(rf'^{FAILED}', re.M)  # not `RuntimeError: X failed!`: the same end again
-RUNNING_MARKER = re.compile(rf'(?:^|(?<=\]))(?:{RUNNING})', re.M)
+RUNNING_MARKER = re.compile(rf'(?:^|(?<=[\] ]))(?:{RUNNING})', re.M)
 
 # as logparse reads them: (kind, pattern), a suite's run starts with either start line
 START_MARKERS = (RUNNING_MARKER, re.compile(rf'^{LOG_START}', re.M))
@@ -161,8 +163,8 @@ PATH_CHARS = re.compile(r'[\w/.-]*')  # the characters of a test file path (befo
 # starting with another character must be added here
 LINE_FIRST_CHARS = 'RFEAT=#PcsnNS'
 CANDIDATE_LINE = re.compile(rf'\n[{re.escape(LINE_FIRST_CHARS)}]')
-# `X failed!`, `X was successful`, the consistent failures, a session's start, a start marker after another's `]`
-ANYWHERE_TEXTS = (FAILED_TEXT, SUCCESS_TEXT, CONSISTENT_FAILURES_TEXT, SESSION_START_TEXT, RUNNING_AFTER_TEXT)
+# `X failed!`, `X was successful`, the consistent failures, a session's start, a suite's start after other output
+ANYWHERE_TEXTS = (FAILED_TEXT, SUCCESS_TEXT, CONSISTENT_FAILURES_TEXT, SESSION_START_TEXT) + RUNNING_AFTER_TEXTS
 
 # --- the dry run's printed selection (run/discovery's cross-check) -------------------------------------------
 

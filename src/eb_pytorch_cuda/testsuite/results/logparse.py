@@ -112,7 +112,8 @@ ZERO_TESTS_NOTE = 'exit 0 without a countable summary: passed with 0 tests'
 STARTS = (START, REPLAY, BEGINNING)  # REPLAY: a whole log replayed (`PRINTING LOG FILE of X`, not `BEGINNING OF`)
 MARKERS = [  # (kind, pattern, the first characters of a line it can match, else a text such a line holds)
     (START, grammar.START_MARKERS[0], 'R'),  # a suite's run starts with either start line (a replay's kind: _markers)
-    (START, grammar.START_MARKERS[0], grammar.RUNNING_AFTER_TEXT),  # or after another's `]` on its line
+    (START, grammar.START_MARKERS[0], grammar.RUNNING_AFTER_TEXTS[0]),  # or after other output on its line
+    (START, grammar.START_MARKERS[0], grammar.RUNNING_AFTER_TEXTS[1]),
     (START, grammar.START_MARKERS[1], '#P'),
     (FINISHED, grammar.FINISHED_MARKER, 'F'),
     (FAILED_LINE, grammar.FAILED_MARKER, grammar.FAILED_TEXT),
@@ -780,14 +781,14 @@ def _lines(text):
 
 
 def _markers(text, start, offset):
-    """The markers of the line at start (none, one, or start markers one after another's `]`: grammar.RUNNING), as
-    the whole-text reader ordered them."""
+    """The markers of the line at start (none, one, or start markers after other output: grammar.RUNNING), as the
+    whole-text reader ordered them."""
     found = []
     line_end = text.find('\n', start)
     line_end = len(text) if line_end < 0 else line_end
     candidates = dict.fromkeys(_BY_FIRST.get(text[start:start + 1], []) + [  # the start marker's pattern once
         (kind, pattern) for kind, pattern, needed in _BY_TEXT if text.find(needed, start, line_end) >= 0])
-    several = text.find(grammar.RUNNING_AFTER_TEXT, start, line_end) >= 0
+    several = any(text.find(after, start, line_end) >= 0 for after in grammar.RUNNING_AFTER_TEXTS)
     for kind, pattern in candidates:
         matches = pattern.finditer(text, start, line_end) if several and pattern is grammar.RUNNING_MARKER else \
             (pattern.match(text, start),)
