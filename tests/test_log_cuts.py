@@ -40,6 +40,7 @@ REAL_21 = sorted(glob.glob(os.path.join(DATA, 'pytorch21', '*.log')) +
 REAL_26 = [os.path.join(DATA, path) for path in (
     'pytorch26-plain/plain.log', 'pytorch26-plain/batch.log', 'pytorch26-interleaved-summary/plain.log',
     'pytorch26-start-after-test/plain-run6.log', 'pytorch26-start-after-test/plain-run21.log',
+    'pytorch26-interleaved-headers/plain-run5.log', 'pytorch26-interleaved-headers/plain-run11.log',
     'pytorch_corpus/logs/real-run_test-2.6.0-plain.log', 'pytorch_corpus/logs/real-run_test-2.6.0-pipe-logs.log',
     'pytorch_corpus/real-2.6.0-ci/run_test.log')]
 # written by hand (pytorch_corpus/CASES.md): the shape of the markers, no real run's whole output
@@ -90,7 +91,7 @@ def _prefixes(text):
 def test_every_kept_log_is_real_or_known_to_be_hand_written():
     kept = {_name(path) for path in glob.glob(os.path.join(DATA, '**', '*.log'), recursive=True)}
     assert kept == {_name(path) for path in REAL_21 + REAL_26} | HAND_WRITTEN
-    assert len(REAL_21) == 11 and len(REAL_26) == 8
+    assert len(REAL_21) == 11 and len(REAL_26) == 10
 
 
 @pytest.mark.parametrize('path', REAL_21 + REAL_26, ids=_name)

@@ -75,11 +75,14 @@ INTENDED = {
     ('tests/data/pytorch26-interleaved-summary/plain.log', 'test_native_functions'),
 }
 # plain 2.6 pool logs: the reference gives their summaries to the wrong pool worker and sums their retries
-PLAIN_POOL_LOGS = ('tests/data/pytorch26-plain/', 'tests/data/pytorch26-start-after-test/')
+PLAIN_POOL_LOGS = ('tests/data/pytorch26-plain/', 'tests/data/pytorch26-start-after-test/',
+                   'tests/data/pytorch26-interleaved-headers/')
 CHANGED = {path for path, _suite in INTENDED} | {
     'tests/data/pytorch26-plain/plain.log', 'tests/data/pytorch26-plain/batch.log',
     # plain pool runs of the same selection: they differ where plain.log does (a 0-test pass's note, sessions)
     'tests/data/pytorch26-start-after-test/plain-run6.log', 'tests/data/pytorch26-start-after-test/plain-run21.log',
+    'tests/data/pytorch26-interleaved-headers/plain-run5.log',
+    'tests/data/pytorch26-interleaved-headers/plain-run11.log',
     # cut before its `The following tests failed consistently` list, each failing test of its isolated reruns
     # counts once (the reference: once per rerun's `1 failed`); the whole file reads as the reference
     'docs/validation/h200-2026-12-01-eb/unpatched/output-unpatched.log'}

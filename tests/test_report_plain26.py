@@ -214,3 +214,23 @@ def test_a_suite_started_after_another_workers_unfinished_test_line_is_read(name
     result = parse_log_file(path)
     assert {name: (suite.status, {key: suite.counts[key] for key in COUNTED if suite.counts[key]},
                    [test.test_id for test in suite.failed_tests]) for name, suite in result.suites.items()} == TRUTH
+
+
+INTERLEAVED_HEADERS = os.path.join(os.path.dirname(DATA), 'pytorch26-interleaved-headers')
+
+
+@pytest.mark.parametrize('name, lines', [('plain-run5.log', [254]), ('plain-run11.log', [269, 490])])
+def test_session_headers_begun_inside_another_are_read_each_for_its_own_session(name, lines):
+    """Real plain runs of the same selection under load (tests/data/pytorch26-interleaved-headers, README.md there):
+    a session's `=== test session starts ===` came inside another's header or after another worker's unfinished test
+    line, and the header lines after it finish the session begun first.  Each header line goes to the oldest open
+    session still lacking it, so every suite reads as in the kept plain log (TRUTH): before, a `1 passed` summary went
+    to the wrong session, test_function_schema counted too many tests and test_logging read `no summary`."""
+    path = os.path.join(INTERLEAVED_HEADERS, name)
+    with open(path) as handle:
+        text = handle.read().splitlines()
+    assert all(re.fullmatch(r'(?:collecting \.\.\. |test_\w+\.py::\w+::\w+ )=+ test session starts =+', text[line - 1])
+               for line in lines)
+    result = parse_log_file(path)
+    assert {name: (suite.status, {key: suite.counts[key] for key in COUNTED if suite.counts[key]},
+                   [test.test_id for test in suite.failed_tests]) for name, suite in result.suites.items()} == TRUTH

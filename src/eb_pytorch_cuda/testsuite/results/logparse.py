@@ -467,17 +467,18 @@ class _Runs:
                     summary, no_tests = {}, True
             elif first == 'c':
                 match = grammar.SESSION_COLLECTED.match(text, start, stop)
-                if match and self.sessions and self.sessions[-1].collected is None:
-                    session = self.sessions[-1]
+                session = self.header_of(lambda session: session.collected is None) if match else None
+                if session is not None:
                     session.collected = int(match.group('collected'))
                     session.deselected = int(match.group('deselected') or 0)
                     session.selected = int(match.group('selected') or session.collected - session.deselected)
             elif first == 's':
                 match = grammar.STEPCURRENT_ONLY.match(text, start, stop)
-                if match and self.sessions and not self.sessions[-1].items_seen:
-                    self.sessions[-1].suite = self.suite_of(match.group('path')) or self.sessions[-1].suite
-                    if self.sessions[-1].suite is not None:
-                        self.isolated.add(self.sessions[-1].suite)
+                session = self.header_of(lambda session: not session.items_seen) if match else None
+                if session is not None:
+                    session.suite = self.suite_of(match.group('path')) or session.suite
+                    if session.suite is not None:
+                        self.isolated.add(session.suite)
             elif first in 'FE':
                 if text.startswith(grammar.EXECUTING_TEXT, start) and \
                         text.find(grammar.SERIAL_PRERUN_TEXT, start, line_end) >= 0:
@@ -541,9 +542,9 @@ class _Runs:
             self.items_only[after.suite] = (total + int(match.group('count')), path)
             self.count((after.suite, after.shard), after.suite, {'passed': int(match.group('count'))})
             return
-        if not self.sessions or self.sessions[-1].items_seen:
+        session = self.header_of(lambda session: not session.items_seen)
+        if session is None:
             return
-        session = self.sessions[-1]
         session.items_seen = True
         if session.selected is None:
             session.selected = int(match.group('count'))
@@ -553,6 +554,12 @@ class _Runs:
             self.sessions = [other for other in self.sessions if other is session or other.suite != session.suite]
             if session.collected is not None:
                 self.first_collected.setdefault(session.suite, session.collected)
+
+    def header_of(self, lacks):
+        """The open session a header line goes to: the oldest whose header still lacks it (lacks(session)), None
+        when none does.  Headers of the pool's sessions interleave (a session may start mid-line in another's header),
+        and each session's lines come in order, so the oldest unfinished header is the one a line continues."""
+        return next((session for session in self.sessions if lacks(session)), None)
 
     def infer_suite(self, session):
         """The suite of a session its header does not name (run_test_retries' `--scs` run of a suite's tests after
