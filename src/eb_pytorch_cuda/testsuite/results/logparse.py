@@ -466,19 +466,9 @@ class _Runs:
                 if grammar.NO_TESTS.match(text, start, stop):
                     summary, no_tests = {}, True
             elif first == 'c':
-                match = grammar.SESSION_COLLECTED.match(text, start, stop)
-                session = self.header_of(lambda session: session.collected is None) if match else None
-                if session is not None:
-                    session.collected = int(match.group('collected'))
-                    session.deselected = int(match.group('deselected') or 0)
-                    session.selected = int(match.group('selected') or session.collected - session.deselected)
+                self.read_collected(grammar.SESSION_COLLECTED.match(text, start, stop))
             elif first == 's':
-                match = grammar.STEPCURRENT_ONLY.match(text, start, stop)
-                session = self.header_of(lambda session: not session.items_seen) if match else None
-                if session is not None:
-                    session.suite = self.suite_of(match.group('path')) or session.suite
-                    if session.suite is not None:
-                        self.isolated.add(session.suite)
+                self.read_isolated(grammar.STEPCURRENT_ONLY.match(text, start, stop))
             elif first in 'FE':
                 if text.startswith(grammar.EXECUTING_TEXT, start) and \
                         text.find(grammar.SERIAL_PRERUN_TEXT, start, line_end) >= 0:
@@ -554,6 +544,23 @@ class _Runs:
             self.sessions = [other for other in self.sessions if other is session or other.suite != session.suite]
             if session.collected is not None:
                 self.first_collected.setdefault(session.suite, session.collected)
+
+    def read_collected(self, match):
+        """A `collected N items[ / D deselected / S selected]` line (match, or None): the counts of its session."""
+        session = self.header_of(lambda session: session.collected is None) if match else None
+        if match and session is not None:
+            session.collected = int(match.group('collected'))
+            session.deselected = int(match.group('deselected') or 0)
+            session.selected = int(match.group('selected') or session.collected - session.deselected)
+
+    def read_isolated(self, match):
+        """A `stepcurrent: ... Running only <id>` line (match, or None): its session runs one test of that suite
+        alone (run_test_retries' isolated rerun)."""
+        session = self.header_of(lambda session: not session.items_seen) if match else None
+        if match and session is not None:
+            session.suite = self.suite_of(match.group('path')) or session.suite
+            if session.suite is not None:
+                self.isolated.add(session.suite)
 
     def header_of(self, lacks):
         """The open session a header line goes to: the oldest whose header still lacks it (lacks(session)), None
