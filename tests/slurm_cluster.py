@@ -129,10 +129,10 @@ def _running_slurm(directory, slots):
         yield conf
     finally:
         subprocess.run(['scontrol', 'shutdown'], capture_output=True)
-        for pidfile in ('slurmctld.pid', 'slurmd.pid'):
-            _wait_gone(os.path.join(directory, pidfile))
+        for daemon in ('slurmctld', 'slurmd'):
+            _wait_gone(os.path.join(directory, f'{daemon}.pid'), daemon)
         if started_munge:  # by the pid munged wrote, only the one started here
-            _wait_gone(MUNGE_PIDFILE, timeout=30, signal_first=signal.SIGTERM)
+            _wait_gone(MUNGE_PIDFILE, 'munged', timeout=30, signal_first=signal.SIGTERM)
         if previous is None:
             os.environ.pop('SLURM_CONF', None)
         else:
@@ -149,18 +149,29 @@ def slurm(tmp_path_factory):
         missing(str(err))
 
 
-def _wait_gone(pidfile, timeout=30, signal_first=None):
-    """Wait for the process of pidfile to end (sending it signal_first first); SIGKILL it after timeout."""
+def _runs(pid, name):
+    """Whether pid runs the program name (/proc/PID/comm): not a pid the kernel gave another process since."""
+    try:
+        with open(f'/proc/{pid}/comm') as handle:
+            return handle.read().strip() == name
+    except OSError:
+        return False
+
+
+def _wait_gone(pidfile, name, timeout=30, signal_first=None):
+    """Wait for daemon name, the process of pidfile, to end (sending it signal_first first); SIGKILL it after
+    timeout.  Only while that pid still runs name: once it ended its pid may be another process's (pid_max 32768),
+    which a signal here would kill (another pytest worker's test, at the end of a session)."""
     try:
         pid = int(open(pidfile).read().strip())
     except (OSError, ValueError):
         return
-    if signal_first is not None and os.path.exists(f'/proc/{pid}'):
+    if signal_first is not None and _runs(pid, name):
         os.kill(pid, signal_first)
     deadline = time.time() + timeout
-    while time.time() < deadline and os.path.exists(f'/proc/{pid}'):
+    while time.time() < deadline and _runs(pid, name):
         time.sleep(0.5)
-    if os.path.exists(f'/proc/{pid}'):
+    if _runs(pid, name):
         os.kill(pid, 9)
 
 
