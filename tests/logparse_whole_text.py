@@ -14,7 +14,7 @@ from eb_pytorch_cuda.testsuite.results.model import (ERROR, FAILED, SUITE_FAILED
 START, REPLAY, FINISHED, FAILED_LINE, SUCCESS = 'start', 'replay', 'finished', 'failed', 'success'
 STARTS = (START, REPLAY)  # REPLAY: a whole log replayed (`PRINTING LOG FILE of X`, not `BEGINNING OF`)
 MARKERS = [  # (kind, pattern): a suite's run starts with either start line
-    (START, grammar.RUNNING_MARKER),  # at a line's start or after another's `]` (grammar.RUNNING)
+    (START, grammar.RUNNING_MARKER),  # at a line's start or after other output (grammar.RUNNING)
     (START, re.compile(rf'^{grammar.LOG_START}', re.M)),
     (FINISHED, re.compile(rf'^{grammar.LOG_END} \(', re.M)),
     (FAILED_LINE, re.compile(rf'^(?:{grammar.FAILED_RAISED_PREFIX})?{grammar.FAILED}', re.M)),

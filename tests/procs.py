@@ -15,11 +15,7 @@ def terminal_signals() -> None:
 
 def running(pid: int) -> bool:
     """pid exists and has not ended (a zombie has: only its exit status is left for its parent)."""
-    try:
-        with open(f'/proc/{pid}/stat') as handle:
-            return handle.read().rsplit(')', 1)[1].split()[0] != 'Z'
-    except FileNotFoundError:
-        return False
+    return state(pid) not in (None, 'Z')
 
 
 def _read(path: str) -> str:
@@ -34,6 +30,12 @@ def state(pid: int) -> Optional[str]:
     """pid's state letter in /proc (R, S, D, T stopped, t traced, Z ended); None when it is gone."""
     stat = _read(f'/proc/{pid}/stat')
     return stat.rsplit(')', 1)[1].split()[0] if ')' in stat else None
+
+
+def runs_program(pid: int, name: str) -> bool:
+    """Whether pid runs the program name (/proc/PID/comm): a process that has ended leaves its pid to another
+    process (pid_max 32768), which a signal meant for it would reach."""
+    return _read(f'/proc/{pid}/comm') == name
 
 
 def describe_tree(root: int) -> str:

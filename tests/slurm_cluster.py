@@ -21,6 +21,7 @@ from contextlib import contextmanager
 
 import pytest
 from environment import missing
+from procs import runs_program
 
 MUNGE_KEY = '/etc/munge/munge.key'
 MUNGE_PIDFILE = '/run/munge/munged.pid'
@@ -149,15 +150,6 @@ def slurm(tmp_path_factory):
         missing(str(err))
 
 
-def _runs(pid, name):
-    """Whether pid runs the program name (/proc/PID/comm): not a pid the kernel gave another process since."""
-    try:
-        with open(f'/proc/{pid}/comm') as handle:
-            return handle.read().strip() == name
-    except OSError:
-        return False
-
-
 def _wait_gone(pidfile, name, timeout=30, signal_first=None):
     """Wait for daemon name, the process of pidfile, to end (sending it signal_first first); SIGKILL it after
     timeout.  Only while that pid still runs name: once it ended its pid may be another process's (pid_max 32768),
@@ -166,12 +158,12 @@ def _wait_gone(pidfile, name, timeout=30, signal_first=None):
         pid = int(open(pidfile).read().strip())
     except (OSError, ValueError):
         return
-    if signal_first is not None and _runs(pid, name):
+    if signal_first is not None and runs_program(pid, name):
         os.kill(pid, signal_first)
     deadline = time.time() + timeout
-    while time.time() < deadline and _runs(pid, name):
+    while time.time() < deadline and runs_program(pid, name):
         time.sleep(0.5)
-    if _runs(pid, name):
+    if runs_program(pid, name):
         os.kill(pid, 9)
 
 

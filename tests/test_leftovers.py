@@ -18,7 +18,7 @@ import pytest
 from eb_pytorch_cuda import leftovers, process
 from eb_pytorch_cuda.errors import PluginError
 from helpers import module_env, standin_source, suite_command
-from procs import none_left, running
+from procs import none_left, running, runs_program
 
 PASSES = '''
 import unittest
@@ -110,7 +110,7 @@ def test_groups_not_started_by_this_store_survive_the_next_run(tmp_path, tree, u
         entries, notes = leftovers.read_registry(str(registry))  # read and removed: only this run's groups now
         assert notes == [] and entries and not {e.pgid for e in entries} & {sleeper.pid, orphaned.pid, 0, 1}
     finally:
-        if _is_sleep(sibling):  # not a pid given to another process since (it is nobody's child to keep it)
+        if runs_program(sibling, 'sleep'):  # not a pid given to another process since (it is nobody's child to keep it)
             os.kill(sibling, signal.SIGKILL)
 
 
@@ -177,7 +177,7 @@ def test_a_killed_runs_group_whose_supervisor_died_is_stopped_by_its_members_mar
         child = process.start(['sleep', '600'])
     members = [pid for pid in process.group_members(child.pid) if pid != child.pid]
     deadline = time.monotonic() + 30
-    while not members or not _is_sleep(members[0]):  # the supervisor's fork has exec'd the command
+    while not members or not runs_program(members[0], 'sleep'):  # the supervisor's fork has exec'd the command
         assert time.monotonic() < deadline
         time.sleep(0.05)
         members = [pid for pid in process.group_members(child.pid) if pid != child.pid]
@@ -189,14 +189,6 @@ def test_a_killed_runs_group_whose_supervisor_died_is_stopped_by_its_members_mar
     assert none_left(members, 5)
     child.stop()  # its supervisor reaped: forgotten, nothing signalled (its pid may be another group's now)
     assert child not in process.live_children()
-
-
-def _is_sleep(pid):
-    try:
-        with open(f'/proc/{pid}/cmdline', 'rb') as handle:
-            return handle.read().split(b'\0')[0] == b'sleep'
-    except OSError:
-        return False
 
 
 def test_a_registry_that_links_to_another_runs_is_refused_and_that_run_is_untouched(tmp_path, tree):

@@ -25,7 +25,7 @@ from eb_pytorch_cuda import standins
 from eb_pytorch_cuda.elf.reader import read_elf
 from eb_pytorch_cuda.patch.needed import add_needed
 from eb_pytorch_cuda.process import group_members
-from procs import terminal_signals
+from procs import state, terminal_signals
 
 SONAME = 'libcudnn_cnn_train.so.8'
 BIG_MB = 128
@@ -103,15 +103,6 @@ def _temporary_size(directory):
     return max(sizes, default=None)
 
 
-def _state(pid):
-    """The one-letter state of pid in /proc (T: stopped), None when it has gone."""
-    try:
-        with open(f'/proc/{pid}/stat') as handle:
-            return handle.read().rsplit(')', 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError):
-        return None
-
-
 def _stopped_children(pid):
     """pids of pid's children that are stopped (state T)."""
     found = []
@@ -131,8 +122,8 @@ def _frozen(pid):
     child is stopped.  Popen's child calls setsid() before its exec, so a freeze can stop it in between, in a
     group of its own; its parent then waits in vfork (D) until the thaw and never reaches T (CI: 'never
     stopped' after 120 s, once in 1214 tests)."""
-    state = _state(pid)
-    return state in (None, 'T', 'Z') or (state == 'D' and bool(_stopped_children(pid)))
+    now = state(pid)
+    return now in (None, 'T', 'Z') or (now == 'D' and bool(_stopped_children(pid)))
 
 
 def _freeze(process, workdir):
@@ -316,10 +307,10 @@ def _start_and_signal_during_patchelf(argv, target, original, signum, **popen_op
             time.sleep(0.001)
         if pid is not None:
             os.kill(pid, signal.SIGSTOP)
-            while _state(pid) not in (None, 'T', 'Z'):
+            while state(pid) not in (None, 'T', 'Z'):
                 assert time.monotonic() < deadline, 'patchelf never stopped (SIGSTOP)'
                 time.sleep(0.001)
-            if _state(pid) == 'T':
+            if state(pid) == 'T':
                 process.send_signal(signum)
                 os.kill(pid, signal.SIGCONT)
                 return process

@@ -800,9 +800,9 @@ def _markers(text, start, offset):
     found = []
     line_end = text.find('\n', start)
     line_end = len(text) if line_end < 0 else line_end
-    candidates = dict.fromkeys(_BY_FIRST.get(text[start:start + 1], []) + [  # the start marker's pattern once
-        (kind, pattern) for kind, pattern, needed in _BY_TEXT if text.find(needed, start, line_end) >= 0])
-    several = any(text.find(after, start, line_end) >= 0 for after in grammar.RUNNING_AFTER_TEXTS)
+    by_text = [(kind, pattern) for kind, pattern, needed in _BY_TEXT if text.find(needed, start, line_end) >= 0]
+    several = (START, grammar.RUNNING_MARKER) in by_text  # a start after other output: maybe more than one
+    candidates = dict.fromkeys(_BY_FIRST.get(text[start:start + 1], []) + by_text)  # the start marker's pattern once
     for kind, pattern in candidates:
         matches = pattern.finditer(text, start, line_end) if several and pattern is grammar.RUNNING_MARKER else \
             (pattern.match(text, start),)
